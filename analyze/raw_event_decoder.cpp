@@ -1,0 +1,173 @@
+#include "nvtrace/raw_event_decoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <event-parse.h>
+#include <trace-seq.h>
+
+namespace nvtrace {
+
+namespace {
+
+std::uint64_t read_u(tep_format_field* f, const tep_record* rec) {
+    unsigned long long v = 0;
+    if (!f || tep_read_number_field(f, rec->data, &v) != 0) return 0;
+    return v;
+}
+
+// Sign-extends a field read through tep_read_number_field according to its declared size and signedness.
+std::int64_t read_s(tep_format_field* f, const tep_record* rec) {
+    std::uint64_t v = read_u(f, rec);
+    if (!f || !(f->flags & TEP_FIELD_IS_SIGNED)) return static_cast<std::int64_t>(v);
+    switch (f->size) {
+        case 1:
+            return static_cast<std::int8_t>(v);
+        case 2:
+            return static_cast<std::int16_t>(v);
+        case 4:
+            return static_cast<std::int32_t>(v);
+        default:
+            return static_cast<std::int64_t>(v);
+    }
+}
+
+// A string field: __data_loc (printk:console msg) or a size-0 trailing array (ftrace:print buf, whose
+// real length is the record size minus the field offset). Stops at the first NUL; drops one final '\n'.
+std::string read_text(tep_format_field* f, const tep_record* rec) {
+    if (!f) return {};
+    const char* base = static_cast<const char*>(rec->data);
+    std::size_t off = 0, len = 0;
+    if (f->flags & TEP_FIELD_IS_DYNAMIC) {
+        unsigned long long loc = 0;
+        if (tep_read_number_field(f, rec->data, &loc) != 0) return {};
+        off = loc & 0xffff;
+        len = (loc >> 16) & 0xffff;
+        if (f->flags & TEP_FIELD_IS_RELATIVE) off += static_cast<std::size_t>(f->offset + f->size);
+    } else {
+        off = static_cast<std::size_t>(f->offset);
+        len = f->size > 0 ? static_cast<std::size_t>(f->size) : 0;
+        if (len == 0 && rec->size > f->offset) len = static_cast<std::size_t>(rec->size - f->offset);
+    }
+    if (off >= static_cast<std::size_t>(rec->size)) return {};
+    len = std::min(len, static_cast<std::size_t>(rec->size) - off);
+    std::string s(base + off, strnlen(base + off, len));
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+RawEventDecoder::RawEventDecoder(tep_handle* tep, std::vector<std::string> other_events)
+    : tep_(tep), other_events_(std::move(other_events)) {}
+
+const RawEventDecoder::Fields& RawEventDecoder::fields_for(int type) {
+    auto [it, fresh] = by_type_.try_emplace(type);
+    Fields& f = it->second;
+    if (!fresh) return f;
+    tep_event* ev = tep_find_event(tep_, type);
+    f.event = ev;
+    if (!ev || !ev->name || !ev->system) return f;
+    std::string sys = ev->system, name = ev->name;
+    auto field = [&](const char* n) { return tep_find_field(ev, n); };
+    if (sys == "ftrace" && (name == "funcgraph_entry" || name == "fgraph_retaddr_entry")) {
+        f.kind = Kind::func_entry;
+        f.func = field("func");
+        f.depth = field("depth");
+    } else if (sys == "ftrace" && name == "funcgraph_exit") {
+        f.kind = Kind::func_exit;
+        f.func = field("func");
+        f.depth = field("depth");
+        f.calltime = field("calltime");
+        f.rettime = field("rettime");
+        f.overrun = field("overrun");
+        f.retval = field("retval");
+    } else if (sys == "syscalls" && name == "sys_enter_ioctl") {
+        f.kind = Kind::ioctl_enter;
+        f.fd = field("fd");
+        f.cmd = field("cmd");
+        f.arg = field("arg");
+    } else if (sys == "syscalls" && name == "sys_exit_ioctl") {
+        f.kind = Kind::ioctl_exit;
+        f.ret = field("ret");
+    } else if (sys == "ftrace" && name == "print") {
+        f.kind = Kind::print;
+        f.text = field("buf");
+    } else if (sys == "printk" && name == "console") {
+        f.kind = Kind::console;
+        f.text = field("msg");
+    } else if (std::find(other_events_.begin(), other_events_.end(), sys + ":" + name) != other_events_.end() ||
+               std::find(other_events_.begin(), other_events_.end(), sys + ":*") != other_events_.end()) {
+        f.kind = Kind::other;
+    }
+    if ((f.kind == Kind::func_entry && !f.func) ||
+        (f.kind == Kind::func_exit && (!f.func || !f.calltime || !f.rettime)) ||
+        (f.kind == Kind::ioctl_enter && !f.cmd) || (f.kind == Kind::ioctl_exit && !f.ret))
+        f.kind = Kind::unknown;  // a format nvtrace does not understand: counted, not guessed
+    return f;
+}
+
+std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
+    int type = tep_data_type(tep_, rec);
+    const Fields& f = fields_for(type);
+    if (f.kind == Kind::unknown) {
+        if (f.event) {
+            std::string n = f.event->name ? f.event->name : "";
+            if (n == "funcgraph_entry" || n == "funcgraph_exit" || n == "sys_enter_ioctl" || n == "sys_exit_ioctl")
+                ++undecodable_;
+        }
+        return std::nullopt;
+    }
+    Event ev;
+    ev.ts_ns = rec->ts;
+    ev.cpu = rec->cpu;
+    ev.pid = tep_data_pid(tep_, rec);
+    int flags = tep_data_flags(tep_, rec);
+    ev.irq = flags >= 0 && (flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ)) != 0;
+    switch (f.kind) {
+        case Kind::func_entry: {
+            FuncEntry e;
+            e.func_addr = read_u(f.func, rec);
+            e.depth = static_cast<int>(read_s(f.depth, rec));
+            ev.body = std::move(e);
+            break;
+        }
+        case Kind::func_exit: {
+            FuncExit x;
+            x.func_addr = read_u(f.func, rec);
+            x.depth = static_cast<int>(read_s(f.depth, rec));
+            x.calltime_ns = read_u(f.calltime, rec);
+            x.rettime_ns = read_u(f.rettime, rec);
+            x.overrun = read_u(f.overrun, rec);
+            if (f.retval) x.retval = read_s(f.retval, rec);
+            ev.body = std::move(x);
+            break;
+        }
+        case Kind::ioctl_enter:
+            ev.body = IoctlEnter{static_cast<int>(read_s(f.fd, rec)), read_u(f.cmd, rec), read_u(f.arg, rec)};
+            break;
+        case Kind::ioctl_exit:
+            ev.body = IoctlExit{read_s(f.ret, rec)};
+            break;
+        case Kind::print:
+            ev.body = Marker{read_text(f.text, rec)};
+            break;
+        case Kind::console:
+            ev.body = ConsoleLine{read_text(f.text, rec)};
+            break;
+        case Kind::other: {
+            trace_seq s;
+            trace_seq_init(&s);
+            tep_record_print_fields(&s, rec, f.event);
+            trace_seq_terminate(&s);
+            ev.body = OtherEvent{f.event->system, f.event->name, std::string(s.buffer, s.len)};
+            trace_seq_destroy(&s);
+            break;
+        }
+        case Kind::unknown:
+            return std::nullopt;
+    }
+    return ev;
+}
+
+}  // namespace nvtrace

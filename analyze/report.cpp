@@ -1,0 +1,159 @@
+#include "nvtrace/report.hpp"
+
+#include <fmt/format.h>
+
+#include "nvtrace/call_graph.hpp"
+#include "nvtrace/ioctl.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+// Phase markers written by scenarios through trace_marker (docs/markers.md):
+//   "nvtrace-phase: NAME" starts phase NAME (ending the previous one), "nvtrace-phase-end" ends it.
+constexpr std::string_view kPhaseBegin = "nvtrace-phase: ";
+constexpr std::string_view kPhaseEnd = "nvtrace-phase-end";
+
+struct PhaseSpan {
+    std::uint64_t begin_ns;
+    std::uint64_t end_ns;
+    std::string name;
+};
+
+std::vector<PhaseSpan> phase_spans(const EventStream& stream) {
+    std::vector<PhaseSpan> spans;
+    std::optional<PhaseSpan> cur;
+    for (const Event& ev : stream.events) {
+        const auto* m = std::get_if<Marker>(&ev.body);
+        if (!m) continue;
+        bool begin = m->text.rfind(kPhaseBegin, 0) == 0;
+        bool end = m->text.rfind(kPhaseEnd, 0) == 0;
+        if (!begin && !end) continue;
+        if (cur) {
+            cur->end_ns = ev.ts_ns;
+            spans.push_back(*cur);
+            cur.reset();
+        }
+        if (begin) cur = PhaseSpan{ev.ts_ns, UINT64_MAX, m->text.substr(kPhaseBegin.size())};
+    }
+    if (cur) spans.push_back(*cur);
+    return spans;
+}
+
+std::optional<std::string> phase_at(const std::vector<PhaseSpan>& spans, std::uint64_t ts) {
+    for (const auto& s : spans)
+        if (ts >= s.begin_ns && ts < s.end_ns) return s.name;
+    return std::nullopt;
+}
+
+void add_diag(Completeness& c, std::string name, std::string severity, std::uint64_t count, std::string example) {
+    if (count == 0) return;
+    c.diagnostics.push_back({std::move(name), std::move(severity), count, std::move(example)});
+}
+
+// The innermost call of `pid` open at `ts`.
+std::optional<std::uint64_t> running_call(const std::vector<Call>& calls, int pid, std::uint64_t ts) {
+    std::optional<std::uint64_t> best;
+    int best_depth = -1;
+    for (const Call& c : calls) {
+        if (c.pid != pid || !c.entry_ns || *c.entry_ns > ts) continue;
+        if (c.duration_ns && *c.entry_ns + *c.duration_ns < ts) continue;
+        if (!c.duration_ns && c.exit_seen) continue;
+        if (c.depth > best_depth) {
+            best = c.id;
+            best_depth = c.depth;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+Report build_report(const EventStream& stream) {
+    Report r;
+    CallGraph g = build_call_graph(stream);
+    auto spans = phase_spans(stream);
+    for (Call& c : g.calls)
+        if (c.entry_ns) c.phase = phase_at(spans, *c.entry_ns);
+    r.ioctls = collect_ioctls(stream, g.calls);
+    for (auto& io : r.ioctls)
+        io.phase = phase_at(spans, io.enter_ns);
+
+    Completeness& cm = r.completeness;
+    std::uint64_t unknown_loss_marks = 0;
+    std::string first_loss;
+    for (const Event& ev : stream.events) {
+        if (const auto* l = std::get_if<LostEvents>(&ev.body)) {
+            if (l->count)
+                cm.lost_events += *l->count;
+            else
+                ++unknown_loss_marks;
+            if (first_loss.empty()) first_loss = fmt::format("cpu {} before ts {}", ev.cpu, ev.ts_ns);
+        } else if (const auto* m = std::get_if<Marker>(&ev.body)) {
+            r.markers.push_back({ev.ts_ns, ev.pid, m->text});
+        } else if (const auto* con = std::get_if<ConsoleLine>(&ev.body)) {
+            KernelLogMessage msg;
+            msg.ts_ns = ev.ts_ns;
+            msg.text = con->text;
+            classify_kernel_message(msg);
+            msg.call = running_call(g.calls, ev.pid, ev.ts_ns);
+            r.kernel_log.push_back(std::move(msg));
+        }
+    }
+    std::size_t from_console = r.kernel_log.size();
+    std::uint64_t bad_kmsg = 0;
+    std::string first_bad_kmsg;
+    for (const auto& raw : stream.kmsg) {
+        auto rec = parse_kmsg_record(raw.text);
+        if (!rec) {
+            if (bad_kmsg++ == 0) first_bad_kmsg = rec.error().message;
+            continue;
+        }
+        bool dup = false;
+        for (std::size_t i = 0; i < from_console && !dup; ++i)
+            dup = r.kernel_log[i].text == rec->message;
+        if (dup) continue;  // already in the trace buffer through printk:console, with its call
+        KernelLogMessage msg;
+        msg.ts_ns = rec->ts_us * 1000;
+        msg.level = rec->level;
+        msg.seq = rec->seq;
+        msg.text = rec->message;
+        if (rec->facility != 0) msg.source = "user";  // written to /dev/kmsg from user space
+        classify_kernel_message(msg);
+        if (rec->facility != 0) msg.fields["facility"] = std::to_string(rec->facility);
+        r.kernel_log.push_back(std::move(msg));
+    }
+
+    for (const auto& s : stream.buffer_stats) {
+        cm.overruns += s.overrun;
+        cm.dropped_events += s.dropped_events;
+    }
+    cm.orphan_returns = g.orphan_returns;
+    cm.unclosed_calls = g.unclosed_calls;
+    cm.graph_overruns = g.graph_overruns;
+
+    if (cm.overruns)
+        cm.reasons.push_back(fmt::format("{} events overwritten in the ring buffer (overrun)", cm.overruns));
+    if (cm.dropped_events) cm.reasons.push_back(fmt::format("{} events dropped by the ring buffer", cm.dropped_events));
+    if (cm.lost_events || unknown_loss_marks)
+        cm.reasons.push_back(fmt::format("the kernel marked lost events {} time(s) ({} counted)",
+                                         unknown_loss_marks + (cm.lost_events ? 1 : 0), cm.lost_events));
+    if (cm.orphan_returns) cm.reasons.push_back(fmt::format("{} returns without their entry", cm.orphan_returns));
+    if (cm.unclosed_calls) cm.reasons.push_back(fmt::format("{} calls without their return", cm.unclosed_calls));
+    if (cm.graph_overruns)
+        cm.reasons.push_back(fmt::format("{} calls not traced: return stack full", cm.graph_overruns));
+    if (stream.kmsg_overwritten) cm.reasons.push_back("kernel log records were overwritten before they were read");
+
+    add_diag(cm, "lost_event_marks", "data_loss", unknown_loss_marks + (cm.lost_events ? 1 : 0), first_loss);
+    add_diag(cm, "orphan_return", "data_loss", g.orphan_returns, "");
+    add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls, "");
+    add_diag(cm, "depth_gap", "data_loss", g.depth_gaps, "");
+    add_diag(cm, "malformed_kmsg_record", "error", bad_kmsg, first_bad_kmsg);
+    cm.complete = cm.reasons.empty();
+
+    r.graph = aggregate_graph(g.calls);
+    r.calls = std::move(g.calls);
+    return r;
+}
+
+}  // namespace nvtrace

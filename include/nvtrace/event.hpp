@@ -1,0 +1,105 @@
+// nvtrace/event.hpp: the event stream, the contract between every reader (live capture, and the file
+// readers of later issues) and every analysis.
+//
+// Units: every timestamp and duration is in nanoseconds of the trace clock the data was recorded with
+// (ftrace's default "local" clock for live captures; see Documentation/trace/ftrace.rst, "trace_clock").
+// Thread-safety: plain value types; an EventStream is built by one thread and then only read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace nvtrace {
+
+// ftrace:funcgraph_entry (kernel/trace/trace_entries.h). `function`/`module` are filled in by symbol
+// resolution (SymbolTable::resolve); `func_addr` is what the kernel recorded.
+struct FuncEntry {
+    std::uint64_t func_addr = 0;
+    std::string function;               // bare symbol name, e.g. "null_queue_rq"
+    std::optional<std::string> module;  // "null_blk" for "[null_blk]" symbols, nullopt for vmlinux
+    int depth = 0;                      // nesting index the kernel recorded (0 = outermost traced call)
+};
+
+// ftrace:funcgraph_exit. calltime/rettime are ns on the trace clock; rettime - calltime is the duration
+// the kernel itself prints (trace_functions_graph.c). overrun: calls lost because the task's return
+// stack was full.
+struct FuncExit {
+    std::uint64_t func_addr = 0;
+    std::string function;
+    std::optional<std::string> module;
+    int depth = 0;
+    std::uint64_t calltime_ns = 0;
+    std::uint64_t rettime_ns = 0;
+    std::uint64_t overrun = 0;
+    std::optional<std::int64_t> retval;  // present only with CONFIG_FUNCTION_GRAPH_RETVAL (>= 6.5)
+};
+
+// syscalls:sys_enter_ioctl / sys_exit_ioctl (fields fd, cmd, arg / ret).
+struct IoctlEnter {
+    int fd = -1;
+    std::uint64_t cmd = 0;
+    std::uint64_t arg = 0;
+};
+struct IoctlExit {
+    std::int64_t ret = 0;
+};
+
+// ftrace:print, written through trace_marker (scenario phase markers, nvtrace's own start/end marks).
+struct Marker {
+    std::string text;
+};
+
+// A kernel log message seen in the trace buffer (printk:console, field msg).
+struct ConsoleLine {
+    std::string text;
+};
+
+// Any other event the user asked for with --event: its system, name and the fields libtraceevent printed.
+struct OtherEvent {
+    std::string system;
+    std::string name;
+    std::string fields;
+};
+
+// The kernel said events were lost on this CPU before this point (ring-buffer page header,
+// tep_record::missed_events). count is nullopt when the kernel did not say how many.
+struct LostEvents {
+    std::optional<std::uint64_t> count;
+};
+
+using EventBody = std::variant<FuncEntry, FuncExit, IoctlEnter, IoctlExit, Marker, ConsoleLine, OtherEvent, LostEvents>;
+
+struct Event {
+    std::uint64_t ts_ns = 0;  // ring-buffer timestamp (for funcgraph_exit: commit time, not rettime)
+    int cpu = -1;
+    int pid = -1;      // common_pid: the task (in irq context, the interrupted task)
+    bool irq = false;  // recorded in hard or soft interrupt context (common_flags)
+    EventBody body;
+};
+
+// Per-CPU ring-buffer counters over the capture (deltas of per_cpu/cpuN/stats).
+struct CpuBufferStats {
+    int cpu = -1;
+    std::string buffer;                // "instance" or "top" (the top-level buffer, used for function_graph on <6.11)
+    std::uint64_t overrun = 0;         // events overwritten before they were read
+    std::uint64_t dropped_events = 0;  // events rejected (overwrite off)
+};
+
+// A raw /dev/kmsg record ("<prio>,<seq>,<ts_usec>,<flags>;<msg>"), as read; parsed by kernel_log.hpp.
+struct KmsgRecordText {
+    std::string text;
+};
+
+struct EventStream {
+    std::vector<Event> events;         // sorted by ts_ns (stable) before analysis
+    std::map<int, std::string> comms;  // pid -> comm (saved_cmdlines, /proc)
+    std::vector<CpuBufferStats> buffer_stats;
+    std::vector<KmsgRecordText> kmsg;  // kernel log records captured beside the trace
+    bool kmsg_overwritten = false;     // /dev/kmsg said EPIPE: records were lost
+};
+
+}  // namespace nvtrace

@@ -1,0 +1,60 @@
+// nvtrace/raw_event_decoder.hpp: raw ring-buffer records (struct tep_record) -> nvtrace::Event.
+//
+// Field layouts are never hard-coded: they come from the event `format` files that libtraceevent parsed
+// into the tep_handle (kernel/trace/trace_entries.h for ftrace:funcgraph_*; include/trace/events/
+// syscalls.h for sys_enter/exit_*; the funcgraph_exit field order changed across kernels, see
+// ../shared/reference/ftrace-formats.md section 3.1). Fields are looked up once per event type.
+// Thread-safety: one decoder per thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nvtrace/event.hpp"
+
+struct tep_handle;
+struct tep_record;
+struct tep_event;
+struct tep_format_field;
+
+namespace nvtrace {
+
+class RawEventDecoder {
+public:
+    // `other_events` are "system:event" names to keep as OtherEvent (the user's --event list).
+    explicit RawEventDecoder(tep_handle* tep, std::vector<std::string> other_events = {});
+
+    // nullopt for event types nvtrace does not keep.
+    std::optional<Event> decode(tep_record* record);
+
+    std::uint64_t undecodable() const { return undecodable_; }
+
+private:
+    enum class Kind { unknown, func_entry, func_exit, ioctl_enter, ioctl_exit, print, console, other };
+    struct Fields {
+        Kind kind = Kind::unknown;
+        tep_event* event = nullptr;
+        tep_format_field* func = nullptr;
+        tep_format_field* depth = nullptr;
+        tep_format_field* calltime = nullptr;
+        tep_format_field* rettime = nullptr;
+        tep_format_field* overrun = nullptr;
+        tep_format_field* retval = nullptr;
+        tep_format_field* fd = nullptr;
+        tep_format_field* cmd = nullptr;
+        tep_format_field* arg = nullptr;
+        tep_format_field* ret = nullptr;
+        tep_format_field* text = nullptr;  // ftrace:print buf, printk:console msg
+        tep_format_field* flags = nullptr;
+    };
+    const Fields& fields_for(int type);
+
+    tep_handle* tep_;
+    std::vector<std::string> other_events_;
+    std::unordered_map<int, Fields> by_type_;
+    std::uint64_t undecodable_ = 0;
+};
+
+}  // namespace nvtrace

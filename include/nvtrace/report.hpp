@@ -1,0 +1,121 @@
+// nvtrace/report.hpp: the report, the contract for every consumer (DESIGN.md section 5;
+// JSON schema: docs/report.schema.json, "schema": "nvtrace.report/1").
+//
+// Units: all timestamps and durations are integer nanoseconds on the trace clock.
+// Thread-safety: plain value types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nvtrace/event.hpp"
+#include "nvtrace/kernel_log.hpp"
+
+namespace nvtrace {
+
+inline constexpr const char* kReportSchema = "nvtrace.report/1";
+
+// One traced function call. Flat, one row per call, parents by id: ready for a DataFrame.
+struct Call {
+    std::uint64_t id = 0;
+    std::optional<std::uint64_t> parent;
+    int cpu = -1;  // CPU of the entry (of the exit for an orphan return)
+    int pid = -1;
+    std::string comm;
+    int depth = 0;  // depth in the rebuilt tree (0 = root)
+    std::string function;
+    std::optional<std::string> module;
+    std::optional<std::uint64_t> entry_ns;     // null for an orphan return whose entry time is unknown
+    std::optional<std::uint64_t> duration_ns;  // null when the exit was not seen
+    std::optional<std::int64_t> retval;
+    bool irq = false;
+    bool entry_seen = true;
+    bool exit_seen = true;
+    std::optional<std::string> phase;
+};
+
+// The aggregated call tree: one row per distinct root path ("a > b > c").
+struct GraphNode {
+    std::string path;
+    std::uint64_t count = 0;
+    std::uint64_t total_ns = 0;  // sum of known durations
+    std::uint64_t self_ns = 0;   // total minus the known durations of direct children
+    std::uint64_t min_ns = 0;
+    std::uint64_t max_ns = 0;
+};
+
+// One ioctl(2) seen through syscalls:sys_enter_ioctl / sys_exit_ioctl.
+struct IoctlRecord {
+    int pid = -1;
+    std::string comm;
+    int fd = -1;
+    std::optional<std::string> fd_path;
+    std::uint64_t cmd = 0;
+    std::optional<std::string> name;      // decoded request name, when known
+    std::optional<std::uint32_t> hclass;  // RM class, when the parameters carry one (issue 5)
+    std::optional<std::string> status;    // RM/UVM status from the parameter struct (issue 5)
+    std::optional<std::int64_t> ret;      // null when the exit was not seen
+    std::uint64_t enter_ns = 0;
+    std::optional<std::uint64_t> exit_ns;
+    std::optional<std::uint64_t> call;  // id of the first root call made inside this ioctl
+    std::vector<std::uint64_t> calls;   // ids of every root call made inside this ioctl
+    std::optional<std::string> phase;
+};
+
+// A named counter of something wrong with the data, with a severity and the first example.
+struct Diagnostic {
+    std::string name;      // e.g. "orphan_return", "lost_events", "unresolved_symbol"
+    std::string severity;  // "info", "data_loss", "error"
+    std::uint64_t count = 0;
+    std::string first_example;
+};
+
+struct Completeness {
+    bool complete = true;
+    std::uint64_t lost_events = 0;     // events the kernel says it lost (missed-event marks, kmsg EPIPE)
+    std::uint64_t orphan_returns = 0;  // exits whose entry is not in the data
+    std::uint64_t unclosed_calls = 0;  // entries whose exit is not in the data
+    std::uint64_t overruns = 0;        // ring-buffer overrun (overwritten events), summed over CPUs
+    std::uint64_t dropped_events = 0;  // ring-buffer dropped events, summed over CPUs
+    std::uint64_t graph_overruns = 0;  // calls lost to a full return stack (funcgraph_exit.overrun)
+    std::vector<std::string> reasons;  // why complete is false, one line each
+    std::vector<Diagnostic> diagnostics;
+};
+
+struct Check {
+    std::string id;
+    std::string result;  // "pass", "fail", "inconclusive"
+    std::string evidence;
+    std::string why;
+};
+
+// A trace_marker line (ftrace:print) in the order it was recorded.
+struct MarkerEntry {
+    std::uint64_t ts_ns = 0;
+    int pid = -1;  // the writer's pid
+    std::string text;
+};
+
+struct Report {
+    nlohmann::json source = nlohmann::json::object();       // what was read or run
+    nlohmann::json environment = nlohmann::json::object();  // kernel, driver version and flavour
+    Completeness completeness;
+    std::vector<Call> calls;
+    std::vector<GraphNode> graph;
+    std::vector<KernelLogMessage> kernel_log;
+    std::vector<IoctlRecord> ioctls;
+    std::vector<Check> checks;
+    std::vector<MarkerEntry> markers;
+};
+
+// Builds the report from an event stream whose symbols are already resolved. Never fails: problems in
+// the data become diagnostics and make `completeness.complete` false.
+Report build_report(const EventStream& stream);
+
+nlohmann::json to_json(const Report& report);
+
+}  // namespace nvtrace

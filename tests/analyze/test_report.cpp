@@ -1,0 +1,68 @@
+#include "nvtrace/report.hpp"
+
+#include <gtest/gtest.h>
+
+#include "event_builders.hpp"
+
+using namespace nvtrace;
+using namespace nvtrace::test;
+
+TEST(Report, CompleteStreamGivesACompleteReportWithEverySection) {
+    EventStream s;
+    s.comms[9] = "prog";
+    s.events = {Event{1, 0, 9, false, Marker{"nvtrace-phase: alloc"}}, entry(2, 9, "f", 0), exit_(3, 9, "f", 0, 2, 3),
+                Event{4, 0, 9, false, Marker{"nvtrace-phase-end"}},    entry(5, 9, "g", 0), exit_(6, 9, "g", 0, 5, 6)};
+    s.kmsg.push_back({"11,5,1000,-;NVRM: Xid (PCI:0000:01:00): 79, pid=9, GPU has fallen off the bus."});
+    Report r = build_report(s);
+    EXPECT_TRUE(r.completeness.complete);
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(r.calls[0].phase, "alloc");
+    EXPECT_FALSE(r.calls[1].phase.has_value());
+    ASSERT_EQ(r.kernel_log.size(), 1u);
+    EXPECT_EQ(r.kernel_log[0].kind, "xid");
+    EXPECT_EQ(r.kernel_log[0].ts_ns, 1000000u);
+    EXPECT_EQ(r.kernel_log[0].level, 3);
+    EXPECT_EQ(r.markers.size(), 2u);
+
+    nlohmann::json j = to_json(r);
+    EXPECT_EQ(j["schema"], "nvtrace.report/1");
+    for (const char* k : {"source", "environment", "completeness", "calls", "graph", "ioctls", "kernel_log", "checks"})
+        EXPECT_TRUE(j.contains(k)) << k;
+    EXPECT_TRUE(j["calls"][0]["parent"].is_null());
+    EXPECT_EQ(j["calls"][0]["duration_ns"], 1);
+    EXPECT_EQ(j["completeness"]["complete"], true);
+}
+
+TEST(Report, OverrunLostMarksAndOrphansMakeItIncompleteWithReasons) {
+    EventStream s;
+    s.events = {Event{1, 0, 9, false, LostEvents{}}, exit_(2, 9, "f", 0, 1, 2)};
+    s.buffer_stats.push_back({0, "instance", 17, 0});
+    Report r = build_report(s);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.completeness.overruns, 17u);
+    EXPECT_EQ(r.completeness.orphan_returns, 1u);
+    EXPECT_EQ(r.completeness.reasons.size(), 3u);
+    bool has_orphan_diag = false;
+    for (const auto& d : r.completeness.diagnostics)
+        has_orphan_diag |= d.name == "orphan_return" && d.count == 1;
+    EXPECT_TRUE(has_orphan_diag);
+}
+
+TEST(Report, KernelLogLineFromTheBufferIsAttachedToTheRunningCall) {
+    EventStream s;
+    s.events = {entry(10, 9, "nv_ioctl", 0),
+                Event{15, 0, 9, false, ConsoleLine{"NVRM: GPU 0000:01:00.0: GPU has fallen off the bus."}},
+                exit_(20, 9, "nv_ioctl", 0, 10, 20)};
+    s.kmsg.push_back({"3,7,15,-;NVRM: GPU 0000:01:00.0: GPU has fallen off the bus."});
+    Report r = build_report(s);
+    ASSERT_EQ(r.kernel_log.size(), 1u);  // the /dev/kmsg copy of the same line is not repeated
+    EXPECT_EQ(r.kernel_log[0].kind, "fallen_off_bus");
+    EXPECT_EQ(r.kernel_log[0].call, r.calls[0].id);
+}
+
+TEST(Report, KmsgOverwrittenIsIncomplete) {
+    EventStream s;
+    s.kmsg_overwritten = true;
+    Report r = build_report(s);
+    EXPECT_FALSE(r.completeness.complete);
+}

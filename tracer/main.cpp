@@ -1,0 +1,30 @@
+// nvtrace: investigate what a kernel driver does for a program (docs/README.md).
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"nvtrace: capture and explain what a kernel driver does for a program"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("nvtrace 0.1.0"));
+    app.footer(
+        "Exit codes: 0 ok, 1 expectation failed, 2 usage or input error, 3 this machine cannot do it, 4 internal "
+        "error.\n"
+        "Docs: docs/ in the source tree, one page per command.");
+    int exit_code = 0;
+    nvtrace::cli::add_run(app, exit_code);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "nvtrace: internal error: {}\n", e.what());
+        return 4;
+    }
+    return exit_code;
+}

@@ -1,0 +1,188 @@
+#include "tracefs_session.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tracefs_cxx.h"
+
+namespace nvtrace::tracer {
+
+namespace {
+
+std::string read_top(const std::string& file) {
+    int size = 0;
+    char* s = tracefs_instance_file_read(nullptr, file.c_str(), &size);
+    if (!s) return {};
+    std::string out(s, size > 0 ? static_cast<std::size_t>(size) : 0);
+    std::free(s);
+    return out;
+}
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+        s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+std::string kernel_error(tracefs_instance* inst) {
+    char* e = tracefs_error_last(inst);
+    if (!e) return {};
+    std::string s = trim(e);
+    std::free(e);
+    return s;
+}
+
+Result<Instance> Instance::create() {
+    std::string name = fmt::format("nvtrace-{}", ::getpid());
+    tracefs_instance* inst = tracefs_instance_create(name.c_str());
+    if (!inst)
+        return fail(
+            Error::environment(fmt::format("cannot create tracefs instance {}: {}", name, std::strerror(errno))));
+    Instance i(inst);
+    tracefs_trace_off(inst);
+    tracefs_event_disable(inst, nullptr, nullptr);
+    tracefs_instance_file_clear(inst, "trace");
+    return i;
+}
+
+Instance::Instance(Instance&& o) noexcept : inst_(std::exchange(o.inst_, nullptr)) {}
+
+Instance::~Instance() {
+    if (!inst_) return;
+    tracefs_trace_off(inst_);
+    tracefs_event_disable(inst_, nullptr, nullptr);
+    tracefs_instance_file_clear(inst_, "set_event_pid");
+    tracefs_print_close(inst_);  // the marker fd makes rmdir fail with EBUSY
+    tracefs_instance_destroy(inst_);
+    tracefs_instance_free(inst_);
+}
+
+std::string Instance::name() const {
+    return tracefs_instance_get_name(inst_);
+}
+
+std::string Instance::dir() const {
+    char* d = tracefs_instance_get_dir(inst_);
+    std::string s = d ? d : "";
+    tracefs_put_tracing_file(d);
+    return s;
+}
+
+Result<void> TopLevelJournal::remember(const std::string& file) {
+    for (const auto& [f, v] : saved_)
+        if (f == file) return {};
+    saved_.emplace_back(file, read_top(file));
+    return persist();
+}
+
+Result<void> TopLevelJournal::write(const std::string& file, const std::string& value) {
+    if (auto r = remember(file); !r) return r;
+    tracefs_error_clear(nullptr);
+    if (tracefs_instance_file_write(nullptr, file.c_str(), value.c_str()) < 0) {
+        int e = errno;
+        std::string why = kernel_error(nullptr);
+        return fail(Error::environment(fmt::format("the kernel refused '{}' in {}: {}{}", value, file, std::strerror(e),
+                                                   why.empty() ? "" : " (" + why + ")")));
+    }
+    return {};
+}
+
+Result<void> TopLevelJournal::persist() const {
+    ::mkdir(kJournalDir, 0700);
+    nlohmann::json j;
+    j["pid"] = ::getpid();
+    j["files"] = nlohmann::json::array();
+    for (const auto& [f, v] : saved_)
+        j["files"].push_back({{"file", f}, {"content", v}});
+    std::string tmp = std::string(kJournalPath) + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        if (!out)
+            return fail(
+                Error::environment(fmt::format("cannot write the state journal {}: {}", tmp, std::strerror(errno))));
+        out << j.dump(1) << '\n';
+        if (!out.flush()) return fail(Error::environment(fmt::format("cannot write the state journal {}", tmp)));
+    }
+    if (::rename(tmp.c_str(), kJournalPath) != 0)
+        return fail(Error::environment(
+            fmt::format("cannot write the state journal {}: {}", kJournalPath, std::strerror(errno))));
+    return {};
+}
+
+Result<void> restore_file(const std::string& file, const std::string& content) {
+    std::string value;
+    if (file == "set_ftrace_filter" || file == "set_ftrace_notrace" || file == "set_graph_function" ||
+        file == "set_graph_notrace") {
+        // "#### all functions enabled ####" (and other '#' lines) mean an empty filter; module functions read
+        // back as "name [module]" and are written back as "name".
+        std::istringstream in(content);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.empty() || line[0] == '#') continue;
+            value += line.substr(0, line.find_first_of(" \t")) + "\n";
+        }
+    } else if (file == "set_ftrace_pid" || file == "set_event_pid") {
+        value = content.rfind("no pid", 0) == 0 ? "" : content;
+    } else {
+        value = trim(content);
+    }
+    if (value.empty()) {
+        if (tracefs_instance_file_clear(nullptr, file.c_str()) < 0)
+            return fail(Error::environment(fmt::format("cannot clear {}: {}", file, std::strerror(errno))));
+        return {};
+    }
+    if (tracefs_instance_file_write(nullptr, file.c_str(), value.c_str()) < 0)
+        return fail(Error::environment(fmt::format("cannot restore {}: {}", file, std::strerror(errno))));
+    return {};
+}
+
+std::vector<std::string> TopLevelJournal::restore() {
+    std::vector<std::string> failed;
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+        if (!restore_file(it->first, it->second)) failed.push_back(it->first);
+    if (!saved_.empty() && failed.empty()) ::unlink(kJournalPath);
+    saved_.clear();
+    return failed;
+}
+
+std::vector<CpuBufferStats> read_buffer_stats(tracefs_instance* inst, const std::string& label) {
+    std::vector<CpuBufferStats> out;
+    long ncpu = ::sysconf(_SC_NPROCESSORS_CONF);
+    for (int cpu = 0; cpu < ncpu; ++cpu) {
+        std::string file = fmt::format("per_cpu/cpu{}/stats", cpu);
+        int size = 0;
+        char* s = tracefs_instance_file_read(inst, file.c_str(), &size);
+        if (!s) continue;
+        CpuBufferStats st;
+        st.cpu = cpu;
+        st.buffer = label;
+        std::istringstream in(std::string(s, static_cast<std::size_t>(size)));
+        std::free(s);
+        std::string line;
+        while (std::getline(in, line)) {
+            auto colon = line.find(':');
+            if (colon == std::string::npos) continue;
+            std::string key = line.substr(0, colon);
+            std::uint64_t v = std::strtoull(line.c_str() + colon + 1, nullptr, 10);
+            if (key == "overrun")
+                st.overrun = v;
+            else if (key == "dropped events")
+                st.dropped_events = v;
+        }
+        out.push_back(st);
+    }
+    return out;
+}
+
+}  // namespace nvtrace::tracer
