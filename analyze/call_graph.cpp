@@ -14,17 +14,21 @@ struct Frame {
     std::uint64_t func_addr;
 };
 
-template <class F>
-bool same_function(const Call& c, const Frame& fr, const F& f) {
-    if (fr.func_addr != 0 && f.func_addr != 0) return fr.func_addr == f.func_addr;
-    return c.function == f.function;
+bool same_function(const Call& c, const Frame& fr, const FuncExit& x) {
+    if (fr.func_addr != 0 && x.func_addr != 0) return fr.func_addr == x.func_addr;
+    return x.function.empty() || c.function == x.function;  // a bare "}" closes whatever is open
+}
+
+// Shadow stacks are per task; sources without a task column (plain function_graph text) are per CPU.
+std::int64_t stack_key(const Event& ev) {
+    return ev.pid >= 0 ? ev.pid : -2 - static_cast<std::int64_t>(ev.cpu);
 }
 
 }  // namespace
 
 CallGraph build_call_graph(const EventStream& stream) {
     CallGraph g;
-    std::unordered_map<int, std::vector<Frame>> stacks;
+    std::unordered_map<std::int64_t, std::vector<Frame>> stacks;
 
     auto comm_of = [&](int pid) {
         auto it = stream.comms.find(pid);
@@ -52,7 +56,7 @@ CallGraph build_call_graph(const EventStream& stream) {
 
     for (const Event& ev : stream.events) {
         if (const auto* e = std::get_if<FuncEntry>(&ev.body)) {
-            auto& st = stacks[ev.pid];
+            auto& st = stacks[stack_key(ev)];
             std::size_t keep = st.size();
             while (keep > 0 && st[keep - 1].kernel_depth >= e->depth)
                 --keep;
@@ -62,11 +66,11 @@ CallGraph build_call_graph(const EventStream& stream) {
             Call& c = new_call(ev, st);
             c.function = e->function;
             c.module = e->module;
-            c.entry_ns = ev.ts_ns;
+            if (ev.ts_known) c.entry_ns = ev.ts_ns;
             c.exit_seen = false;
             st.push_back({g.calls.size() - 1, e->depth, e->func_addr});
         } else if (const auto* x = std::get_if<FuncExit>(&ev.body)) {
-            auto& st = stacks[ev.pid];
+            auto& st = stacks[stack_key(ev)];
             g.graph_overruns += x->overrun;
             std::size_t found = st.size();
             for (std::size_t k = st.size(); k-- > 0;) {
@@ -76,8 +80,9 @@ CallGraph build_call_graph(const EventStream& stream) {
                 }
                 if (st[k].kernel_depth < x->depth) break;
             }
-            std::optional<std::uint64_t> duration;
-            if (x->rettime_ns >= x->calltime_ns && x->calltime_ns != 0) duration = x->rettime_ns - x->calltime_ns;
+            std::optional<std::uint64_t> duration = x->duration_ns;
+            if (!duration && x->rettime_ns >= x->calltime_ns && x->calltime_ns != 0)
+                duration = x->rettime_ns - x->calltime_ns;
             if (found < st.size()) {
                 drop_unclosed(st, found + 1);
                 Call& c = g.calls[st.back().index];
@@ -96,7 +101,10 @@ CallGraph build_call_graph(const EventStream& stream) {
                 c.module = x->module;
                 c.entry_seen = false;
                 c.exit_seen = true;
-                if (x->calltime_ns != 0) c.entry_ns = x->calltime_ns;
+                if (x->calltime_ns != 0)
+                    c.entry_ns = x->calltime_ns;
+                else if (ev.ts_known && duration && ev.ts_ns >= *duration)
+                    c.entry_ns = ev.ts_ns - *duration;
                 c.duration_ns = duration;
                 c.retval = x->retval;
                 ++g.orphan_returns;

@@ -149,6 +149,11 @@ Report build_report(const EventStream& stream) {
     add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls, "");
     add_diag(cm, "depth_gap", "data_loss", g.depth_gaps, "");
     add_diag(cm, "malformed_kmsg_record", "error", bad_kmsg, first_bad_kmsg);
+    for (const auto& d : stream.diagnostics) {
+        cm.diagnostics.push_back(d);
+        if (d.severity == "data_loss")
+            cm.reasons.push_back(fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
+    }
     cm.complete = cm.reasons.empty();
 
     r.graph = aggregate_graph(g.calls);

@@ -141,8 +141,6 @@ int do_run(const RunArgs& a) {
     return 0;
 }
 
-}  // namespace
-
 void add_run(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<RunArgs>();
     CLI::App* run = app.add_subcommand("run", "Run a program under tracing and write a report");
@@ -153,13 +151,19 @@ void add_run(CLI::App& app, int& exit_code) {
     run->add_option("command", args->command, "Program and arguments, after --")->required()->expected(-1);
     run->add_option("-o,--out", args->out, "Capture directory (default runs/<program>-<UTC time>)");
     run->add_option("-m,--module", args->modules,
-                    "Trace every function of this module with function_graph (:mod:M); repeatable");
-    run->add_option("-e,--event", args->events, "Also record this tracepoint, SYSTEM:EVENT; repeatable");
+                    "Trace every function of this module with function_graph (:mod:M); repeatable")
+        ->allow_extra_args(false);
+    run->add_option("-e,--event", args->events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
+        ->allow_extra_args(false);
     run->add_option("--timeout", args->timeout_s, "Stop the program after this many seconds (SIGTERM, then SIGKILL)")
         ->check(CLI::PositiveNumber);
     run->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
     run->add_flag("-q,--quiet", args->quiet, "No summary and no progress lines");
     run->callback([args, &exit_code] { exit_code = do_run(*args); });
 }
+
+}  // namespace
+
+NVTRACE_COMMAND(10, add_run);
 
 }  // namespace nvtrace::cli

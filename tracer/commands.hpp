@@ -1,11 +1,25 @@
-// commands.hpp: one function per nvtrace subcommand, dispatched from main.cpp.
+// commands.hpp: the table of nvtrace subcommands. Each tracer/cmd_<name>.cpp is thin (parse options with
+// CLI11, call the libraries, print) and registers itself with NVTRACE_COMMAND; main.cpp adds them in order.
 #pragma once
+
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 namespace nvtrace::cli {
 
-// Adds `run` to the app; the callback runs the capture and sets `exit_code`.
-void add_run(CLI::App& app, int& exit_code);
+// Adds one subcommand to `app`. Its callback stores the command's exit code in `exit_code`.
+using AddCommand = void (*)(CLI::App& app, int& exit_code);
+
+// (order in --help, adder). Orders: run 10, report 20, check 30, diff 40, export 50, dmesg 60,
+// decode 70, doctor 80, cleanup 90, scenarios 100.
+std::vector<std::pair<int, AddCommand>>& command_table();
+
+struct CommandRegistrar {
+    CommandRegistrar(int order, AddCommand add) { command_table().emplace_back(order, add); }
+};
 
 }  // namespace nvtrace::cli
+
+#define NVTRACE_COMMAND(order, fn) static const ::nvtrace::cli::CommandRegistrar nvtrace_command_##fn(order, fn)

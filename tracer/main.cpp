@@ -1,4 +1,5 @@
 // nvtrace: investigate what a kernel driver does for a program (docs/README.md).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -6,6 +7,13 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+
+namespace nvtrace::cli {
+std::vector<std::pair<int, AddCommand>>& command_table() {
+    static std::vector<std::pair<int, AddCommand>> table;
+    return table;
+}
+}  // namespace nvtrace::cli
 
 int main(int argc, char** argv) {
     CLI::App app{"nvtrace: capture and explain what a kernel driver does for a program"};
@@ -16,7 +24,10 @@ int main(int argc, char** argv) {
         "error.\n"
         "Docs: docs/ in the source tree, one page per command.");
     int exit_code = 0;
-    nvtrace::cli::add_run(app, exit_code);
+    auto& table = nvtrace::cli::command_table();
+    std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [order, add] : table)
+        add(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -24,9 +24,11 @@ struct FuncEntry {
     int depth = 0;                      // nesting index the kernel recorded (0 = outermost traced call)
 };
 
-// ftrace:funcgraph_exit. calltime/rettime are ns on the trace clock; rettime - calltime is the duration
-// the kernel itself prints (trace_functions_graph.c). overrun: calls lost because the task's return
-// stack was full.
+// ftrace:funcgraph_exit. calltime/rettime are ns on the trace clock (0 when unknown, e.g. in text
+// traces); rettime - calltime is the duration the kernel itself prints (trace_functions_graph.c).
+// Text readers set duration_ns from the DURATION column instead. `function` may be empty for a bare "}"
+// in text: it then closes the innermost open call at that depth. overrun: calls lost because the task's
+// return stack was full.
 struct FuncExit {
     std::uint64_t func_addr = 0;
     std::string function;
@@ -34,8 +36,9 @@ struct FuncExit {
     int depth = 0;
     std::uint64_t calltime_ns = 0;
     std::uint64_t rettime_ns = 0;
+    std::optional<std::uint64_t> duration_ns;  // overrides rettime - calltime when set
     std::uint64_t overrun = 0;
-    std::optional<std::int64_t> retval;  // present only with CONFIG_FUNCTION_GRAPH_RETVAL (>= 6.5)
+    std::optional<std::int64_t> retval;  // funcgraph-retval (>= 6.5) or the text's "/* ret=... */"
 };
 
 // syscalls:sys_enter_ioctl / sys_exit_ioctl (fields fd, cmd, arg / ret).
@@ -75,10 +78,20 @@ using EventBody = std::variant<FuncEntry, FuncExit, IoctlEnter, IoctlExit, Marke
 
 struct Event {
     std::uint64_t ts_ns = 0;  // ring-buffer timestamp (for funcgraph_exit: commit time, not rettime)
-    int cpu = -1;
-    int pid = -1;      // common_pid: the task (in irq context, the interrupted task)
-    bool irq = false;  // recorded in hard or soft interrupt context (common_flags)
+    int cpu = -1;             // -1 when the source does not say
+    int pid = -1;             // common_pid: the task (in irq context, the interrupted task); -1 = unknown
+    bool irq = false;         // in hard or soft interrupt context (common_flags, or text irq markers)
     EventBody body;
+    bool ts_known = true;    // false for text traces without timestamps (events are then in file order)
+    std::uint32_t line = 0;  // 1-based line in the source file for text readers, 0 otherwise
+};
+
+// A named counter of something wrong with the data, with a severity and the first example.
+struct Diagnostic {
+    std::string name;      // e.g. "orphan_return", "lost_events", "malformed_line"
+    std::string severity;  // "info", "data_loss", "error"
+    std::uint64_t count = 0;
+    std::string first_example;  // "file:line: what" where a file is involved
 };
 
 // Per-CPU ring-buffer counters over the capture (deltas of per_cpu/cpuN/stats).
@@ -98,8 +111,20 @@ struct EventStream {
     std::vector<Event> events;         // sorted by ts_ns (stable) before analysis
     std::map<int, std::string> comms;  // pid -> comm (saved_cmdlines, /proc)
     std::vector<CpuBufferStats> buffer_stats;
-    std::vector<KmsgRecordText> kmsg;  // kernel log records captured beside the trace
-    bool kmsg_overwritten = false;     // /dev/kmsg said EPIPE: records were lost
+    std::vector<KmsgRecordText> kmsg;     // kernel log records captured beside the trace
+    bool kmsg_overwritten = false;        // /dev/kmsg said EPIPE: records were lost
+    std::vector<Diagnostic> diagnostics;  // reader diagnostics, carried into report.completeness
 };
+
+// Adds `count` to the diagnostic `name` (created with `severity` and `example` on first use).
+inline void count_diagnostic(std::vector<Diagnostic>& d, const std::string& name, const std::string& severity,
+                             const std::string& example, std::uint64_t count = 1) {
+    for (auto& x : d)
+        if (x.name == name) {
+            x.count += count;
+            return;
+        }
+    d.push_back({name, severity, count, example});
+}
 
 }  // namespace nvtrace

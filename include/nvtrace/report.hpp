@@ -66,14 +66,6 @@ struct IoctlRecord {
     std::optional<std::string> phase;
 };
 
-// A named counter of something wrong with the data, with a severity and the first example.
-struct Diagnostic {
-    std::string name;      // e.g. "orphan_return", "lost_events", "unresolved_symbol"
-    std::string severity;  // "info", "data_loss", "error"
-    std::uint64_t count = 0;
-    std::string first_example;
-};
-
 struct Completeness {
     bool complete = true;
     std::uint64_t lost_events = 0;     // events the kernel says it lost (missed-event marks, kmsg EPIPE)
