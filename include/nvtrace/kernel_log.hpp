@@ -13,7 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "nvtrace/error.hpp"
+#include "nvtrace/event.hpp"
 
 namespace nvtrace {
 
@@ -45,5 +48,14 @@ struct KernelLogMessage {
 // Classifies a message text (no prefix, e.g. "NVRM: Xid (PCI:0000:01:00): 79, pid=123, GPU has fallen
 // off the bus."): sets source, kind and fields.
 void classify_kernel_message(KernelLogMessage& msg);
+
+// A kernel log in any supported text format, split into logical messages (continuation lines joined) and
+// classified. Never fails: lines that are not kernel log lines are counted in `diagnostics`.
+struct KernelLogParse {
+    std::vector<KernelLogMessage> messages;
+    std::vector<Diagnostic> diagnostics;  // with "file:line: ..." first examples
+    std::string format;                   // detected: "dmesg", "dmesg-ctime", "journal", "syslog", "kmsg", ...
+};
+KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name);
 
 }  // namespace nvtrace
