@@ -165,6 +165,9 @@ TEST(LiveRun, CountsExactlyTheTracedProgramsIoctlsAndItsKernelLogLine) {
     EXPECT_EQ(rep["completeness"]["complete"], true) << rep["completeness"].dump(1);
     EXPECT_EQ(rep["completeness"]["overruns"], 0);
 
+    Ran v = run({"python3", VALIDATE_REPORT, REPORT_SCHEMA, out + "/report.json"});
+    EXPECT_EQ(v.rc, 0) << v.out << v.err;
+
     EXPECT_EQ(tracefs_snapshot(), before);
 }
 
