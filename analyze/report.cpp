@@ -77,6 +77,9 @@ Report build_report(const EventStream& stream) {
         if (c.entry_ns) c.phase = phase_at(spans, *c.entry_ns);
     r.ioctls = collect_ioctls(stream, g.calls);
     for (auto& io : r.ioctls)
+        if (!io.fd_path)
+            if (auto it = stream.fd_paths.find({io.pid, io.fd}); it != stream.fd_paths.end()) io.fd_path = it->second;
+    for (auto& io : r.ioctls)
         io.phase = phase_at(spans, io.enter_ns);
 
     Completeness& cm = r.completeness;
@@ -109,10 +112,17 @@ Report build_report(const EventStream& stream) {
             if (bad_kmsg++ == 0) first_bad_kmsg = rec.error().message;
             continue;
         }
-        bool dup = false;
-        for (std::size_t i = 0; i < from_console && !dup; ++i)
-            dup = r.kernel_log[i].text == rec->message;
-        if (dup) continue;  // already in the trace buffer through printk:console, with its call
+        // The same line seen in the trace buffer (printk:console) keeps its call and trace-clock time and
+        // takes the record's level, sequence number and facility, which the console event does not carry.
+        KernelLogMessage* twin = nullptr;
+        for (std::size_t i = 0; i < from_console && !twin; ++i)
+            if (r.kernel_log[i].text == rec->message && !r.kernel_log[i].seq) twin = &r.kernel_log[i];
+        if (twin) {
+            twin->level = rec->level;
+            twin->seq = rec->seq;
+            if (rec->facility != 0) twin->fields["facility"] = std::to_string(rec->facility);
+            continue;
+        }
         KernelLogMessage msg;
         msg.ts_ns = rec->ts_us * 1000;
         msg.level = rec->level;

@@ -3,8 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -13,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "cleanup.hpp"
 #include "kmsg_reader.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/symbols.hpp"
@@ -118,6 +122,36 @@ private:
     sigset_t set_{}, old_{};
 };
 
+// Reads /proc/PID/fd of each pid into `paths` ((pid, fd) -> link target). Silently skips pids that are gone.
+void poll_fd_paths(const std::set<int>& pids, std::map<std::pair<int, int>, std::string>& paths) {
+    for (int pid : pids) {
+        std::string dir = fmt::format("/proc/{}/fd", pid);
+        DIR* d = ::opendir(dir.c_str());
+        if (!d) continue;
+        while (dirent* e = ::readdir(d)) {
+            if (e->d_name[0] == '.') continue;
+            char target[PATH_MAX];
+            ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+            if (n <= 0) continue;
+            paths[{pid, std::atoi(e->d_name)}] = std::string(target, static_cast<std::size_t>(n));
+        }
+        ::closedir(d);
+    }
+}
+
+std::size_t count_matches(const char* filter, const char* module) {
+    char** list = nullptr;
+    // libtracefs 1.6.4 returns an empty list for a NULL filter with a module: match everything explicitly.
+    if (tracefs_filter_functions(filter ? filter : "*", module, &list) < 0) return 0;
+    std::size_t n = static_cast<std::size_t>(std::max(0, tracefs_list_size(list)));
+    tracefs_list_free(list);
+    return n;
+}
+
+bool event_exists(const char* tracing_dir, const char* system, const char* event) {
+    return ::access(fmt::format("{}/events/{}/{}", tracing_dir, system, event).c_str(), F_OK) == 0;
+}
+
 }  // namespace
 
 Result<CaptureResult> capture(const CaptureOptions& opts) {
@@ -127,11 +161,19 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     const char* tracing_dir = nullptr;
     if (tracefs_tracing_dir_is_mounted(false, &tracing_dir) != 1)
         return fail(Error::environment("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"));
+    bool use_fgraph = !opts.modules.empty() || !opts.filters.empty() || !opts.graph_functions.empty();
+    if (!use_fgraph && (!opts.notrace.empty() || opts.max_depth))
+        return fail(
+            Error::usage("--notrace and --max-depth need function_graph: add --module, --filter or --graph-function"));
 
     CaptureResult res;
     auto& meta = res.meta;
     meta["command"] = opts.argv;
     meta["modules"] = opts.modules;
+    meta["filters"] = opts.filters;
+    meta["notrace"] = opts.notrace;
+    meta["graph_functions"] = opts.graph_functions;
+    meta["max_depth"] = opts.max_depth ? nlohmann::json(*opts.max_depth) : nlohmann::json(nullptr);
     meta["events"] = opts.events;
     meta["started_utc"] = utc_now();
     meta["clock"] = "local";
@@ -145,7 +187,6 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     // Where function_graph can run: the instance (>= ~6.11) or the top level under a journal.
     TopLevelJournal journal;
     tracefs_instance* fgraph = nullptr;  // instance that carries function_graph, nullptr = top level
-    bool use_fgraph = !opts.modules.empty();
     std::string mode = "events";
     if (use_fgraph) {
         int sz = 0;
@@ -161,25 +202,73 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
                     fmt::format("the function_graph tracer is not available in this kernel (available_tracers: {})",
                                 top_file("available_tracers"))));
             std::string cur = top_file("current_tracer");
-            if (cur != "nop")
+            if (cur != "nop" && !opts.force)
                 return fail(Error::environment(fmt::format(
-                    "another tracer ('{}') is active at the top level; nvtrace will not take it over", cur)));
+                    "another tracer ('{}') is active at the top level; nvtrace will not take it over (--force does)",
+                    cur)));
+            auto owner = journal_owner();
+            if (!owner) return fail(owner.error());
+            if (*owner && !opts.force)
+                return fail(Error::environment(
+                    (*owner)->alive
+                        ? fmt::format("another nvtrace run (pid {}) holds the top-level tracing state", (*owner)->pid)
+                        : fmt::format("a run (pid {}) was killed before it restored the top-level tracing state: run "
+                                      "`nvtrace cleanup` first",
+                                      (*owner)->pid)));
             mode = "function_graph (top level)";
         }
     }
     meta["tracer_mode"] = mode;
     for (const auto& m : opts.modules)
-        if (!module_loaded(m))
-            return fail(Error::environment(fmt::format("module {} is not loaded (load it first: modprobe {})", m, m)));
+        if (!module_loaded(m) && !opts.future)
+            return fail(Error::environment(fmt::format(
+                "module {} is not loaded (load it first: modprobe {}, or arm the filter with --future)", m, m)));
+
+    // Dry run: how many functions each filter matches, before anything is changed.
+    for (const auto& m : opts.modules) {
+        std::string mod = m;
+        for (char& c : mod)
+            if (c == '-') c = '_';  // module names use '_' in :mod: (nvidia_uvm)
+        std::size_t n = module_loaded(mod) ? count_matches(nullptr, mod.c_str()) : 0;
+        res.filter_counts.push_back({"module:" + mod, n});
+        if (n == 0 && module_loaded(mod))
+            return fail(Error::environment(
+                fmt::format("module {} has no traceable function (available_filter_functions)", mod)));
+    }
+    for (const auto& f : opts.filters) {
+        std::size_t n = count_matches(f.c_str(), nullptr);
+        res.filter_counts.push_back({"filter:" + f, n});
+        if (n == 0) return fail(Error::usage(fmt::format("--filter '{}' matches no traceable function", f)));
+    }
+    for (const auto& f : opts.notrace)
+        res.filter_counts.push_back({"notrace:" + f, count_matches(f.c_str(), nullptr)});
+    for (const auto& f : opts.graph_functions) {
+        std::size_t n = count_matches(f.c_str(), nullptr);
+        res.filter_counts.push_back({"graph-function:" + f, n});
+        if (n == 0) return fail(Error::usage(fmt::format("--graph-function '{}' matches no traceable function", f)));
+    }
+    meta["filter_counts"] = nlohmann::json::object();
+    for (const auto& fc : res.filter_counts)
+        meta["filter_counts"][fc.filter] = fc.functions;
 
     // Event formats: only the systems nvtrace decodes, plus the user's (130 ms for two systems,
     // ../shared/reference/ci-environment.md section 4).
     std::set<std::string> systems{"ftrace", "syscalls"};
+    std::vector<std::string> kept_events = opts.events;
     for (const auto& e : opts.events) {
         auto colon = e.find(':');
         if (colon == std::string::npos || colon == 0 || colon + 1 == e.size())
             return fail(Error::usage(fmt::format("--event '{}': expected SYSTEM:EVENT", e)));
         systems.insert(e.substr(0, colon));
+    }
+    // Kernel-log lines printed in the program's context land in the buffer, on the trace clock, inside the
+    // call that printed them (printk:console); Xids as events where the driver has the tracepoint.
+    bool console = event_exists(tracing_dir, "printk", "console");
+    if (console) systems.insert("printk");
+    bool xid_event = event_exists(tracing_dir, "nvidia", "nvidia_dev_xid");
+    if (xid_event) {
+        systems.insert("nvidia");
+        kept_events.push_back("nvidia:nvidia_dev_xid");
     }
     std::vector<const char*> sys_c;
     for (const auto& s : systems)
@@ -197,6 +286,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         tracefs_event_enable(inst.get(), "syscalls", "sys_exit_ioctl") < 0)
         return fail(
             Error::environment("cannot enable syscalls:sys_enter_ioctl/sys_exit_ioctl (no syscall tracepoints?)"));
+    if (console && tracefs_event_enable(inst.get(), "printk", "console") < 0) console = false;
+    if (xid_event) tracefs_event_enable(inst.get(), "nvidia", "nvidia_dev_xid");
+    meta["printk_console"] = console;
     for (const auto& e : opts.events) {
         auto colon = e.find(':');
         std::string sys = e.substr(0, colon), name = e.substr(colon + 1);
@@ -205,52 +297,105 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     }
     tracefs_option_enable(inst.get(), TRACEFS_OPTION_EVENT_FORK);
 
-    SignalBlock signals;
+    // The program gets the instance's trace_marker as an inherited fd, so that it can write phase markers
+    // even when it runs as the invoking user (trace_marker is root-only).
     std::string marker_path = inst.dir() + "/trace_marker";
-    auto child_r = GatedChild::spawn(opts.argv, {{"NVTRACE_TRACE_MARKER", marker_path}}, signals.old());
+    int marker_fd = ::open(marker_path.c_str(), O_WRONLY);
+    struct FdClose {
+        int fd;
+        ~FdClose() {
+            if (fd >= 0) ::close(fd);
+        }
+    } marker_guard{marker_fd};
+    std::vector<std::pair<std::string, std::string>> env{{"NVTRACE_TRACE_MARKER", marker_path}};
+    if (marker_fd >= 0) env.emplace_back("NVTRACE_TRACE_MARKER_FD", std::to_string(marker_fd));
+    std::optional<GatedChild::Identity> run_as = opts.as_root ? std::nullopt : GatedChild::sudo_invoker();
+    meta["run_as_uid"] = run_as ? run_as->uid : 0u;
+
+    SignalBlock signals;
+    auto child_r = GatedChild::spawn(opts.argv, env, signals.old(), run_as);
     if (!child_r) return fail(child_r.error());
     GatedChild& child = *child_r;
+    if (marker_fd >= 0) {
+        ::close(marker_fd);  // the child has its copy; the instance cannot be removed while we hold one
+        marker_guard.fd = -1;
+    }
     meta["pid"] = child.pid();
     std::string pid_s = std::to_string(child.pid());
 
     if (tracefs_instance_file_write(inst.get(), "set_event_pid", pid_s.c_str()) < 0)
         return fail(Error::environment("cannot write set_event_pid: " + kernel_error(inst.get())));
 
-    std::size_t matched = 0;
     if (use_fgraph) {
         if (!fgraph) {
-            for (const char* f :
-                 {"tracing_on", "current_tracer", "set_ftrace_pid", "options/function-fork", "set_ftrace_filter"})
+            for (const char* f : {"tracing_on", "current_tracer", "set_ftrace_pid", "options/function-fork",
+                                  "set_ftrace_filter", "set_ftrace_notrace", "set_graph_function", "max_graph_depth"})
                 if (auto r = journal.remember(f); !r) return fail(r.error());
         }
-        for (std::size_t i = 0; i < opts.modules.size(); ++i) {
-            std::string mod = opts.modules[i];
+        // One filter list: every module, then every glob; the last call commits it (TRACEFS_FL_CONTINUE).
+        std::vector<std::pair<std::string, bool>> parts;  // (text, is_module)
+        for (const auto& m : opts.modules) {
+            std::string mod = m;
             for (char& c : mod)
-                if (c == '-') c = '_';  // module names use '_' in :mod: (nvidia_uvm)
-            unsigned flags = (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) |
-                             (i + 1 < opts.modules.size() ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
-            if (tracefs_function_filter(fgraph, nullptr, mod.c_str(), flags) < 0)
-                return fail(Error::environment(fmt::format("cannot set the function filter :mod:{}: {} {}", mod,
-                                                           std::strerror(errno), kernel_error(fgraph))));
+                if (c == '-') c = '_';
+            parts.emplace_back(mod, true);
         }
-        matched = count_filter_lines(fgraph);
+        for (const auto& f : opts.filters)
+            parts.emplace_back(f, false);
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            unsigned flags = (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) |
+                             (i + 1 < parts.size() ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
+            const auto& [text, is_module] = parts[i];
+            if (is_module && opts.future && !module_loaded(text)) flags |= TRACEFS_FL_FUTURE;
+            int rc = is_module ? tracefs_function_filter(fgraph, nullptr, text.c_str(), flags)
+                               : tracefs_function_filter(fgraph, text.c_str(), nullptr, flags);
+            if (rc < 0)
+                return fail(Error::environment(fmt::format("cannot set the function filter {}{}: {} {}",
+                                                           is_module ? ":mod:" : "", text, std::strerror(errno),
+                                                           kernel_error(fgraph))));
+        }
+        for (std::size_t i = 0; i < opts.notrace.size(); ++i) {
+            unsigned flags = (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) |
+                             (i + 1 < opts.notrace.size() ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
+            if (tracefs_function_notrace(fgraph, opts.notrace[i].c_str(), nullptr, flags) < 0)
+                return fail(Error::environment(
+                    fmt::format("cannot set --notrace {}: {}", opts.notrace[i], kernel_error(fgraph))));
+        }
+        auto write_fgraph_file = [&](const char* file, const std::string& value) -> Result<void> {
+            if (!fgraph) return journal.write(file, value);
+            if (tracefs_instance_file_write(fgraph, file, value.c_str()) < 0)
+                return fail(Error::environment(fmt::format("cannot write {}: {}", file, kernel_error(fgraph))));
+            return {};
+        };
+        if (!opts.graph_functions.empty()) {
+            std::string roots;
+            for (const auto& g : opts.graph_functions)
+                roots += g + "\n";
+            if (auto r = write_fgraph_file("set_graph_function", roots); !r) return fail(r.error());
+        }
+        if (opts.max_depth)
+            if (auto r = write_fgraph_file("max_graph_depth", std::to_string(*opts.max_depth)); !r)
+                return fail(r.error());
+        std::size_t matched = count_filter_lines(fgraph);
         meta["filter_functions"] = matched;
-        if (matched == 0) return fail(Error::environment("the module filter matched no traceable function"));
+        if (matched == 0 && !opts.future) return fail(Error::environment("the filters matched no traceable function"));
+        if (auto r = write_fgraph_file("set_ftrace_pid", pid_s); !r) return fail(r.error());
         if (fgraph) {
-            if (tracefs_instance_file_write(fgraph, "set_ftrace_pid", pid_s.c_str()) < 0)
-                return fail(Error::environment("cannot write set_ftrace_pid: " + kernel_error(fgraph)));
             tracefs_option_enable(fgraph, TRACEFS_OPTION_FUNCTION_FORK);
             if (tracefs_tracer_set(fgraph, TRACEFS_TRACER_FUNCTION_GRAPH) < 0)
                 return fail(Error::environment("cannot set function_graph in the instance: " + kernel_error(fgraph)));
         } else {
-            if (auto r = journal.write("set_ftrace_pid", pid_s); !r) return fail(r.error());
             if (auto r = journal.write("options/function-fork", "1"); !r) return fail(r.error());
             if (auto r = journal.write("current_tracer", "function_graph"); !r) return fail(r.error());
             if (auto r = journal.write("tracing_on", "1"); !r) return fail(r.error());
         }
-        if (opts.progress)
-            fmt::print(stderr, "nvtrace: function_graph on {} ({} functions, {})\n", fmt::join(opts.modules, ", "),
-                       matched, mode);
+        if (opts.progress) {
+            std::vector<std::string> counts;
+            for (const auto& fc : res.filter_counts)
+                counts.push_back(fmt::format("{} = {}", fc.filter, fc.functions));
+            fmt::print(stderr, "nvtrace: function_graph, {} functions filtered ({}), {}\n", matched,
+                       fmt::join(counts, ", "), mode);
+        }
     }
 
     auto stats_before = read_buffer_stats(inst.get(), "instance");
@@ -262,13 +407,17 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     KmsgReader kmsg;
     if (auto r = kmsg.start(); !r) return fail(r.error());
 
-    RawEventDecoder decoder(tep, opts.events);
+    RawEventDecoder decoder(tep, kept_events);
     std::vector<Event> events;
     DrainContext dctx{&decoder, &events};
     auto drain = [&] {
         tracefs_iterate_raw_events(tep, inst.get(), nullptr, 0, on_record, &dctx);
         if (use_fgraph && !fgraph) tracefs_iterate_raw_events(tep, nullptr, nullptr, 0, on_record, &dctx);
     };
+    // Pids whose open files are followed: the program and every task seen in its events (its children).
+    std::set<int> pids{child.pid()};
+    std::size_t pids_scanned = 0;
+    std::map<std::pair<int, int>, std::string> fd_paths;
 
     tracefs_trace_on(inst.get());
     tracefs_printf(inst.get(), "nvtrace-start pid=%d\n", child.pid());
@@ -292,6 +441,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
         if (kill_deadline && Clock::now() > *kill_deadline) child.kill(SIGKILL);
         drain();
+        for (; pids_scanned < events.size(); ++pids_scanned)
+            if (events[pids_scanned].pid > 0) pids.insert(events[pids_scanned].pid);
+        poll_fd_paths(pids, fd_paths);
         kmsg.poll();
         status = child.poll_exit();
     }
@@ -320,6 +472,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     st.buffer_stats = delta(stats_before, stats_after);
     st.kmsg = std::move(kmsg.records());
     st.kmsg_overwritten = kmsg.overwritten();
+    st.fd_paths = std::move(fd_paths);
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
     st.events = std::move(events);
 

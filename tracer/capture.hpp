@@ -21,11 +21,25 @@
 namespace nvtrace::tracer {
 
 struct CaptureOptions {
-    std::vector<std::string> argv;     // the program and its arguments (no shell)
-    std::vector<std::string> modules;  // function_graph on ":mod:M" for each
-    std::vector<std::string> events;   // extra "system:event" tracepoints
-    std::optional<double> timeout_s;   // SIGTERM (then SIGKILL after 2 s) when the program runs longer
-    bool progress = true;              // progress lines on stderr
+    std::vector<std::string> argv;             // the program and its arguments (no shell)
+    std::vector<std::string> modules;          // function_graph on ":mod:M" for each
+    std::vector<std::string> filters;          // more set_ftrace_filter globs (function_graph)
+    std::vector<std::string> notrace;          // set_ftrace_notrace globs
+    std::vector<std::string> graph_functions;  // set_graph_function roots
+    std::optional<int> max_depth;              // max_graph_depth
+    bool future = false;                       // arm :mod:M for a module that is not loaded yet (applied at load)
+    std::vector<std::string> events;           // extra "system:event" tracepoints
+    std::optional<double> timeout_s;           // SIGTERM (then SIGKILL after 2 s) when the program runs longer
+    bool force = false;                        // take the top level even though a journal exists
+    bool as_root = false;                      // under sudo, keep root for the program instead of SUDO_UID/SUDO_GID
+    bool progress = true;                      // progress lines on stderr
+};
+
+// How many available functions each filter matches (available_filter_functions), resolved before
+// anything is changed: "module:nvidia" -> 4123, "filter:drm_gem_*" -> 96, ...
+struct FilterCount {
+    std::string filter;
+    std::size_t functions = 0;
 };
 
 struct CaptureResult {
@@ -34,6 +48,7 @@ struct CaptureResult {
     ExitStatus status;                          // the program's
     std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP)
     std::vector<std::string> restore_failures;  // top-level files that could not be restored
+    std::vector<FilterCount> filter_counts;
 };
 
 Result<CaptureResult> capture(const CaptureOptions& opts);

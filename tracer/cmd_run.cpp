@@ -25,6 +25,9 @@ struct RunArgs {
     std::string out;
     std::vector<std::string> modules;
     std::vector<std::string> events;
+    std::vector<std::string> filters, notrace, graph_functions;
+    int max_depth = 0;
+    bool future = false, force = false, as_root = false;
     double timeout_s = 0;
     bool json = false;
     bool quiet = false;
@@ -94,6 +97,13 @@ int do_run(const RunArgs& a) {
     opts.argv = a.command;
     opts.modules = a.modules;
     opts.events = a.events;
+    opts.filters = a.filters;
+    opts.notrace = a.notrace;
+    opts.graph_functions = a.graph_functions;
+    if (a.max_depth > 0) opts.max_depth = a.max_depth;
+    opts.future = a.future;
+    opts.force = a.force;
+    opts.as_root = a.as_root;
     if (a.timeout_s > 0) opts.timeout_s = a.timeout_s;
     opts.progress = !a.quiet;
 
@@ -153,6 +163,21 @@ void add_run(CLI::App& app, int& exit_code) {
     run->add_option("-m,--module", args->modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
+    run->add_option("--filter", args->filters,
+                    "Also trace functions matching this glob (set_ftrace_filter); repeatable")
+        ->allow_extra_args(false);
+    run->add_option("--notrace", args->notrace,
+                    "Never trace functions matching this glob (set_ftrace_notrace); repeatable")
+        ->allow_extra_args(false);
+    run->add_option("--graph-function", args->graph_functions,
+                    "Start graphs only at these functions (set_graph_function); repeatable")
+        ->allow_extra_args(false);
+    run->add_option("--max-depth", args->max_depth, "Cap the graph depth (max_graph_depth)")
+        ->check(CLI::PositiveNumber);
+    run->add_flag("--future", args->future, "Arm :mod:M for a module that is not loaded yet (applied when it loads)");
+    run->add_flag("--force", args->force,
+                  "Take the top level although another tracer is set or a journal exists (it is still restored)");
+    run->add_flag("--as-root", args->as_root, "Under sudo, run the program as root instead of the invoking user");
     run->add_option("-e,--event", args->events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
         ->allow_extra_args(false);
     run->add_option("--timeout", args->timeout_s, "Stop the program after this many seconds (SIGTERM, then SIGKILL)")

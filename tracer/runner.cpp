@@ -1,6 +1,7 @@
 #include "runner.hpp"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +15,7 @@ namespace nvtrace::tracer {
 
 Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
                                      const std::vector<std::pair<std::string, std::string>>& env,
-                                     const sigset_t& child_mask) {
+                                     const sigset_t& child_mask, const std::optional<Identity>& run_as) {
     if (argv.empty()) return fail(Error::usage("no command to run"));
     int gate[2], err[2];
     if (::pipe2(gate, O_CLOEXEC) != 0) return fail(Error::internal(fmt::format("pipe: {}", std::strerror(errno))));
@@ -40,8 +41,16 @@ Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
         ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
         for (const auto& [k, v] : env)
             ::setenv(k.c_str(), v.c_str(), 1);
-        ::execvp(cargv[0], cargv.data());
-        int e = errno;
+        int e = 0;
+        if (run_as) {
+            // Groups first, then gid, then uid: after setuid the process may no longer change them.
+            int g = run_as->user.empty() ? ::setgroups(0, nullptr) : ::initgroups(run_as->user.c_str(), run_as->gid);
+            if (g != 0 || ::setgid(run_as->gid) != 0 || ::setuid(run_as->uid) != 0) e = errno;
+        }
+        if (e == 0) {
+            ::execvp(cargv[0], cargv.data());
+            e = errno;
+        }
         ssize_t w = ::write(err[1], &e, sizeof e);
         (void)w;
         ::_exit(127);
@@ -88,6 +97,19 @@ Result<void> GatedChild::release() {
     if (n == static_cast<ssize_t>(sizeof e))
         return fail(Error::usage(fmt::format("cannot execute: {}", std::strerror(e))));
     return {};
+}
+
+std::optional<GatedChild::Identity> GatedChild::sudo_invoker() {
+    const char* u = std::getenv("SUDO_UID");
+    const char* g = std::getenv("SUDO_GID");
+    if (!u || !g) return std::nullopt;
+    char* end = nullptr;
+    unsigned long uid = std::strtoul(u, &end, 10);
+    if (!end || *end) return std::nullopt;
+    unsigned long gid = std::strtoul(g, &end, 10);
+    if (!end || *end || uid == 0) return std::nullopt;
+    const char* user = std::getenv("SUDO_USER");
+    return Identity{static_cast<uid_t>(uid), static_cast<gid_t>(gid), user ? user : ""};
 }
 
 std::optional<ExitStatus> GatedChild::poll_exit() {

@@ -24,10 +24,21 @@ struct ExitStatus {
 
 class GatedChild {
 public:
-    // Forks. The child restores `child_mask` as its signal mask, sets `env`, and waits at the gate.
+    // The identity the program runs as (under sudo: the invoking user, from SUDO_UID/SUDO_GID/SUDO_USER).
+    struct Identity {
+        uid_t uid;
+        gid_t gid;
+        std::string user;  // for the supplementary groups (initgroups); may be empty
+    };
+
+    // Forks. The child restores `child_mask` as its signal mask, sets `env`, waits at the gate, drops to
+    // `run_as` when given, then execs. File descriptors without FD_CLOEXEC (e.g. the marker fd) are inherited.
     static Result<GatedChild> spawn(const std::vector<std::string>& argv,
                                     const std::vector<std::pair<std::string, std::string>>& env,
-                                    const sigset_t& child_mask);
+                                    const sigset_t& child_mask, const std::optional<Identity>& run_as = std::nullopt);
+
+    // The invoking user when nvtrace runs under sudo (SUDO_UID and SUDO_GID set, not 0), else nullopt.
+    static std::optional<Identity> sudo_invoker();
     GatedChild(GatedChild&& o) noexcept;
     GatedChild& operator=(GatedChild&&) = delete;
     GatedChild(const GatedChild&) = delete;

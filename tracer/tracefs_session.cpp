@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -99,7 +100,8 @@ Result<void> TopLevelJournal::write(const std::string& file, const std::string& 
 }
 
 Result<void> TopLevelJournal::persist() const {
-    ::mkdir(kJournalDir, 0700);
+    std::error_code ec;
+    std::filesystem::create_directories(kJournalDir, ec);  // also /run itself in minimal systems (initramfs)
     nlohmann::json j;
     j["pid"] = ::getpid();
     j["files"] = nlohmann::json::array();

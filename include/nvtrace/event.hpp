@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -114,6 +115,9 @@ struct EventStream {
     std::vector<KmsgRecordText> kmsg;     // kernel log records captured beside the trace
     bool kmsg_overwritten = false;        // /dev/kmsg said EPIPE: records were lost
     std::vector<Diagnostic> diagnostics;  // reader diagnostics, carried into report.completeness
+    // (pid, fd) -> path, from /proc/PID/fd during a live capture (polled every 10 ms: an fd that lived
+    // shorter can be missing; a reused number keeps the newest path).
+    std::map<std::pair<int, int>, std::string> fd_paths;
 };
 
 // Adds `count` to the diagnostic `name` (created with `severity` and `example` on first use).

@@ -58,6 +58,9 @@ TEST(Report, KernelLogLineFromTheBufferIsAttachedToTheRunningCall) {
     ASSERT_EQ(r.kernel_log.size(), 1u);  // the /dev/kmsg copy of the same line is not repeated
     EXPECT_EQ(r.kernel_log[0].kind, "fallen_off_bus");
     EXPECT_EQ(r.kernel_log[0].call, r.calls[0].id);
+    EXPECT_EQ(r.kernel_log[0].level, 3);  // from the /dev/kmsg record: console events carry no level
+    EXPECT_EQ(r.kernel_log[0].seq, 7u);
+    EXPECT_EQ(r.kernel_log[0].ts_ns, 15u);  // trace clock, from the buffer
 }
 
 TEST(Report, KmsgOverwrittenIsIncomplete) {

@@ -1,0 +1,116 @@
+#include "cleanup.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tracefs_cxx.h"
+#include "tracefs_session.hpp"
+
+namespace nvtrace::tracer {
+
+bool pid_alive(int pid) {
+    return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+}
+
+Result<std::optional<JournalOwner>> journal_owner() {
+    std::ifstream in(kJournalPath);
+    if (!in) return std::optional<JournalOwner>{};
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("pid") || !j["pid"].is_number_integer())
+        return fail(Error::environment(
+            fmt::format("{} is not a journal nvtrace wrote (no pid); inspect it by hand", kJournalPath)));
+    JournalOwner o;
+    o.pid = j["pid"].get<int>();
+    o.alive = pid_alive(o.pid) && o.pid != ::getpid();
+    return std::optional<JournalOwner>{o};
+}
+
+namespace {
+
+Result<void> restore_journal(CleanupResult& res, bool dry_run) {
+    std::ifstream in(kJournalPath);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("files") || !j["files"].is_array())
+        return fail(Error::environment(fmt::format("{}: not a readable journal", kJournalPath)));
+    const auto& files = j["files"];
+    bool all_ok = true;
+    for (auto it = files.rbegin(); it != files.rend(); ++it) {
+        std::string file = (*it).value("file", ""), content = (*it).value("content", "");
+        CleanupAction a{fmt::format("restore top-level {}", file), false, ""};
+        if (!dry_run) {
+            auto r = restore_file(file, content);
+            a.done = r.has_value();
+            if (!r) {
+                a.error = r.error().message;
+                all_ok = false;
+            }
+        }
+        res.actions.push_back(std::move(a));
+    }
+    if (!dry_run && all_ok) ::unlink(kJournalPath);
+    return {};
+}
+
+int owner_of_instance(const std::string& name) {
+    if (name.rfind("nvtrace-", 0) != 0) return -1;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + 8, &end, 10);
+    return (end && *end == '\0' && pid > 0) ? static_cast<int>(pid) : -1;
+}
+
+}  // namespace
+
+Result<CleanupResult> cleanup(bool dry_run) {
+    if (::geteuid() != 0) return fail(Error::environment("nvtrace cleanup needs root (run it with sudo)"));
+    const char* dir = nullptr;
+    if (tracefs_tracing_dir_is_mounted(false, &dir) != 1)
+        return fail(Error::environment("tracefs is not mounted: there is no tracing state to restore"));
+    CleanupResult res;
+    auto owner = journal_owner();
+    if (!owner) return fail(owner.error());
+    if (*owner) {
+        if ((*owner)->alive)
+            res.kept.push_back(fmt::format("journal {} of running nvtrace pid {}", kJournalPath, (*owner)->pid));
+        else if (auto r = restore_journal(res, dry_run); !r)
+            return fail(r.error());
+    }
+    char** names = tracefs_instances("^nvtrace-");
+    for (char** n = names; n && *n; ++n) {
+        std::string name = *n;
+        int pid = owner_of_instance(name);
+        if (pid < 0) continue;
+        if (pid_alive(pid)) {
+            res.kept.push_back(fmt::format("instance {} of running pid {}", name, pid));
+            continue;
+        }
+        CleanupAction a{fmt::format("remove instance {}", name), false, ""};
+        if (!dry_run) {
+            tracefs_instance* inst = tracefs_instance_alloc(nullptr, name.c_str());
+            if (!inst) {
+                a.error = std::strerror(errno);
+            } else {
+                tracefs_trace_off(inst);
+                tracefs_event_disable(inst, nullptr, nullptr);
+                tracefs_tracer_clear(inst);
+                if (tracefs_instance_destroy(inst) == 0)
+                    a.done = true;
+                else
+                    a.error = std::strerror(errno);
+                tracefs_instance_free(inst);
+            }
+        }
+        res.actions.push_back(std::move(a));
+    }
+    tracefs_list_free(names);
+    return res;
+}
+
+}  // namespace nvtrace::tracer

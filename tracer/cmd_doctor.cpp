@@ -1,0 +1,38 @@
+// nvtrace doctor [--module M]... [--json]   (docs/doctor.md)
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "doctor.hpp"
+
+namespace nvtrace::cli {
+
+namespace {
+
+int do_doctor(const std::vector<std::string>& modules, bool json) {
+    auto findings = tracer::doctor(modules);
+    if (json) {
+        fmt::print("{}\n", tracer::to_json(findings).dump(1));
+    } else {
+        for (const auto& f : findings)
+            fmt::print("{:<5} {:<28} {}\n      -> {}\n", f.status, f.id, f.value, f.meaning);
+    }
+    return 0;
+}
+
+void add_doctor(CLI::App& app, int& exit_code) {
+    auto* cmd = app.add_subcommand("doctor", "Say what this machine allows: tracefs, tracers, modules, driver, CUDA");
+    auto modules = std::make_shared<std::vector<std::string>>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("-m,--module", *modules, "Also report this module; repeatable")->allow_extra_args(false);
+    cmd->add_flag("--json", *json, "JSON output (schema nvtrace.doctor/1)");
+    cmd->footer("Each finding: status (ok, warn, fail, info), what was found, and what it means for nvtrace run.");
+    cmd->callback([modules, json, &exit_code] { exit_code = do_doctor(*modules, *json); });
+}
+
+}  // namespace
+
+NVTRACE_COMMAND(80, add_doctor);
+
+}  // namespace nvtrace::cli
