@@ -54,7 +54,13 @@ CallGraph build_call_graph(const EventStream& stream) {
         }
     };
 
-    for (const Event& ev : stream.events) {
+    for (std::size_t idx = 0; idx < stream.events.size(); ++idx) {
+        const Event& ev = stream.events[idx];
+        if (std::holds_alternative<ConsoleLine>(ev.body) || std::holds_alternative<Marker>(ev.body)) {
+            if (auto it = stacks.find(stack_key(ev)); it != stacks.end() && !it->second.empty())
+                g.open_call_at[idx] = g.calls[it->second.back().index].id;
+            continue;
+        }
         if (const auto* e = std::get_if<FuncEntry>(&ev.body)) {
             auto& st = stacks[stack_key(ev)];
             std::size_t keep = st.size();
@@ -62,7 +68,14 @@ CallGraph build_call_graph(const EventStream& stream) {
                 --keep;
             drop_unclosed(st, keep);
             int expected_depth = st.empty() ? 0 : st.back().kernel_depth + 1;
-            if (e->depth > expected_depth) ++g.depth_gaps;
+            // Deeper than expected: parent entries are missing, unless an interrupt nested into the open call
+            // (text without irq markers shows it so), or the data starts in the middle of a tree.
+            if (e->depth > expected_depth) {
+                if (st.empty())
+                    ++g.starts_mid_tree;
+                else if (!ev.irq)
+                    ++g.depth_gaps;
+            }
             Call& c = new_call(ev, st);
             c.function = e->function;
             c.module = e->module;
@@ -97,7 +110,7 @@ CallGraph build_call_graph(const EventStream& stream) {
                     --keep;
                 drop_unclosed(st, keep);
                 Call& c = new_call(ev, st);
-                c.function = x->function;
+                c.function = x->function.empty() ? "?" : x->function;  // a bare "}" names nothing
                 c.module = x->module;
                 c.entry_seen = false;
                 c.exit_seen = true;

@@ -1,9 +1,11 @@
 #include "nvtrace/ioctl.hpp"
 
 #include <algorithm>
-#include <array>
+#include <map>
 #include <unordered_map>
 #include <utility>
+
+#include "nvtrace/knowledge.hpp"
 
 namespace nvtrace {
 
@@ -12,29 +14,40 @@ IocFields decode_ioc(std::uint64_t cmd) {
     return {c >> 30, (c >> 8) & 0xffu, c & 0xffu, (c >> 16) & 0x3fffu};
 }
 
-std::optional<std::string> ioctl_name(std::uint64_t cmd) {
-    // include/uapi/asm-generic/ioctls.h (x86-64 uses the generic numbers).
-    static constexpr std::array<std::pair<std::uint32_t, const char*>, 12> kGeneric{{
-        {0x5401, "TCGETS"},
-        {0x5402, "TCSETS"},
-        {0x5403, "TCSETSW"},
-        {0x540B, "TCFLSH"},
-        {0x540F, "TIOCGPGRP"},
-        {0x5410, "TIOCSPGRP"},
-        {0x5413, "TIOCGWINSZ"},
-        {0x5414, "TIOCSWINSZ"},
-        {0x541B, "FIONREAD"},
-        {0x5421, "FIONBIO"},
-        {0x5451, "FIOCLEX"},
-        {0x5450, "FIONCLEX"},
-    }};
-    if (cmd > 0xffffffffULL) return std::nullopt;
-    for (auto [num, name] : kGeneric)
-        if (num == cmd) return std::string(name);
-    return std::nullopt;
+std::optional<std::string> ioctl_name(std::uint64_t cmd, std::optional<std::string_view> device_path) {
+    return describe_ioctl(cmd, device_path).name;
 }
 
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls) {
+    return collect_ioctls(stream, calls, {});
+}
+
+namespace {
+
+// (pid, fd) -> paths ordered by since_ns.
+using FdHistory = std::map<std::pair<int, int>, std::vector<const FdPath*>>;
+
+std::optional<std::string> path_at(const FdHistory& h, int pid, int fd, std::uint64_t ts_ns) {
+    auto it = h.find({pid, fd});
+    if (it == h.end()) return std::nullopt;
+    const FdPath* best = nullptr;
+    for (const FdPath* p : it->second)
+        if (p->since_ns <= ts_ns) best = p;
+    if (!best) return std::nullopt;
+    return best->path;
+}
+
+}  // namespace
+
+std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
+                                        const std::vector<FdPath>& fd_paths) {
+    FdHistory history;
+    for (const FdPath& p : fd_paths)
+        history[{p.pid, p.fd}].push_back(&p);
+    for (auto& [key, v] : history)
+        std::stable_sort(v.begin(), v.end(),
+                         [](const FdPath* a, const FdPath* b) { return a->since_ns < b->since_ns; });
+
     std::vector<IoctlRecord> out;
     std::unordered_map<int, std::size_t> open;  // pid -> index of the ioctl in progress
     for (const Event& ev : stream.events) {
@@ -44,7 +57,8 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
             if (auto it = stream.comms.find(ev.pid); it != stream.comms.end()) r.comm = it->second;
             r.fd = e->fd;
             r.cmd = e->cmd;
-            r.name = ioctl_name(e->cmd);
+            r.fd_path = path_at(history, ev.pid, e->fd, ev.ts_ns);
+            r.name = ioctl_name(e->cmd, r.fd_path);
             r.enter_ns = ev.ts_ns;
             open[ev.pid] = out.size();
             out.push_back(std::move(r));

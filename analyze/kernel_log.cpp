@@ -1,9 +1,14 @@
 #include "nvtrace/kernel_log.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
-#include <regex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "klog/klog.hpp"
 
 namespace nvtrace {
 
@@ -84,41 +89,470 @@ Result<KmsgRecord> parse_kmsg_record(std::string_view record) {
 }
 
 void classify_kernel_message(KernelLogMessage& msg) {
-    const std::string& t = msg.text;
     msg.kind = "other";
-    if (t.rfind("NVRM:", 0) == 0)
-        msg.source = "NVRM";
-    else if (t.rfind("nvidia-uvm:", 0) == 0 || t.rfind("nvidia_uvm:", 0) == 0)
+    std::string_view t = klog::trim(std::string_view(msg.text).substr(0, msg.text.find('\n')));
+    auto starts = [&](std::string_view p) { return t.substr(0, p.size()) == p; };
+    if (starts("NVRM:") || starts("Cannot map memory with base addr"))
+        msg.source = "NVRM";  // the latter: os-mlock.c prints it through nv_printf without the prefix
+    else if (starts("nvidia-uvm:") || starts("nvidia_uvm:"))
         msg.source = "nvidia-uvm";
-    else if (t.rfind("nvidia-peermem", 0) == 0 || t.rfind("nvidia_peermem", 0) == 0 || t.rfind("nv_peer_mem", 0) == 0)
-        msg.source = "nvidia-peermem";
-    else if (t.rfind("gdrdrv:", 0) == 0)
+    else if (starts("nvidia-peermem") || starts("nvidia_peermem:") || starts("nv_peer_mem:"))
+        msg.source = "nvidia-peermem";  // three spellings: the module's own prefix, the loader's, MLNX's old module
+    else if (starts("gdrdrv:"))
         msg.source = "gdrdrv";
+    else if (starts("nvidia-modeset:"))
+        msg.source = "nvidia-modeset";
+    else if (starts("nvidia-nvlink:"))
+        msg.source = "nvidia-nvlink";
     else if (msg.source.empty())
         msg.source = "kernel";
 
-    if (msg.source != "NVRM") return;
-    // "NVRM: Xid (PCI:0000:01:00): 79, pid=123, name=foo, GPU has fallen off the bus."
-    // (open-gpu-kernel-modules src/nvidia/src/kernel/diagnostics/journal.c, nvErrorLog_va)
-    static const std::regex xid(
-        R"(^NVRM: Xid \((?:PCI:)?([0-9A-Fa-f:.]+)\): (\d+)(?:, pid=('?[^,']*'?))?(?:, name=([^,]*))?,? ?(.*)$)");
-    static const std::regex off_bus(R"(^NVRM: (?:GPU (?:at PCI:)?([0-9A-Fa-f:.]+): )?GPU has fallen off the bus)");
-    std::smatch m;
-    if (std::regex_search(t, m, xid)) {
-        msg.kind = "xid";
-        msg.fields["pci"] = m[1];
-        msg.fields["xid"] = m[2];
-        if (m[3].matched) {
-            std::string pid = m[3];
-            if (pid.size() >= 2 && pid.front() == '\'' && pid.back() == '\'') pid = pid.substr(1, pid.size() - 2);
-            msg.fields["pid"] = pid;
+    std::string flat = klog::flatten(msg.text);
+    if (klog::classify_kernel(msg, flat)) return;
+    if (msg.source == "kernel") return;
+    if (msg.source == "user")
+        klog::classify_tool_output(msg, flat);
+    else
+        klog::classify_driver(msg, flat);
+}
+
+namespace klog {
+
+std::string flatten(std::string_view text) {
+    constexpr std::size_t kMax = 8192;
+    std::string out;
+    std::size_t start = 0;
+    bool first = true;
+    while (start <= text.size() && out.size() < kMax) {
+        std::size_t nl = text.find('\n', start);
+        std::string_view line = trim(text.substr(start, (nl == std::string_view::npos ? text.size() : nl) - start));
+        if (!first) {
+            if (line.substr(0, 5) == "NVRM:") line = trim(line.substr(5));
+            out.push_back(' ');
         }
-        if (m[4].matched) msg.fields["name"] = m[4];
-        msg.fields["detail"] = m[5];
-    } else if (std::regex_search(t, m, off_bus)) {
-        msg.kind = "fallen_off_bus";
-        if (m[1].matched) msg.fields["pci"] = m[1];
+        out.append(line.substr(0, kMax));
+        first = false;
+        if (nl == std::string_view::npos) break;
+        start = nl + 1;
     }
+    return out;
+}
+
+}  // namespace klog
+
+namespace {
+
+constexpr std::size_t kMaxLine = 64 * 1024;     // longer physical lines are cut (diagnostic long_line)
+constexpr std::size_t kMaxMessage = 64 * 1024;  // joined text beyond this is dropped (message_too_long)
+
+bool valid_utf8(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        if (c < 0x80)
+            n = 0;
+        else if (c >= 0xC2 && c <= 0xDF)
+            n = 1;
+        else if ((c & 0xF0) == 0xE0)
+            n = 2;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 3;
+        else
+            return false;
+        if (n && i + n >= s.size()) return false;
+        for (std::size_t k = 1; k <= n; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+bool looks_like_kmsg(std::string_view line) {
+    // "<prio>,<seq>,<ts_usec>[,<flags>...];" (Documentation/ABI/testing/dev-kmsg)
+    std::size_t commas = 0, i = 0;
+    for (; i < line.size() && i < 64; ++i) {
+        char c = line[i];
+        if (c == ';') break;
+        if (c == ',') {
+            ++commas;
+            continue;
+        }
+        if (commas < 3 && !(c >= '0' && c <= '9')) return false;
+    }
+    return i < line.size() && line[i] == ';' && commas >= 2 && line[0] >= '0' && line[0] <= '9';
+}
+
+struct Building {
+    KernelLogMessage msg;
+    std::string format;
+    std::string last_line;
+    bool removed = false;
+};
+
+class Reader {
+public:
+    explicit Reader(std::string_view file) : file_(file) {}
+
+    void line(std::string_view raw, std::uint32_t lineno);
+    KernelLogParse finish();
+
+private:
+    void diag(const std::string& name, const std::string& severity, std::uint32_t lineno, const std::string& what) {
+        count_diagnostic(out_.diagnostics, name, severity, fmt::format("{}:{}: {}", file_, lineno, what));
+    }
+    void append(int idx, std::string_view body, std::uint32_t lineno);
+    void record(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno,
+                std::optional<std::uint64_t> seq, const std::string& preset_source);
+    void close_groups() { open_trace_ = open_words_ = open_gsp_ = -1; }
+    void post_process();
+
+    std::string file_;
+    std::vector<Building> msgs_;
+    KernelLogParse out_;
+    std::vector<std::string> formats_;
+    bool syslog_evidence_ = false;
+    int last_ = -1, open_oops_ = -1, open_trace_ = -1, open_words_ = -1, open_gsp_ = -1;
+};
+
+void Reader::append(int idx, std::string_view body, std::uint32_t lineno) {
+    auto& b = msgs_[static_cast<std::size_t>(idx)];
+    std::string_view t = klog::trim(body);
+    if (b.msg.text.size() + t.size() + 1 > kMaxMessage) {
+        diag("message_too_long", "data_loss", lineno,
+             fmt::format("message continued past {} bytes; the rest is dropped", kMaxMessage));
+        return;
+    }
+    b.msg.text.push_back('\n');
+    b.msg.text.append(t);
+    b.last_line = std::string(t);
+    ++out_.log_lines;
+}
+
+void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::uint32_t lineno,
+                    std::optional<std::uint64_t> seq, const std::string& preset_source) {
+    std::string unescaped;
+    std::string_view body = body_in;
+    if (p.format.rfind("syslog", 0) == 0) {
+        unescaped = klog::unescape_syslog_octal(body_in);
+        body = unescaped;
+    }
+    std::string_view first = body.substr(0, body.find('\n'));
+    auto same_stream = [&](int idx) { return msgs_[static_cast<std::size_t>(idx)].format == p.format; };
+    auto same_time = [&](const KernelLogMessage& m) {
+        if (m.ts_ns && p.ts_ns) return *m.ts_ns == *p.ts_ns;
+        return !m.ts_ns && !p.ts_ns && m.wall_time == p.wall_time && !p.wall_time.empty();
+    };
+    if (preset_source.empty()) {
+        if (open_oops_ >= 0 && same_stream(open_oops_) && klog::is_oops_body(first)) {
+            append(open_oops_, body, lineno);
+            if (klog::is_oops_end(first)) open_oops_ = -1;
+            last_ = -1;
+            return;
+        }
+        if (open_trace_ >= 0 && same_stream(open_trace_) && klog::is_frame_line(first)) {
+            append(open_trace_, body, lineno);
+            return;
+        }
+        if (open_words_ >= 0 && same_stream(open_words_) && klog::is_stack_word(first)) {
+            append(open_words_, body, lineno);
+            return;
+        }
+        if (open_gsp_ >= 0 && same_stream(open_gsp_) && klog::is_gsp_table_line(first)) {
+            append(open_gsp_, body, lineno);
+            return;
+        }
+        if (last_ >= 0 && same_stream(last_) && same_time(msgs_[static_cast<std::size_t>(last_)].msg) &&
+            klog::continues_nvrm_text(msgs_[static_cast<std::size_t>(last_)].last_line, first)) {
+            append(last_, body, lineno);
+            return;
+        }
+    }
+    close_groups();
+    if (open_oops_ >= 0 && !klog::is_driver_body(first)) open_oops_ = -1;
+
+    Building b;
+    b.format = p.format;
+    b.msg.ts_ns = p.ts_ns;
+    b.msg.level = p.level >= 0 ? p.level : 6;
+    b.msg.level_known = p.level >= 0;
+    b.msg.wall_time = p.wall_time;
+    b.msg.host = p.host;
+    b.msg.line = lineno;
+    b.msg.seq = seq;
+    b.msg.source = preset_source;
+    std::string_view text = klog::trim(body);
+    if (text.size() > kMaxMessage) text = text.substr(0, kMaxMessage);
+    b.msg.text = std::string(text);
+    b.last_line =
+        std::string(klog::trim(text.substr(text.rfind('\n') == std::string_view::npos ? 0 : text.rfind('\n') + 1)));
+    if (!p.ident.empty() && p.ident != "kernel") {
+        b.msg.source = "user";  // another program's syslog line: kept, attributed to its tag
+        b.msg.fields["ident"] = p.ident;
+    }
+    msgs_.push_back(std::move(b));
+    ++out_.log_lines;
+    int idx = static_cast<int>(msgs_.size() - 1);
+    last_ = idx;
+    if (std::find(formats_.begin(), formats_.end(), p.format) == formats_.end()) formats_.push_back(p.format);
+    if (p.syslog_evidence) syslog_evidence_ = true;
+    if (p.quoted) diag("quoted_line", "info", lineno, "kernel log line quoted inside other output");
+    if (!preset_source.empty()) return;
+    if (klog::is_oops_start(first))
+        open_oops_ = idx;
+    else if (klog::is_call_trace_start(first))
+        open_trace_ = idx;
+    else if (klog::is_stack_word(first))
+        open_words_ = idx;
+    else if (klog::is_gsp_timeout_banner(first))
+        open_gsp_ = idx;
+}
+
+void Reader::line(std::string_view raw, std::uint32_t lineno) {
+    ++out_.lines;
+    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    if (raw.size() > kMaxLine) {
+        diag("long_line", "info", lineno, fmt::format("line of {} bytes cut to {}", raw.size(), kMaxLine));
+        raw = raw.substr(0, kMaxLine);
+    }
+    if (!valid_utf8(raw)) diag("invalid_utf8", "info", lineno, "bytes that are not UTF-8 (kept; replaced in JSON)");
+    std::string_view t = klog::trim(raw);
+    if (t.empty()) {
+        last_ = -1;
+        return;
+    }
+    if (looks_like_kmsg(raw)) {
+        auto rec = parse_kmsg_record(raw);
+        if (!rec) {
+            diag("malformed_kmsg_record", "error", lineno, rec.error().message);
+            return;
+        }
+        if (rec->flags == '+' && last_ >= 0) {  // continuation fragment (LOG_CONT, kernels before 4.9)
+            append(last_, rec->message, lineno);
+            return;
+        }
+        klog::LinePrefix p;
+        p.format = "kmsg";
+        p.ts_ns = rec->ts_us * 1000;
+        p.level = rec->level;
+        record(rec->message, p, lineno, rec->seq, rec->facility != 0 ? "user" : "");
+        if (rec->facility != 0) msgs_.back().msg.fields["facility"] = std::to_string(rec->facility);
+        return;
+    }
+    // /dev/kmsg dictionary lines (" SUBSYSTEM=pci", " DEVICE=+pci:0000:01:00.0") follow their record.
+    if (raw.front() == ' ' && last_ >= 0 && msgs_[static_cast<std::size_t>(last_)].format == "kmsg") {
+        auto eq = t.find('=');
+        if (eq != std::string_view::npos && eq > 0 && t.substr(0, eq).find(' ') == std::string_view::npos) {
+            std::string key(t.substr(0, eq));
+            for (auto& c : key)
+                c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            msgs_[static_cast<std::size_t>(last_)].msg.fields["kmsg_" + key] = std::string(t.substr(eq + 1));
+            ++out_.log_lines;
+            return;
+        }
+    }
+    klog::LinePrefix p = klog::parse_line_prefix(raw);
+    if (!p.format.empty()) {
+        record(raw.substr(std::min(p.body, raw.size())), p, lineno, std::nullopt, "");
+        return;
+    }
+    // No prefix. Indented: a continuation (dmesg prints a multi-line record's further lines under the message,
+    // journalctl aligns them under the message column).
+    if ((raw.front() == ' ' || raw.front() == '\t') && last_ >= 0) {
+        append(last_, t, lineno);
+        return;
+    }
+    if (klog::is_elision(t)) {
+        diag("elided_lines", "data_loss", lineno, fmt::format("'{}' stands for lines left out", t));
+        last_ = -1;
+        return;
+    }
+    std::string_view unquoted = t;
+    bool quoted = false;
+    while (unquoted.size() > 1 && (unquoted[0] == '>' || unquoted[0] == '|') && unquoted[1] == ' ') {
+        unquoted = klog::trim(unquoted.substr(2));
+        quoted = true;
+    }
+    if (klog::is_bare_kernel_body(unquoted)) {
+        klog::LinePrefix bare;
+        bare.format = "bare";
+        bare.quoted = quoted;
+        record(unquoted, bare, lineno, std::nullopt, "");
+        return;
+    }
+    if (klog::is_tool_output_line(t)) {
+        klog::LinePrefix tool;
+        tool.format = "tool-output";
+        record(t, tool, lineno, std::nullopt, "user");
+        return;
+    }
+    last_ = -1;
+    diag("non_log_line", "info", lineno,
+         fmt::format("expected a kernel log line (dmesg \"[seconds]\", dmesg -T, journalctl, syslog, /dev/kmsg record "
+                     "or an NVRM/nvidia message), found \"{}\"",
+                     t.substr(0, 80)));
+}
+
+std::string detail_of(const KernelLogMessage& m) {
+    auto it = m.fields.find("detail");
+    return it == m.fields.end() ? std::string{} : it->second;
+}
+
+bool close_in_time(const KernelLogMessage& a, const KernelLogMessage& b) {
+    if (a.ts_ns && b.ts_ns)
+        return (*b.ts_ns >= *a.ts_ns ? *b.ts_ns - *a.ts_ns : *a.ts_ns - *b.ts_ns) < 1'000'000'000ull;
+    return a.wall_time == b.wall_time;
+}
+
+std::string field(const KernelLogMessage& m, const std::string& k) {
+    auto it = m.fields.find(k);
+    return it == m.fields.end() ? std::string{} : it->second;
+}
+
+void Reader::post_process() {
+    for (auto& b : msgs_)
+        classify_kernel_message(b.msg);
+    for (std::size_t i = 0; i < msgs_.size(); ++i) {
+        auto& m = msgs_[i].msg;
+        // nv.c prints "rm_init_adapter failed, device minor number N" right after osinit.c's "RmInitAdapter
+        // failed! (...)" for the same device: one failure, one message (other lines, e.g. an Oops, may sit between).
+        if (m.kind == "rm_init_adapter_failed" && m.fields.count("minor") && !m.fields.count("code")) {
+            for (std::size_t back = 1; back <= 16 && back <= i; ++back) {
+                auto& j = msgs_[i - back];
+                if (j.removed || j.msg.kind != "rm_init_adapter_failed" || !j.msg.fields.count("code") ||
+                    j.msg.fields.count("minor") || field(j.msg, "pci") != field(m, "pci") || !close_in_time(j.msg, m))
+                    continue;
+                j.msg.text += "\n" + m.text;
+                j.msg.fields["minor"] = m.fields["minor"];
+                msgs_[i].removed = true;
+                break;
+            }
+        }
+        // An FE "Graphics Exception:" Xid 13 report is several printks: the exception, its ESR registers and the
+        // "ChID ..., Class ..., Offset ..., Data ..." line (one event). SM exceptions are separate events.
+        if (m.kind == "xid" && field(m, "xid") == "13") {
+            std::string d = detail_of(m);
+            bool part = d.rfind("Graphics Exception: ESR ", 0) == 0 || d.rfind("Graphics Exception: ChID ", 0) == 0;
+            if (part && i > 0) {
+                for (std::size_t back = 1; back <= i; ++back) {
+                    auto& j = msgs_[i - back];
+                    if (j.removed) continue;
+                    if (j.msg.kind == "xid" && field(j.msg, "xid") == "13" && field(j.msg, "pci") == field(m, "pci") &&
+                        detail_of(j.msg).rfind("Graphics Exception: ", 0) == 0 && close_in_time(j.msg, m)) {
+                        j.msg.text += "\n" + m.text;
+                        for (const auto& [k, v] : m.fields) {
+                            if (k == "esr" && j.msg.fields.count("esr"))
+                                j.msg.fields["esr"] += " " + v;
+                            else if (k != "detail")
+                                j.msg.fields.emplace(k, v);
+                        }
+                        j.msg.fields["detail"] += "\n" + d;
+                        msgs_[i].removed = true;
+                    }
+                    break;
+                }
+            }
+        }
+        // kernel/module/main.c prints "disagrees about version of symbol S" then "Unknown symbol S (err -22)".
+        if (m.kind == "unknown_symbol" && i > 0) {
+            const auto& j = msgs_[i - 1].msg;
+            if (j.kind == "symbol_version_mismatch" && field(j, "symbol") == field(m, "symbol") &&
+                field(j, "module") == field(m, "module"))
+                m.fields["version_mismatch"] = "true";
+        }
+    }
+}
+
+KernelLogParse Reader::finish() {
+    post_process();
+    for (auto& b : msgs_)
+        if (!b.removed) out_.messages.push_back(std::move(b.msg));
+    if (syslog_evidence_) {
+        auto j = std::find(formats_.begin(), formats_.end(), "journal");
+        if (j != formats_.end()) {
+            if (std::find(formats_.begin(), formats_.end(), "syslog") == formats_.end())
+                *j = "syslog";
+            else
+                formats_.erase(j);
+        }
+    }
+    out_.format = formats_.empty() ? "unknown" : fmt::format("{}", fmt::join(formats_, "+"));
+    return std::move(out_);
+}
+
+std::string quote_value(const std::string& v) {
+    bool plain = !v.empty();
+    for (char c : v)
+        if (c == ' ' || c == '"' || c == '\n' || c == '\\' || c == '|' || c == '=') plain = false;
+    if (plain) return v;
+    std::string out = "\"";
+    for (char c : v) {
+        if (c == '"' || c == '\\') out.push_back('\\');
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out.push_back(c);
+    }
+    return out + "\"";
+}
+
+}  // namespace
+
+KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name) {
+    Reader r(file_name);
+    std::uint32_t lineno = 0;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t nl = text.find('\n', start);
+        std::size_t end = nl == std::string_view::npos ? text.size() : nl;
+        r.line(text.substr(start, end - start), ++lineno);
+        start = end + 1;
+    }
+    return r.finish();
+}
+
+std::string format_kernel_log_message(const KernelLogMessage& m) {
+    std::string ts = m.ts_ns
+                         ? fmt::format("{}.{:06}", *m.ts_ns / 1'000'000'000ull, (*m.ts_ns % 1'000'000'000ull) / 1000)
+                     : !m.wall_time.empty() ? quote_value(m.wall_time)
+                                            : std::string("-");
+    std::string out = fmt::format("{} {} {} {}", ts, m.level_known ? std::to_string(m.level) : std::string("-"),
+                                  m.source.empty() ? "-" : m.source, m.kind.empty() ? "-" : m.kind);
+    for (const auto& [k, v] : m.fields)
+        out += fmt::format(" {}={}", k, quote_value(v));
+    std::string text;
+    for (char c : m.text) {
+        if (c == '\n')
+            text += "\\n";
+        else
+            text.push_back(c);
+    }
+    return out + " | " + text;
+}
+
+std::string kernel_log_json(const KernelLogParse& parse, int indent) {
+    using nlohmann::json;
+    json msgs = json::array();
+    for (const auto& m : parse.messages) {
+        json j = {{"line", m.line},
+                  {"ts", m.ts_ns ? json(*m.ts_ns) : json(nullptr)},
+                  {"wall_time", m.wall_time.empty() ? json(nullptr) : json(m.wall_time)},
+                  {"host", m.host.empty() ? json(nullptr) : json(m.host)},
+                  {"level", m.level_known ? json(m.level) : json(nullptr)},
+                  {"source", m.source},
+                  {"kind", m.kind},
+                  {"fields", m.fields},
+                  {"text", m.text},
+                  {"seq", m.seq ? json(*m.seq) : json(nullptr)}};
+        msgs.push_back(std::move(j));
+    }
+    json diags = json::array();
+    for (const auto& d : parse.diagnostics)
+        diags.push_back(
+            {{"name", d.name}, {"severity", d.severity}, {"count", d.count}, {"first_example", d.first_example}});
+    json doc = {{"schema", "nvtrace.kernel_log/1"}, {"format", parse.format},      {"lines", parse.lines},
+                {"log_lines", parse.log_lines},     {"messages", std::move(msgs)}, {"diagnostics", std::move(diags)}};
+    return doc.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace nvtrace

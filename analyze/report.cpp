@@ -51,22 +51,6 @@ void add_diag(Completeness& c, std::string name, std::string severity, std::uint
     c.diagnostics.push_back({std::move(name), std::move(severity), count, std::move(example)});
 }
 
-// The innermost call of `pid` open at `ts`.
-std::optional<std::uint64_t> running_call(const std::vector<Call>& calls, int pid, std::uint64_t ts) {
-    std::optional<std::uint64_t> best;
-    int best_depth = -1;
-    for (const Call& c : calls) {
-        if (c.pid != pid || !c.entry_ns || *c.entry_ns > ts) continue;
-        if (c.duration_ns && *c.entry_ns + *c.duration_ns < ts) continue;
-        if (!c.duration_ns && c.exit_seen) continue;
-        if (c.depth > best_depth) {
-            best = c.id;
-            best_depth = c.depth;
-        }
-    }
-    return best;
-}
-
 }  // namespace
 
 Report build_report(const EventStream& stream) {
@@ -75,17 +59,19 @@ Report build_report(const EventStream& stream) {
     auto spans = phase_spans(stream);
     for (Call& c : g.calls)
         if (c.entry_ns) c.phase = phase_at(spans, *c.entry_ns);
-    r.ioctls = collect_ioctls(stream, g.calls);
-    for (auto& io : r.ioctls)
-        if (!io.fd_path)
-            if (auto it = stream.fd_paths.find({io.pid, io.fd}); it != stream.fd_paths.end()) io.fd_path = it->second;
+    std::vector<FdPath> fds;
+    fds.reserve(stream.fd_paths.size());
+    for (const auto& [key, path] : stream.fd_paths)
+        fds.push_back({key.first, key.second, 0, path});
+    r.ioctls = collect_ioctls(stream, g.calls, fds);
     for (auto& io : r.ioctls)
         io.phase = phase_at(spans, io.enter_ns);
 
     Completeness& cm = r.completeness;
     std::uint64_t unknown_loss_marks = 0;
     std::string first_loss;
-    for (const Event& ev : stream.events) {
+    for (std::size_t idx = 0; idx < stream.events.size(); ++idx) {
+        const Event& ev = stream.events[idx];
         if (const auto* l = std::get_if<LostEvents>(&ev.body)) {
             if (l->count)
                 cm.lost_events += *l->count;
@@ -93,13 +79,13 @@ Report build_report(const EventStream& stream) {
                 ++unknown_loss_marks;
             if (first_loss.empty()) first_loss = fmt::format("cpu {} before ts {}", ev.cpu, ev.ts_ns);
         } else if (const auto* m = std::get_if<Marker>(&ev.body)) {
-            r.markers.push_back({ev.ts_ns, ev.pid, m->text});
+            r.markers.push_back({ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt, ev.pid, m->text});
         } else if (const auto* con = std::get_if<ConsoleLine>(&ev.body)) {
             KernelLogMessage msg;
-            msg.ts_ns = ev.ts_ns;
+            if (ev.ts_known) msg.ts_ns = ev.ts_ns;
             msg.text = con->text;
             classify_kernel_message(msg);
-            msg.call = running_call(g.calls, ev.pid, ev.ts_ns);
+            if (auto it = g.open_call_at.find(idx); it != g.open_call_at.end()) msg.call = it->second;
             r.kernel_log.push_back(std::move(msg));
         }
     }
@@ -158,6 +144,9 @@ Report build_report(const EventStream& stream) {
     add_diag(cm, "orphan_return", "data_loss", g.orphan_returns, "");
     add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls, "");
     add_diag(cm, "depth_gap", "data_loss", g.depth_gaps, "");
+    add_diag(cm, "starts_mid_tree", "info", g.starts_mid_tree, "");
+    if (g.depth_gaps)
+        cm.reasons.push_back(fmt::format("{} calls whose parent entries are missing (depth gaps)", g.depth_gaps));
     add_diag(cm, "malformed_kmsg_record", "error", bad_kmsg, first_bad_kmsg);
     for (const auto& d : stream.diagnostics) {
         cm.diagnostics.push_back(d);

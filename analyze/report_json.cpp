@@ -1,108 +1,134 @@
+#include <ostream>
+
 #include "nvtrace/report.hpp"
 
 namespace nvtrace {
 
 namespace {
 
+using nlohmann::json;
+
 template <class T>
-nlohmann::json opt(const std::optional<T>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+json opt(const std::optional<T>& v) {
+    return v ? json(*v) : json(nullptr);
 }
 
-}  // namespace
-
-nlohmann::json to_json(const Report& r) {
-    using nlohmann::json;
-    json j;
-    j["schema"] = kReportSchema;
-    j["source"] = r.source;
-    j["environment"] = r.environment;
-
-    const Completeness& c = r.completeness;
+json completeness_json(const Completeness& c) {
     json diags = json::array();
     for (const auto& d : c.diagnostics)
         diags.push_back(
             {{"name", d.name}, {"severity", d.severity}, {"count", d.count}, {"first_example", d.first_example}});
-    j["completeness"] = {{"complete", c.complete},
-                         {"lost_events", c.lost_events},
-                         {"orphan_returns", c.orphan_returns},
-                         {"unclosed_calls", c.unclosed_calls},
-                         {"overruns", c.overruns},
-                         {"dropped_events", c.dropped_events},
-                         {"graph_overruns", c.graph_overruns},
-                         {"reasons", c.reasons},
-                         {"diagnostics", diags}};
+    return {{"complete", c.complete},
+            {"lost_events", c.lost_events},
+            {"orphan_returns", c.orphan_returns},
+            {"unclosed_calls", c.unclosed_calls},
+            {"overruns", c.overruns},
+            {"dropped_events", c.dropped_events},
+            {"graph_overruns", c.graph_overruns},
+            {"reasons", c.reasons},
+            {"diagnostics", diags}};
+}
 
-    json calls = json::array();
-    for (const Call& k : r.calls) {
-        calls.push_back({{"id", k.id},
-                         {"parent", opt(k.parent)},
-                         {"cpu", k.cpu},
-                         {"pid", k.pid},
-                         {"comm", k.comm},
-                         {"depth", k.depth},
-                         {"function", k.function},
-                         {"module", opt(k.module)},
-                         {"entry_ns", opt(k.entry_ns)},
-                         {"duration_ns", opt(k.duration_ns)},
-                         {"retval", opt(k.retval)},
-                         {"irq", k.irq},
-                         {"entry_seen", k.entry_seen},
-                         {"exit_seen", k.exit_seen},
-                         {"phase", opt(k.phase)}});
-    }
-    j["calls"] = std::move(calls);
+json call_json(const Call& k) {
+    return {{"id", k.id},
+            {"parent", opt(k.parent)},
+            {"cpu", k.cpu},
+            {"pid", k.pid},
+            {"comm", k.comm},
+            {"depth", k.depth},
+            {"function", k.function},
+            {"module", opt(k.module)},
+            {"entry_ns", opt(k.entry_ns)},
+            {"duration_ns", opt(k.duration_ns)},
+            {"retval", opt(k.retval)},
+            {"irq", k.irq},
+            {"entry_seen", k.entry_seen},
+            {"exit_seen", k.exit_seen},
+            {"phase", opt(k.phase)}};
+}
 
-    json graph = json::array();
-    for (const GraphNode& n : r.graph)
-        graph.push_back({{"path", n.path},
-                         {"count", n.count},
-                         {"total_ns", n.total_ns},
-                         {"self_ns", n.self_ns},
-                         {"min_ns", n.min_ns},
-                         {"max_ns", n.max_ns}});
-    j["graph"] = std::move(graph);
+json graph_json(const GraphNode& n) {
+    return {{"path", n.path},       {"count", n.count},   {"total_ns", n.total_ns},
+            {"self_ns", n.self_ns}, {"min_ns", n.min_ns}, {"max_ns", n.max_ns}};
+}
 
-    json log = json::array();
-    for (const KernelLogMessage& m : r.kernel_log)
-        log.push_back({{"ts", opt(m.ts_ns)},
-                       {"level", m.level},
-                       {"source", m.source},
-                       {"kind", m.kind},
-                       {"fields", m.fields},
-                       {"text", m.text},
-                       {"seq", opt(m.seq)},
-                       {"call", opt(m.call)}});
-    j["kernel_log"] = std::move(log);
+json log_json(const KernelLogMessage& m) {
+    return {{"ts", opt(m.ts_ns)}, {"level", m.level}, {"source", m.source}, {"kind", m.kind},
+            {"fields", m.fields}, {"text", m.text},   {"seq", opt(m.seq)},  {"call", opt(m.call)}};
+}
 
-    json ioctls = json::array();
-    for (const IoctlRecord& i : r.ioctls)
-        ioctls.push_back({{"pid", i.pid},
-                          {"comm", i.comm},
-                          {"fd", i.fd},
-                          {"fd_path", opt(i.fd_path)},
-                          {"cmd", i.cmd},
-                          {"name", opt(i.name)},
-                          {"hclass", opt(i.hclass)},
-                          {"status", opt(i.status)},
-                          {"ret", opt(i.ret)},
-                          {"enter_ns", i.enter_ns},
-                          {"exit_ns", opt(i.exit_ns)},
-                          {"call", opt(i.call)},
-                          {"calls", i.calls},
-                          {"phase", opt(i.phase)}});
-    j["ioctls"] = std::move(ioctls);
+json ioctl_json(const IoctlRecord& i) {
+    return {{"pid", i.pid},
+            {"comm", i.comm},
+            {"fd", i.fd},
+            {"fd_path", opt(i.fd_path)},
+            {"cmd", i.cmd},
+            {"name", opt(i.name)},
+            {"hclass", opt(i.hclass)},
+            {"status", opt(i.status)},
+            {"ret", opt(i.ret)},
+            {"enter_ns", i.enter_ns},
+            {"exit_ns", opt(i.exit_ns)},
+            {"call", opt(i.call)},
+            {"calls", i.calls},
+            {"phase", opt(i.phase)}};
+}
 
-    json markers = json::array();
-    for (const MarkerEntry& m : r.markers)
-        markers.push_back({{"ts", m.ts_ns}, {"pid", m.pid}, {"text", m.text}});
-    j["markers"] = std::move(markers);
+json marker_json(const MarkerEntry& m) {
+    return {{"ts", opt(m.ts_ns)}, {"pid", m.pid}, {"text", m.text}};
+}
 
-    json checks = json::array();
-    for (const Check& k : r.checks)
-        checks.push_back({{"id", k.id}, {"result", k.result}, {"evidence", k.evidence}, {"why", k.why}});
-    j["checks"] = std::move(checks);
+json check_json(const Check& k) {
+    return {{"id", k.id}, {"result", k.result}, {"evidence", k.evidence}, {"why", k.why}};
+}
+
+template <class T, class F>
+json array_of(const std::vector<T>& v, F f) {
+    json a = json::array();
+    for (const auto& x : v)
+        a.push_back(f(x));
+    return a;
+}
+
+// Writes `"key": [` then one element per line, so that only one element's DOM exists at a time.
+template <class T, class F>
+void stream_array(std::ostream& out, const char* key, const std::vector<T>& v, F f, bool last) {
+    out << " \"" << key << "\": [";
+    for (std::size_t i = 0; i < v.size(); ++i)
+        out << (i ? ",\n  " : "\n  ") << f(v[i]).dump();
+    out << (v.empty() ? "]" : "\n ]") << (last ? "\n" : ",\n");
+}
+
+}  // namespace
+
+json to_json(const Report& r) {
+    json j;
+    j["schema"] = kReportSchema;
+    j["source"] = r.source;
+    j["environment"] = r.environment;
+    j["completeness"] = completeness_json(r.completeness);
+    j["calls"] = array_of(r.calls, call_json);
+    j["graph"] = array_of(r.graph, graph_json);
+    j["kernel_log"] = array_of(r.kernel_log, log_json);
+    j["ioctls"] = array_of(r.ioctls, ioctl_json);
+    j["markers"] = array_of(r.markers, marker_json);
+    j["checks"] = array_of(r.checks, check_json);
     return j;
+}
+
+void write_json(const Report& r, std::ostream& out) {
+    // Keys in the order nlohmann::json uses for to_json(), so both spellings list the same way.
+    out << "{\n";
+    stream_array(out, "calls", r.calls, call_json, false);
+    stream_array(out, "checks", r.checks, check_json, false);
+    out << " \"completeness\": " << completeness_json(r.completeness).dump() << ",\n";
+    out << " \"environment\": " << r.environment.dump() << ",\n";
+    stream_array(out, "graph", r.graph, graph_json, false);
+    stream_array(out, "ioctls", r.ioctls, ioctl_json, false);
+    stream_array(out, "kernel_log", r.kernel_log, log_json, false);
+    stream_array(out, "markers", r.markers, marker_json, false);
+    out << " \"schema\": " << json(kReportSchema).dump() << ",\n";
+    out << " \"source\": " << r.source.dump() << "\n}\n";
 }
 
 }  // namespace nvtrace

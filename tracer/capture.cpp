@@ -106,6 +106,16 @@ public:
         sigaddset(&set_, SIGINT);
         sigaddset(&set_, SIGTERM);
         sigaddset(&set_, SIGHUP);
+        // A shell starts background jobs with SIGINT ignored, and an ignored signal is discarded rather than
+        // queued for sigtimedwait: take SIGINT and SIGTERM back. SIGHUP stays ignored under nohup.
+        for (int sig : {SIGINT, SIGTERM}) {
+            struct sigaction sa {};
+            if (::sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler == SIG_IGN) {
+                sa.sa_handler = SIG_DFL;
+                ::sigaction(sig, &sa, nullptr);
+                restored_.push_back(sig);
+            }
+        }
         ::pthread_sigmask(SIG_BLOCK, &set_, &old_);
     }
     ~SignalBlock() {
@@ -113,6 +123,8 @@ public:
         timespec zero{0, 0};
         while (::sigtimedwait(&set_, nullptr, &zero) > 0) {
         }
+        for (int sig : restored_)
+            ::signal(sig, SIG_IGN);
         ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
     }
     const sigset_t& set() const { return set_; }
@@ -120,6 +132,7 @@ public:
 
 private:
     sigset_t set_{}, old_{};
+    std::vector<int> restored_;  // signals that were ignored when the capture started
 };
 
 // Reads /proc/PID/fd of each pid into `paths` ((pid, fd) -> link target). Silently skips pids that are gone.
@@ -166,6 +179,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         return fail(
             Error::usage("--notrace and --max-depth need function_graph: add --module, --filter or --graph-function"));
 
+    // From here on a SIGINT/SIGTERM/SIGHUP waits for the drain loop (or is dropped if setup fails), so that
+    // no signal can stop nvtrace between creating the instance and restoring the state.
+    SignalBlock signals;
     CaptureResult res;
     auto& meta = res.meta;
     meta["command"] = opts.argv;
@@ -201,11 +217,6 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
                 return fail(Error::environment(
                     fmt::format("the function_graph tracer is not available in this kernel (available_tracers: {})",
                                 top_file("available_tracers"))));
-            std::string cur = top_file("current_tracer");
-            if (cur != "nop" && !opts.force)
-                return fail(Error::environment(fmt::format(
-                    "another tracer ('{}') is active at the top level; nvtrace will not take it over (--force does)",
-                    cur)));
             auto owner = journal_owner();
             if (!owner) return fail(owner.error());
             if (*owner && !opts.force)
@@ -215,6 +226,11 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
                         : fmt::format("a run (pid {}) was killed before it restored the top-level tracing state: run "
                                       "`nvtrace cleanup` first",
                                       (*owner)->pid)));
+            std::string cur = top_file("current_tracer");
+            if (cur != "nop" && !opts.force)
+                return fail(Error::environment(fmt::format(
+                    "another tracer ('{}') is active at the top level; nvtrace will not take it over (--force does)",
+                    cur)));
             mode = "function_graph (top level)";
         }
     }
@@ -312,7 +328,6 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     std::optional<GatedChild::Identity> run_as = opts.as_root ? std::nullopt : GatedChild::sudo_invoker();
     meta["run_as_uid"] = run_as ? run_as->uid : 0u;
 
-    SignalBlock signals;
     auto child_r = GatedChild::spawn(opts.argv, env, signals.old(), run_as);
     if (!child_r) return fail(child_r.error());
     GatedChild& child = *child_r;

@@ -100,10 +100,18 @@ Result<CleanupResult> cleanup(bool dry_run) {
                 tracefs_trace_off(inst);
                 tracefs_event_disable(inst, nullptr, nullptr);
                 tracefs_tracer_clear(inst);
-                if (tracefs_instance_destroy(inst) == 0)
-                    a.done = true;
-                else
+                // EBUSY while a process still holds one of its files open (the traced program of a killed run
+                // dies with it, but not at the same instant): retry for up to a second.
+                for (int tries = 0; tries < 20; ++tries) {
+                    if (tracefs_instance_destroy(inst) == 0) {
+                        a.done = true;
+                        break;
+                    }
                     a.error = std::strerror(errno);
+                    if (errno != EBUSY) break;
+                    ::usleep(50'000);
+                }
+                if (a.done) a.error.clear();
                 tracefs_instance_free(inst);
             }
         }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +48,9 @@ Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
             int g = run_as->user.empty() ? ::setgroups(0, nullptr) : ::initgroups(run_as->user.c_str(), run_as->gid);
             if (g != 0 || ::setgid(run_as->gid) != 0 || ::setuid(run_as->uid) != 0) e = errno;
         }
+        // The program must not outlive a tracer killed with SIGKILL (set after the identity change, which
+        // clears it). A parent that already died leaves us orphaned: stop here.
+        if (e == 0 && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() == 1)) e = ECHILD;
         if (e == 0) {
             ::execvp(cargv[0], cargv.data());
             e = errno;

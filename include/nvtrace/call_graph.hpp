@@ -8,6 +8,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <unordered_map>
 #include <vector>
 
 #include "nvtrace/event.hpp"
@@ -21,6 +22,11 @@ struct CallGraph {
     std::uint64_t unclosed_calls = 0;
     std::uint64_t depth_gaps = 0;      // entries deeper than the open stack allows (lost parent entries)
     std::uint64_t graph_overruns = 0;  // sum of funcgraph_exit.overrun
+    std::uint64_t starts_mid_tree =
+        0;  // first entries of a task deeper than 0 (an excerpt, or tracing started mid-call)
+    // For every ConsoleLine and Marker event (index into stream.events): the innermost call open on that
+    // event's task at that point in the stream, when one was.
+    std::unordered_map<std::size_t, std::uint64_t> open_call_at;
 };
 
 // `stream.events` must be sorted by ts_ns.

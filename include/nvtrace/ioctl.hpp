@@ -2,13 +2,15 @@
 //
 // Encoding (include/uapi/asm-generic/ioctl.h, x86-64): bits 0-7 nr, 8-15 type, 16-29 size,
 // 30-31 direction (0 none, 1 write, 2 read, 3 read|write). Legacy tty/socket requests (0x54xx) predate
-// the encoding and are named from include/uapi/asm-generic/ioctls.h.
+// the encoding. Names come from the tables of nvtrace/knowledge.hpp (NVIDIA RM and OS-layer escapes, UVM,
+// gdrdrv, DRM core, generic tty requests).
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nvtrace/event.hpp"
@@ -25,12 +27,26 @@ struct IocFields {
 
 IocFields decode_ioc(std::uint64_t cmd);
 
-// Name of a request number when nvtrace knows it (generic tty/file requests for now; the NVIDIA, UVM,
-// gdrdrv and DRM tables arrive with issue 5).
-std::optional<std::string> ioctl_name(std::uint64_t cmd);
+// Name of a request number. With the path of the fd it was issued on ("/dev/nvidiactl",
+// "/dev/nvidia-uvm", "/dev/dri/renderD128"), the device decides the family; without one, the number is
+// named only when exactly one family nvtrace knows claims it (describe_ioctl in knowledge.hpp explains more).
+std::optional<std::string> ioctl_name(std::uint64_t cmd, std::optional<std::string_view> device_path = std::nullopt);
+
+// What the tracer knows of a process's fds: `path` was behind (pid, fd) from `since_ns` on (a /proc/<pid>/fd
+// snapshot at start has since_ns 0; an openat seen in the trace has its exit time).
+struct FdPath {
+    int pid = -1;
+    int fd = -1;
+    std::uint64_t since_ns = 0;
+    std::string path;
+};
 
 // Pairs sys_enter_ioctl with the next sys_exit_ioctl of the same pid and links the root calls made in
-// between. `stream.events` sorted by ts_ns; `calls` from build_call_graph.
+// between. `stream.events` sorted by ts_ns; `calls` from build_call_graph. Names come from the number alone.
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls);
+// The same, with fd paths: each record gets the latest path of its (pid, fd) at or before its entry, and
+// its name from that device.
+std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
+                                        const std::vector<FdPath>& fd_paths);
 
 }  // namespace nvtrace

@@ -33,29 +33,48 @@ struct KmsgRecord {
 // Parses one /dev/kmsg record. Errors name what was expected.
 Result<KmsgRecord> parse_kmsg_record(std::string_view record);
 
-// One logical kernel log message with its classification (DESIGN.md section 5, kernel_log).
+// One logical kernel log message with its classification (DESIGN.md section 5, kernel_log). The kinds and
+// their fields are listed in docs/dmesg.md.
 struct KernelLogMessage {
-    std::optional<std::uint64_t> ts_ns;  // monotonic ns (kmsg ts_usec * 1000) or trace clock for console events
+    std::optional<std::uint64_t> ts_ns;  // monotonic ns (kmsg ts_usec * 1000, dmesg "[ s.us]") or trace clock
     int level = 6;
-    std::string source;  // "NVRM", "nvidia-uvm", "nvidia-peermem", "gdrdrv", "kernel", "user"
+    std::string source;  // "NVRM", "nvidia-uvm", "nvidia-peermem", "gdrdrv", "nvidia-modeset", "kernel", "user"
     std::string kind;    // "xid", "fallen_off_bus", "api_mismatch", "nv_status", "other", ...
     std::map<std::string, std::string> fields;
-    std::string text;
+    std::string text;  // the message without its prefixes; continuation lines joined with '\n'
     std::optional<std::uint64_t> seq;
     std::optional<std::uint64_t> call;  // id of the call running when it was printed, when known
+    // Set by read_kernel_log:
+    bool level_known = true;  // false when the text format does not carry the level (dmesg without -r/-x)
+    std::string wall_time;    // wall-clock time as printed: "Fri Aug 30 11:43:09 2024", "Jun 30 11:07:05", ISO-8601
+    std::string host;         // syslog/journal host name
+    std::uint32_t line = 0;   // 1-based line of the message's first physical line; 0 when not read from a file
 };
 
 // Classifies a message text (no prefix, e.g. "NVRM: Xid (PCI:0000:01:00): 79, pid=123, GPU has fallen
-// off the bus."): sets source, kind and fields.
+// off the bus."; may hold several lines joined with '\n'): sets source, kind and fields. A preset source
+// ("user" for /dev/kmsg lines written from user space) is kept unless the text names a driver.
 void classify_kernel_message(KernelLogMessage& msg);
 
 // A kernel log in any supported text format, split into logical messages (continuation lines joined) and
 // classified. Never fails: lines that are not kernel log lines are counted in `diagnostics`.
+// Formats (detected per line; docs/dmesg.md): "kmsg", "dmesg", "dmesg-ctime", "dmesg-iso", "journal",
+// "journal-monotonic", "syslog", "syslog-dmesg", "syslog-iso", "bare" (a kernel message without any prefix),
+// "tool-output" (user-space tool lines pasted beside a kernel log; source "user").
 struct KernelLogParse {
     std::vector<KernelLogMessage> messages;
     std::vector<Diagnostic> diagnostics;  // with "file:line: ..." first examples
-    std::string format;                   // detected: "dmesg", "dmesg-ctime", "journal", "syslog", "kmsg", ...
+    std::string format;           // the formats seen, in order of first appearance, joined by '+'; "unknown" when none
+    std::uint64_t lines = 0;      // physical lines read
+    std::uint64_t log_lines = 0;  // physical lines that belong to a message
 };
 KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name);
+
+// The parse as JSON: {"schema":"nvtrace.kernel_log/1","format":...,"messages":[...],"diagnostics":[...]}
+// (docs/dmesg.md). Invalid UTF-8 in messages is replaced with U+FFFD.
+std::string kernel_log_json(const KernelLogParse& parse, int indent = 2);
+
+// One line for people: "<ts> <level> <source> <kind> key=value... | <text>" (docs/dmesg.md).
+std::string format_kernel_log_message(const KernelLogMessage& msg);
 
 }  // namespace nvtrace

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,8 +88,8 @@ struct Check {
 
 // A trace_marker line (ftrace:print) in the order it was recorded.
 struct MarkerEntry {
-    std::uint64_t ts_ns = 0;
-    int pid = -1;  // the writer's pid
+    std::optional<std::uint64_t> ts_ns;  // null in text traces without timestamps
+    int pid = -1;                        // the writer's pid
     std::string text;
 };
 
@@ -108,6 +109,11 @@ struct Report {
 // the data become diagnostics and make `completeness.complete` false.
 Report build_report(const EventStream& stream);
 
+// The whole report as one JSON value (small reports, tests).
 nlohmann::json to_json(const Report& report);
+
+// The same JSON written to `out` element by element: memory stays bounded by the largest element rather
+// than the report (a DOM of a million calls takes about 1 GB). Parses to exactly to_json(report).
+void write_json(const Report& report, std::ostream& out);
 
 }  // namespace nvtrace

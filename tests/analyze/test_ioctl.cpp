@@ -19,7 +19,34 @@ TEST(Ioctl, DecodesTheGenericEncoding) {
 TEST(Ioctl, NamesLegacyTtyRequests) {
     EXPECT_EQ(ioctl_name(0x541B), "FIONREAD");
     EXPECT_EQ(ioctl_name(0x5401), "TCGETS");
-    EXPECT_FALSE(ioctl_name(0xc028462b).has_value());
+    EXPECT_FALSE(ioctl_name(0xdeadbeef).has_value());
+}
+
+TEST(Ioctl, NamesDriverRequestsFromTheKnowledgeTables) {
+    // 0x2b with the 40-byte NVOS64 of drivers before 535.43.02, as in strace-nvidia-ioctl-libva.txt.
+    EXPECT_EQ(ioctl_name(0xc028462b), "NV_ESC_RM_ALLOC");
+    EXPECT_EQ(ioctl_name(0x21, "/dev/nvidia-uvm"), "UVM_MAP_EXTERNAL_ALLOCATION");
+    EXPECT_FALSE(ioctl_name(0x21, "/dev/dri/card0").has_value());
+}
+
+TEST(Ioctl, FdPathsNameTheRequestByDevice) {
+    EventStream s;
+    s.events = {
+        Event{10, 0, 5, false, IoctlEnter{7, 0x21, 0}},
+        Event{11, 0, 5, false, IoctlExit{0}},
+        Event{20, 0, 5, false, IoctlEnter{7, 0x21, 0}},
+        Event{21, 0, 5, false, IoctlExit{0}},
+    };
+    // fd 7 was /dev/nvidia-uvm until ts 15, then a DRM node.
+    std::vector<FdPath> paths{{5, 7, 0, "/dev/nvidia-uvm"}, {5, 7, 15, "/dev/dri/renderD128"}};
+    auto io = collect_ioctls(s, {}, paths);
+    ASSERT_EQ(io.size(), 2u);
+    EXPECT_EQ(io[0].fd_path, "/dev/nvidia-uvm");
+    EXPECT_EQ(io[0].name, "UVM_MAP_EXTERNAL_ALLOCATION");
+    EXPECT_EQ(io[1].fd_path, "/dev/dri/renderD128");
+    EXPECT_FALSE(io[1].name.has_value());
+    // Without paths the plain number alone still names it.
+    EXPECT_EQ(collect_ioctls(s, {})[1].name, "UVM_MAP_EXTERNAL_ALLOCATION");
 }
 
 TEST(Ioctl, PairsEnterAndExitPerPidAndLinksRootCalls) {

@@ -1,5 +1,7 @@
 #include "nvtrace/report.hpp"
 
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "event_builders.hpp"
@@ -66,6 +68,65 @@ TEST(Report, KernelLogLineFromTheBufferIsAttachedToTheRunningCall) {
 TEST(Report, KmsgOverwrittenIsIncomplete) {
     EventStream s;
     s.kmsg_overwritten = true;
+    Report r = build_report(s);
+    EXPECT_FALSE(r.completeness.complete);
+}
+
+TEST(Report, StreamedJsonEqualsTheDom) {
+    EventStream s;
+    s.comms[9] = "prog";
+    s.events = {Event{1, 0, 9, false, Marker{"nvtrace-phase: a"}},
+                entry(2, 9, "f", 0),
+                exit_(3, 9, "f", 0, 2, 3),
+                Event{4, 0, 9, false, IoctlEnter{3, 0x541B, 0}},
+                Event{5, 0, 9, false, IoctlExit{0}},
+                exit_(6, 9, "", 0, 0, 0)};
+    s.kmsg.push_back({"3,1,7,-;NVRM: Xid (PCI:0000:01:00): 79, pid=9, GPU has fallen off the bus."});
+    Report r = build_report(s);
+    r.checks.push_back({"c", "pass", "e", "w"});
+    std::ostringstream out;
+    write_json(r, out);
+    EXPECT_EQ(nlohmann::json::parse(out.str()), to_json(r));
+    EXPECT_EQ(to_json(r)["calls"][1]["function"], "?");  // a bare "}" with no entry still has a name
+}
+
+TEST(Report, ConsoleLineInTextWithoutTimestampsIsAttachedByOrder) {
+    EventStream s;
+    Event e = entry(0, -1, "nv_ioctl", 0, 0, 1);
+    e.ts_known = false;
+    Event c{0, 1, -1, false, ConsoleLine{"NVRM: GPU 0000:01:00.0: GPU has fallen off the bus."}};
+    c.ts_known = false;
+    Event x = exit_(0, -1, "nv_ioctl", 0, 0, 0, 0, 1);
+    x.ts_known = false;
+    x.body = FuncExit{0, "nv_ioctl", std::nullopt, 0, 0, 0, 5000, 0, std::nullopt};
+    s.events = {e, c, x};
+    Report r = build_report(s);
+    ASSERT_EQ(r.kernel_log.size(), 1u);
+    EXPECT_EQ(r.kernel_log[0].call, r.calls[0].id);
+    EXPECT_FALSE(r.kernel_log[0].ts_ns.has_value());
+    EXPECT_FALSE(r.calls[0].entry_ns.has_value());
+    EXPECT_EQ(r.calls[0].duration_ns, 5000u);
+}
+
+TEST(Report, IrqNestedDeeperThanTheOpenCallIsNotADepthGap) {
+    EventStream s;
+    Event irq = entry(3, 9, "smp_apic_timer_interrupt", 6);
+    irq.irq = true;
+    s.events = {entry(1, 9, "link_path_walk", 4), irq, exit_(4, 9, "smp_apic_timer_interrupt", 6, 3, 4),
+                exit_(5, 9, "link_path_walk", 4, 1, 5)};
+    Report r = build_report(s);
+    EXPECT_TRUE(r.completeness.complete) << r.completeness.reasons.size();
+    bool mid_tree_info = false;
+    for (const auto& d : r.completeness.diagnostics) {
+        EXPECT_NE(d.name, "depth_gap");
+        mid_tree_info |= d.name == "starts_mid_tree" && d.severity == "info";
+    }
+    EXPECT_TRUE(mid_tree_info);  // the first entry is at depth 4
+}
+
+TEST(Report, MissingParentEntriesAreADepthGapThatMakesItIncomplete) {
+    EventStream s;
+    s.events = {entry(1, 9, "a", 0), entry(2, 9, "c", 2), exit_(3, 9, "c", 2, 2, 3), exit_(4, 9, "a", 0, 1, 4)};
     Report r = build_report(s);
     EXPECT_FALSE(r.completeness.complete);
 }

@@ -222,3 +222,69 @@ TEST_F(VmFunctionGraph, ReportIsComplete) {
 }
 
 }  // namespace
+
+// Issue 4 at the top level: nvtrace signalled mid-run restores; SIGKILL leaves the journal, which makes the
+// next run refuse, and `nvtrace cleanup` restores from it; a module that is not loaded is an error.
+class VmFaults : public VmFunctionGraph {
+protected:
+    static std::map<std::string, int> faults() {
+        std::map<std::string, int> out;
+        std::istringstream in(handed_back("faults.txt").value_or(""));
+        std::string name;
+        int status = 0;
+        while (in >> name >> status)
+            out[name] = status;
+        return out;
+    }
+};
+
+TEST_F(VmFaults, SignalledRunsRestoreTheTopLevelAndExitWith128PlusTheSignal) {
+    auto f = faults();
+    const auto before = handed_back("tracefs-before.txt");
+    ASSERT_TRUE(before) << console_hint();
+    for (auto [sig, num] : {std::pair{"INT", 2}, std::pair{"TERM", 15}, std::pair{"HUP", 1}}) {
+        EXPECT_EQ(f[std::string("sig") + sig], 128 + num) << "SIG" << sig;
+        EXPECT_EQ(handed_back(std::string("tracefs-after-sig") + sig + ".txt").value_or("<missing>"), *before)
+            << "state after SIG" << sig;
+    }
+}
+
+TEST_F(VmFaults, SigkillLeavesAJournalThatBlocksTheNextRunUntilCleanup) {
+    auto f = faults();
+    const auto before = handed_back("tracefs-before.txt");
+    ASSERT_TRUE(before) << console_hint();
+    EXPECT_EQ(f["sigKILL"], 128 + 9);
+    EXPECT_NE(handed_back("tracefs-after-kill.txt").value_or(""), *before)
+        << "a SIGKILLed run must leave its changes (else this test proves nothing)";
+    EXPECT_EQ(f["refused-while-journal"], 3);
+    EXPECT_NE(handed_back("refused.txt").value_or("").find("run `nvtrace cleanup` first"), std::string::npos)
+        << handed_back("refused.txt").value_or("");
+    EXPECT_EQ(f["cleanup"], 0) << handed_back("cleanup.txt").value_or("");
+    EXPECT_EQ(handed_back("tracefs-after-cleanup.txt").value_or("<missing>"), *before);
+}
+
+TEST_F(VmFaults, ModuleNotLoadedIsAnEnvironmentError) {
+    auto f = faults();
+    EXPECT_EQ(f["module-not-loaded"], 3);
+    EXPECT_NE(handed_back("refused.txt").value_or("").find("module vgem is not loaded"), std::string::npos)
+        << handed_back("refused.txt").value_or("");
+}
+
+TEST_F(VmFaults, FiltersNotraceAndMaxDepthApplyAndAreRestored) {
+    auto f = faults();
+    EXPECT_EQ(f["filters"], 0);
+    EXPECT_EQ(handed_back("tracefs-after-filters.txt").value_or("<missing>"),
+              handed_back("tracefs-before.txt").value_or(""));
+    const auto text = handed_back("report-filters.json");
+    ASSERT_TRUE(text) << console_hint();
+    json rep = json::parse(*text);
+    int max_depth = -1;
+    bool exit_hctx = false;
+    for (const json& c : rep["calls"]) {
+        max_depth = std::max(max_depth, c["depth"].get<int>());
+        exit_hctx |= c["function"] == "null_exit_hctx";
+    }
+    EXPECT_GE(rep["calls"].size(), 2u);
+    EXPECT_LE(max_depth, 1) << "--max-depth 2 allows depths 0 and 1";
+    EXPECT_FALSE(exit_hctx);
+}

@@ -22,7 +22,54 @@ vm_step "nvtrace exit status $nvtrace_status"
 vm_tracefs_snapshot > /tmp/tracefs-after.txt
 ls -la /tmp/r
 
+# Faults at the top level (issue 4): each line of faults.txt is "CHECK STATUS", each snapshot must equal
+# tracefs-before.txt. A long reader keeps nvtrace busy while it is signalled, once the top level is changed
+# (the journal exists: setup takes seconds under TCG).
+wait_for_journal() {
+    i=0
+    while [ ! -e /run/nvtrace/journal.json ] && [ "$i" -lt 600 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    sleep 0.5
+}
+: > /tmp/faults.txt
+for sig in INT TERM HUP; do
+    vm_step "nvtrace run, SIG$sig once the top level is changed"
+    nvtrace run -q --module null_blk --out "/tmp/f-$sig" -- /bin/odirect_read /dev/nullb0 1000000 &
+    pid=$!
+    wait_for_journal
+    kill -"$sig" "$pid"
+    wait "$pid"
+    echo "sig$sig $?" >> /tmp/faults.txt
+    vm_tracefs_snapshot > "/tmp/tracefs-after-sig$sig.txt"
+done
+vm_step "nvtrace run, SIGKILL once the top level is changed, then a refused run, then cleanup"
+nvtrace run -q --module null_blk --out /tmp/f-kill -- /bin/odirect_read /dev/nullb0 1000000 &
+pid=$!
+wait_for_journal
+kill -KILL "$pid"
+wait "$pid"
+echo "sigKILL $?" >> /tmp/faults.txt
+vm_tracefs_snapshot > /tmp/tracefs-after-kill.txt
+nvtrace run -q --module null_blk -- /bin/odirect_read /dev/nullb0 1 2> /tmp/refused.txt
+echo "refused-while-journal $?" >> /tmp/faults.txt
+nvtrace cleanup > /tmp/cleanup.txt 2>&1
+echo "cleanup $?" >> /tmp/faults.txt
+vm_tracefs_snapshot > /tmp/tracefs-after-cleanup.txt
+nvtrace run -q --module vgem -- /bin/odirect_read /dev/nullb0 1 2>> /tmp/refused.txt
+echo "module-not-loaded $?" >> /tmp/faults.txt
+nvtrace run -q --module null_blk --filter 'null_*' --notrace null_exit_hctx --max-depth 2 --out /tmp/f-filters \
+    -- /bin/odirect_read /dev/nullb0 2
+echo "filters $?" >> /tmp/faults.txt
+vm_tracefs_snapshot > /tmp/tracefs-after-filters.txt
+
 status=$nvtrace_status
+for f in faults.txt refused.txt cleanup.txt tracefs-after-sigINT.txt tracefs-after-sigTERM.txt \
+         tracefs-after-sigHUP.txt tracefs-after-kill.txt tracefs-after-cleanup.txt tracefs-after-filters.txt; do
+    vm_send_file "$f" "/tmp/$f" || status=1
+done
+vm_send_file report-filters.json /tmp/f-filters/report.json || status=1
 echo "$nvtrace_status" > /tmp/nvtrace-exit-status
 vm_send_file nvtrace-exit-status /tmp/nvtrace-exit-status || status=1
 vm_send_file tracefs-before.txt /tmp/tracefs-before.txt || status=1

@@ -69,7 +69,8 @@ TEST(ClassifyKernelMessage, OtherSources) {
     a.text = "nvidia_uvm: Loaded the UVM driver, major device number 251.";
     classify_kernel_message(a);
     EXPECT_EQ(a.source, "nvidia-uvm");
-    EXPECT_EQ(a.kind, "other");
+    EXPECT_EQ(a.kind, "driver_loaded");
+    EXPECT_EQ(a.fields.at("major"), "251");
     KernelLogMessage b;
     b.text = "r8169 0000:03:00.0 eth0: Link is Up";
     classify_kernel_message(b);

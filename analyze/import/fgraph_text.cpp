@@ -1,0 +1,89 @@
+// function_graph text: `trace`, `trace_pipe`, perf ftrace (ftrace-formats.md section 1).
+#include <unordered_map>
+
+#include "graph_line.hpp"
+#include "nvtrace/import.hpp"
+#include "stream_builder.hpp"
+
+namespace nvtrace {
+
+using namespace import;
+
+Result<EventStream> read_fgraph_text(std::string_view text, std::string_view file_name) {
+    StreamBuilder b(file_name, text);
+    struct CpuState {
+        int pid = -1;                                 // from the last context-switch banner
+        std::size_t first_unknown = std::size_t(-1);  // first event on this CPU with no pid, for backfill
+    };
+    std::unordered_map<int, CpuState> cpus;
+    std::uint64_t last_ts = 0;
+    bool any_ts = false;
+
+    LineSplitter lines(text);
+    std::string_view line;
+    while (lines.next(line)) {
+        FgraphLine L = tokenize_fgraph_line(line);
+        std::uint32_t n = lines.number();
+        LineCtx ctx;
+        ctx.line = n;
+        ctx.cpu = L.cpu;
+        if (L.ts_ns) {
+            last_ts = *L.ts_ns;
+            any_ts = true;
+        }
+        ctx.ts_ns = last_ts;
+        ctx.ts_known = any_ts;
+        switch (L.kind) {
+            case FgraphLine::Kind::blank:
+            case FgraphLine::Kind::header:
+            case FgraphLine::Kind::dashes:
+            case FgraphLine::Kind::annotation:
+                continue;
+            case FgraphLine::Kind::malformed:
+                b.malformed(n, L.expected.empty() ? "a function_graph line" : L.expected, line);
+                continue;
+            case FgraphLine::Kind::overruns:
+                if (!b.overruns(*L.count)) b.malformed(n, "a return line before '(Overruns: N)'", line);
+                continue;
+            case FgraphLine::Kind::lost:
+                b.lost(ctx, L.count);
+                continue;
+            case FgraphLine::Kind::banner: {
+                CpuState& cs = cpus[L.cpu];
+                // Lines of this CPU before its first banner ran as the task switched out.
+                if (cs.pid < 0 && cs.first_unknown != std::size_t(-1)) {
+                    auto& evs = b.stream().events;
+                    for (std::size_t i = cs.first_unknown; i < evs.size(); ++i)
+                        if (evs[i].cpu == L.cpu && evs[i].pid < 0) evs[i].pid = L.prev.pid;
+                }
+                cs.first_unknown = std::size_t(-1);
+                cs.pid = L.next.pid;
+                b.comm(L.prev.pid, L.prev.comm);
+                b.comm(L.next.pid, L.next.comm);
+                ctx.pid = L.prev.pid;
+                b.push(ctx,
+                       OtherEvent{"nvtrace", "task_switch",
+                                  "prev_comm=" + clean(L.prev.comm) + " prev_pid=" + std::to_string(L.prev.pid) +
+                                      " next_comm=" + clean(L.next.comm) + " next_pid=" + std::to_string(L.next.pid)});
+                continue;
+            }
+            case FgraphLine::Kind::graph:
+                break;
+        }
+        const GraphColumns& c = L.cols;
+        CpuState& cs = cpus[L.cpu];
+        if (c.task) {
+            ctx.pid = c.task->pid;
+            b.comm(c.task->pid, c.task->comm);
+        } else {
+            ctx.pid = cs.pid;
+        }
+        if (!c.lat_flags.empty()) ctx.irq = lat_flags_irq(c.lat_flags);
+        std::size_t before = b.size();
+        b.graph(ctx, c.body);
+        if (ctx.pid < 0 && b.size() > before && cs.first_unknown == std::size_t(-1)) cs.first_unknown = before;
+    }
+    return b.finish("function_graph lines (' 0)   1.234 us    |  func();')");
+}
+
+}  // namespace nvtrace

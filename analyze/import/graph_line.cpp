@@ -1,0 +1,304 @@
+#include "graph_line.hpp"
+
+namespace nvtrace::import {
+
+namespace {
+
+constexpr std::string_view kIrqEnter = "==========>";
+constexpr std::string_view kIrqExit = "<==========";
+
+// The text of a "/* ... */" tail: "f", "= V", "f = V", "f ret=V", "<-caller+0x1a/0x40 ret=V".
+void parse_tail_comment(std::string_view inner, GraphBody& out, bool want_name) {
+    bool value_next = false;
+    while (true) {
+        inner = ltrim(inner);
+        if (inner.empty()) break;
+        std::size_t end = 0;
+        while (end < inner.size() && !is_space(inner[end]))
+            ++end;
+        std::string_view tok = inner.substr(0, end);
+        inner.remove_prefix(end);
+        if (value_next) {
+            if (auto v = parse_retval(tok)) out.retval = v;
+            value_next = false;
+        } else if (starts_with(tok, "<-")) {
+            out.retaddr = tok.substr(2);
+        } else if (tok == "=") {
+            value_next = true;
+        } else if (starts_with(tok, "ret=")) {
+            if (auto v = parse_retval(tok.substr(4))) out.retval = v;  // "ret=true", "(trunc)": kept out
+        } else if (tok[0] == '=') {
+            if (auto v = parse_retval(tok.substr(1))) out.retval = v;
+        } else if (want_name && out.function.empty()) {
+            out.function = tok;
+        }
+    }
+}
+
+// What may follow "{", ";" or "}": tail comments, trace-cmd's " (ret=V)" and "-O fgraph:depth" " (N)".
+void parse_suffixes(std::string_view r, GraphBody& out, bool want_name) {
+    while (true) {
+        r = ltrim(r);
+        if (r.empty()) return;
+        if (starts_with(r, "/*")) {
+            std::size_t end = r.find("*/", 2);
+            std::string_view inner = r.substr(2, end == std::string_view::npos ? r.npos : end - 2);
+            parse_tail_comment(inner, out, want_name);
+            if (end == std::string_view::npos) return;
+            r.remove_prefix(end + 2);
+        } else if (r[0] == '(') {
+            std::size_t end = r.find(')');
+            std::string_view inner = r.substr(1, end == std::string_view::npos ? r.npos : end - 1);
+            if (starts_with(inner, "ret=")) {
+                if (auto v = parse_retval(inner.substr(4))) out.retval = v;
+            }
+            if (end == std::string_view::npos) return;
+            r.remove_prefix(end + 1);
+        } else {
+            return;  // unknown trailing text: the call itself is understood, keep it
+        }
+    }
+}
+
+}  // namespace
+
+void parse_graph_body(std::string_view body, GraphBody& out) {
+    body = rtrim(body);
+    if (body.empty()) {
+        out.kind = GraphBody::Kind::malformed;
+        out.expected = "a function call, '}' or a comment after the columns";
+        return;
+    }
+    if (starts_with(body, "/*")) {
+        out.kind = GraphBody::Kind::comment;
+        std::string_view inner = body.substr(2);
+        if (ends_with(inner, "*/")) inner.remove_suffix(2);
+        out.comment = trim(inner);
+        return;
+    }
+    if (body[0] == '}') {
+        out.kind = GraphBody::Kind::exit;
+        parse_suffixes(body.substr(1), out, true);
+        return;
+    }
+    if (starts_with(body, kIrqEnter)) {
+        out.kind = GraphBody::Kind::irq_enter;
+        return;
+    }
+    if (starts_with(body, kIrqExit)) {
+        out.kind = GraphBody::Kind::irq_exit;
+        return;
+    }
+    std::size_t i = 0;
+    while (i < body.size() && body[i] != '(' && !is_space(body[i]) && body[i] != '{' && body[i] != ';' &&
+           body[i] != '}')
+        ++i;
+    if (i == 0) {
+        out.kind = GraphBody::Kind::malformed;
+        out.expected = "a function name";
+        return;
+    }
+    out.function = body.substr(0, i);
+    std::size_t j = i;
+    while (j < body.size() && is_space(body[j]))
+        ++j;
+    if (j < body.size() && body[j] == '[') {
+        std::size_t k = body.find(']', j);
+        if (k == std::string_view::npos) {
+            out.kind = GraphBody::Kind::malformed;
+            out.expected = "']' closing the module name";
+            return;
+        }
+        out.module = body.substr(j + 1, k - j - 1);
+        j = k + 1;
+        while (j < body.size() && is_space(body[j]))
+            ++j;
+    }
+    if (j >= body.size() || body[j] != '(') {
+        out.kind = GraphBody::Kind::malformed;
+        out.expected = "'(' after the function name";
+        return;
+    }
+    int level = 0;
+    std::size_t k = j;
+    for (; k < body.size(); ++k) {
+        if (body[k] == '(') ++level;
+        if (body[k] == ')' && --level == 0) break;
+    }
+    if (k >= body.size()) {
+        out.kind = GraphBody::Kind::malformed;
+        out.expected = "')' closing the argument list";
+        return;
+    }
+    out.args = body.substr(j + 1, k - j - 1);
+    std::string_view r = ltrim(body.substr(k + 1));
+    if (!r.empty() && r[0] == '{') {
+        out.kind = GraphBody::Kind::entry;
+    } else if (!r.empty() && r[0] == ';') {
+        out.kind = GraphBody::Kind::leaf;
+    } else {
+        out.kind = GraphBody::Kind::malformed;
+        out.expected = "'{' or ';' after the function's parentheses";
+        return;
+    }
+    parse_suffixes(r.substr(1), out, false);
+}
+
+GraphColumns parse_graph_columns(std::string_view rest, int base) {
+    GraphColumns c;
+    std::size_t body_start = 0;
+    for (int col = 0; col < 3; ++col) {
+        std::size_t bar = rest.find('|', body_start);
+        if (bar == std::string_view::npos) break;
+        std::string_view seg = trim(rest.substr(body_start, bar - body_start));
+        std::optional<std::uint64_t> duration;
+        if (!seg.empty() && seg.back() == 's') duration = parse_duration_column(seg);
+        if (seg.empty() || seg == kIrqEnter || seg == kIrqExit || duration) {
+            if (seg == kIrqEnter) {
+                c.body.kind = GraphBody::Kind::irq_enter;
+                return c;
+            }
+            if (seg == kIrqExit) {
+                c.body.kind = GraphBody::Kind::irq_exit;
+                return c;
+            }
+            c.body.duration_ns = duration;
+            body_start = bar + 1;
+            base = 2;
+            break;
+        }
+        if (!c.task && c.lat_flags.empty()) {
+            if (auto cp = split_comm_pid(seg)) {
+                c.task = cp;
+                body_start = bar + 1;
+                base = 1;
+                continue;
+            }
+        }
+        if (c.lat_flags.empty() && looks_like_lat_flags(seg)) {
+            c.lat_flags = seg;
+            body_start = bar + 1;
+            base = 1;
+            continue;
+        }
+        break;
+    }
+    std::string_view body = rest.substr(body_start);
+    std::size_t n = 0;
+    while (n < body.size() && body[n] == ' ')
+        ++n;
+    int spaces = static_cast<int>(std::min<std::size_t>(n, 1u << 20));
+    c.body.depth = spaces >= base ? (spaces - base) / 2 : 0;
+    parse_graph_body(body.substr(n), c.body);
+    return c;
+}
+
+FgraphLine tokenize_fgraph_line(std::string_view s) {
+    FgraphLine L;
+    while (!s.empty() && s[0] == '\t')
+        s.remove_prefix(1);  // copies of Documentation/trace/ftrace.rst carry a tab before every line
+    std::string_view t = trim(s);
+    if (t.empty()) {
+        L.kind = FgraphLine::Kind::blank;
+        return L;
+    }
+    if (t[0] == '#') {
+        L.kind = starts_with(t, "#####") ? FgraphLine::Kind::annotation : FgraphLine::Kind::header;
+        L.header = trim(t.substr(1));
+        return L;
+    }
+    if (starts_with(t, "CPU:")) {
+        // "CPU:%d [LOST %lu EVENTS]" (kernel/trace/trace.c, print_trace_line with iter->lost_events)
+        std::size_t sp = t.find(' ');
+        auto cpu = parse_int(t.substr(4, sp == t.npos ? t.npos : sp - 4));
+        std::string_view r = sp == t.npos ? std::string_view() : trim(t.substr(sp));
+        if (cpu && starts_with(r, "[LOST ") && ends_with(r, "EVENTS]")) {
+            L.kind = FgraphLine::Kind::lost;
+            L.cpu = *cpu;
+            L.count = parse_u64(trim(r.substr(6, r.size() - 6 - 7)));
+            return L;
+        }
+        L.expected = "'CPU:N [LOST M EVENTS]'";
+        return L;
+    }
+    if (t[0] == '-' && t.find_first_not_of('-') == std::string_view::npos) {
+        L.kind = FgraphLine::Kind::dashes;
+        return L;
+    }
+    if (starts_with(t, "(Overruns:")) {
+        L.kind = FgraphLine::Kind::overruns;
+        std::string_view v = trim(t.substr(10));
+        if (ends_with(v, ")")) v = trim(v.substr(0, v.size() - 1));
+        L.count = parse_u64(v);
+        if (!L.count) {
+            L.kind = FgraphLine::Kind::malformed;
+            L.expected = "'(Overruns: N)'";
+        }
+        return L;
+    }
+
+    std::size_t p = 0;
+    int base = 0;
+    // funcgraph-abstime: "%5lu.%06lu |  "
+    {
+        std::size_t d = 0;
+        while (d < s.size() && s[d] == ' ')
+            ++d;
+        std::size_t q = d;
+        while (q < s.size() && is_digit(s[q]))
+            ++q;
+        if (q > d && q < s.size() && s[q] == '.') {
+            std::size_t r = q + 1;
+            while (r < s.size() && is_digit(s[r]))
+                ++r;
+            std::size_t num_end = r;
+            while (r < s.size() && s[r] == ' ')
+                ++r;
+            if (r < s.size() && s[r] == '|' && num_end > q + 1) {
+                L.ts_ns = parse_decimal_ns(s.substr(d, num_end - d), 1'000'000'000);
+                p = r + 1;
+                base = 2;
+            }
+        }
+    }
+    // CPU: " %*d) "
+    {
+        std::size_t q = p;
+        while (q < s.size() && s[q] == ' ')
+            ++q;
+        std::size_t d = q;
+        while (q < s.size() && is_digit(s[q]))
+            ++q;
+        if (q > d && q < s.size() && s[q] == ')') {
+            if (auto cpu = parse_int(s.substr(d, q - d))) L.cpu = *cpu;
+            p = q + 1;
+            base = 1;
+        }
+    }
+    std::string_view rest = s.substr(p);
+    // Context-switch banner (verif_pid): " 0)  platfor-3210  =>  vmstat-2854  ", no '|' at all; a
+    // sched_switch comment also holds "==>" but sits behind the DURATION column's '|'.
+    if (rest.find('|') == std::string_view::npos) {
+        std::size_t arrow = rest.find(" => ");
+        if (arrow != std::string_view::npos) {
+            auto prev = split_comm_pid(rest.substr(0, arrow));
+            auto next = split_comm_pid(rest.substr(arrow + 4));
+            if (prev && next) {
+                L.kind = FgraphLine::Kind::banner;
+                L.prev = *prev;
+                L.next = *next;
+                return L;
+            }
+        }
+    }
+    L.cols = parse_graph_columns(rest, base);
+    if (L.cols.body.kind == GraphBody::Kind::malformed) {
+        L.kind = FgraphLine::Kind::malformed;
+        L.expected = L.cols.body.expected;
+        return L;
+    }
+    L.kind = FgraphLine::Kind::graph;
+    return L;
+}
+
+}  // namespace nvtrace::import

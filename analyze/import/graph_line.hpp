@@ -1,0 +1,59 @@
+// graph_line.hpp: the pure tokenizers of function_graph text (private to analyze/import).
+// A line goes in as a std::string_view, a plain struct of views into that line comes out; nothing is
+// allocated. Formats: ../shared/reference/ftrace-formats.md sections 1 and 2; the kernel's
+// kernel/trace/trace_functions_graph.c (print_graph_prologue, print_graph_duration, print_graph_irq,
+// verif_pid, print_graph_retval) and trace-cmd's lib/trace-cmd/trace-ftrace.c.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "text_util.hpp"
+
+namespace nvtrace::import {
+
+// The function-call part of a line, after the prefix columns.
+struct GraphBody {
+    enum class Kind { none, entry, leaf, exit, comment, irq_enter, irq_exit, malformed };
+    Kind kind = Kind::none;
+    std::optional<std::uint64_t> duration_ns;  // DURATION column
+    int depth = 0;                             // indentation / 2 after the separator's own spaces
+    std::string_view function;                 // entry/leaf: the name; exit: the tail comment's name, if any
+    std::string_view module;                   // "[module]" suffix, without brackets
+    std::string_view args;                     // funcgraph-args text inside the parentheses
+    std::string_view retaddr;                  // "<-caller+0x1a/0x40" without "<-"
+    std::string_view comment;                  // comment lines: the text inside "/* */"
+    std::optional<std::int64_t> retval;        // "/* = V */", "/* f = V */", "/* f ret=V */", " (ret=V)"
+    std::string_view expected;                 // malformed: what was expected
+};
+
+// The columns after the CPU column, each optional, in the kernel's order: TASK/PID (" comm-pid | "),
+// latency flags (" d..1 | "), DURATION ("<mark> <n> us |  ", or spaces for a nested entry), then the
+// indented body. `base` is the number of spaces the last separator consumed before `rest` prints after
+// itself (1 for the CPU column's ") ", 2 for "|  ", 0 at the start of a line).
+struct GraphColumns {
+    std::optional<CommPid> task;
+    std::string_view lat_flags;
+    GraphBody body;
+};
+GraphColumns parse_graph_columns(std::string_view rest, int base);
+
+// The body itself ("func() {", "f [mod](a=1);", "} /* f = -22 */", "/* text */", "==========>").
+void parse_graph_body(std::string_view body, GraphBody& out);
+
+// One line of function_graph `trace` / `trace_pipe` text.
+struct FgraphLine {
+    enum class Kind { blank, header, graph, banner, dashes, lost, overruns, annotation, malformed };
+    Kind kind = Kind::malformed;
+    std::optional<std::uint64_t> ts_ns;  // funcgraph-abstime
+    int cpu = -1;
+    GraphColumns cols;
+    CommPid prev, next;                  // banner
+    std::optional<std::uint64_t> count;  // lost, overruns
+    std::string_view header;             // header: the comment text after '#'
+    std::string_view expected;           // malformed
+};
+FgraphLine tokenize_fgraph_line(std::string_view line);
+
+}  // namespace nvtrace::import

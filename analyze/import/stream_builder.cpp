@@ -1,0 +1,168 @@
+#include "stream_builder.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace nvtrace::import {
+
+EventBody comment_event(std::string_view text) {
+    if (auto ev = event_from_body(text)) return std::move(*ev);
+    return Marker{clean(text)};  // trace_printk() output is printed bare (print_graph_comment)
+}
+
+StreamBuilder::StreamBuilder(std::string_view file_name, std::string_view text) : file_(file_name) {
+    std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+    // Capped: a file of empty lines must not reserve gigabytes; past the cap the vector grows as usual.
+    stream_.events.reserve(std::min<std::size_t>(lines + lines / 4, std::size_t(1) << 22));
+}
+
+StreamBuilder::TaskState& StreamBuilder::task(const LineCtx& ctx) {
+    // Same keys as build_call_graph: the task when known, else the CPU.
+    std::int64_t key = ctx.pid >= 0 ? ctx.pid : -2 - static_cast<std::int64_t>(ctx.cpu);
+    return tasks_[key];
+}
+
+// An entry deeper than the innermost open frame + 1, with an open frame, is an interrupt that arrived
+// with no marker (trace-cmd report prints none; the kernel's funcgraph-irqs may be off): it and its
+// subtree run in interrupt context, nested in that frame (ftrace-formats.md section 1.6).
+bool StreamBuilder::in_irq(const LineCtx& ctx, TaskState& t, int depth, bool entering) {
+    if (t.irq_floor >= 0 && depth < t.irq_floor) t.irq_floor = -1;
+    if (entering && t.irq_floor < 0 && !t.open.empty() && depth > t.open.back() + 1) t.irq_floor = depth;
+    auto m = irq_markers_.find(ctx.cpu);
+    bool marked = m != irq_markers_.end() && m->second > 0;
+    return ctx.irq || marked || (t.irq_floor >= 0 && depth >= t.irq_floor);
+}
+
+void StreamBuilder::push(const LineCtx& ctx, EventBody body) {
+    Event ev;
+    ev.ts_ns = ctx.ts_ns;
+    ev.ts_known = ctx.ts_known;
+    ev.cpu = ctx.cpu;
+    ev.pid = ctx.pid;
+    ev.line = ctx.line;
+    auto m = irq_markers_.find(ctx.cpu);
+    ev.irq = ctx.irq || (m != irq_markers_.end() && m->second > 0);
+    ev.body = std::move(body);
+    stream_.events.push_back(std::move(ev));
+}
+
+void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
+    using K = GraphBody::Kind;
+    switch (b.kind) {
+        case K::irq_enter:
+            ++irq_markers_[ctx.cpu];
+            return;
+        case K::irq_exit: {
+            auto& n = irq_markers_[ctx.cpu];
+            if (n > 0) --n;
+            return;
+        }
+        case K::comment:
+            push(ctx, comment_event(b.comment));
+            return;
+        case K::entry:
+        case K::leaf: {
+            TaskState& t = task(ctx);
+            while (!t.open.empty() && t.open.back() >= b.depth)
+                t.open.pop_back();
+            bool irq = in_irq(ctx, t, b.depth, true);
+            FuncEntry e;
+            e.function = clean(b.function);
+            if (!b.module.empty()) e.module = clean(b.module);
+            e.depth = b.depth;
+            LineCtx c = ctx;
+            c.irq = irq;
+            if (b.kind == K::entry) {
+                t.open.push_back(b.depth);
+                push(c, std::move(e));
+                return;
+            }
+            FuncExit x;
+            x.function = e.function;
+            x.module = e.module;
+            x.depth = b.depth;
+            x.duration_ns = b.duration_ns;
+            x.retval = b.retval;
+            if (t.irq_floor == b.depth) t.irq_floor = -1;  // an interrupt that was a leaf
+            push(c, std::move(e));
+            last_exit_ = stream_.events.size();
+            push(c, std::move(x));
+            return;
+        }
+        case K::exit: {
+            TaskState& t = task(ctx);
+            while (!t.open.empty() && t.open.back() > b.depth)
+                t.open.pop_back();
+            if (!t.open.empty() && t.open.back() == b.depth) t.open.pop_back();
+            LineCtx c = ctx;
+            c.irq = in_irq(ctx, t, b.depth, false);
+            if (t.irq_floor == b.depth) t.irq_floor = -1;
+            FuncExit x;
+            x.function = clean(b.function);  // empty for a bare "}": closes the innermost open call
+            x.depth = b.depth;
+            x.duration_ns = b.duration_ns;
+            x.retval = b.retval;
+            last_exit_ = stream_.events.size();
+            push(c, std::move(x));
+            return;
+        }
+        case K::none:
+        case K::malformed:
+            return;
+    }
+}
+
+void StreamBuilder::lost(const LineCtx& ctx, std::optional<std::uint64_t> count) {
+    push(ctx, LostEvents{count});
+    // Open frames are unreliable after a loss; which tasks ran on that CPU is not known here, so irq
+    // detection forgets all of them (build_call_graph keeps its own stacks).
+    for (auto& [key, t] : tasks_) {
+        t.open.clear();
+        t.irq_floor = -1;
+    }
+}
+
+bool StreamBuilder::overruns(std::uint64_t n) {
+    if (!last_exit_) return false;
+    std::get<FuncExit>(stream_.events[*last_exit_].body).overrun += n;
+    return true;
+}
+
+void StreamBuilder::malformed(std::uint32_t line, std::string_view expected, std::string_view found) {
+    std::string ex;
+    if (first_malformed_line_ == 0) {
+        first_malformed_line_ = line;
+        first_malformed_ = example(file_, line, expected, found);
+        ex = first_malformed_;
+    }
+    count_diagnostic(stream_.diagnostics, "malformed_line", "error", ex);
+}
+
+void StreamBuilder::comm(int pid, std::string_view comm) {
+    if (pid < 0) return;
+    auto [it, fresh] = stream_.comms.try_emplace(pid);
+    if (fresh || it->second.size() < comm.size()) it->second = clean(comm);
+}
+
+Result<EventStream> StreamBuilder::finish(std::string_view what) {
+    if (stream_.events.empty()) {
+        if (!first_malformed_.empty())
+            return fail(Error::usage(fmt::format("{} (nothing usable in it)", first_malformed_)));
+        return fail(Error::usage(fmt::format("{}: no {} found", file_, what)));
+    }
+    auto& evs = stream_.events;
+    bool sorted =
+        std::is_sorted(evs.begin(), evs.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    if (!sorted) {
+        std::uint32_t first_line = 0;
+        for (std::size_t i = 1; i < evs.size() && first_line == 0; ++i)
+            if (evs[i].ts_ns < evs[i - 1].ts_ns) first_line = evs[i].line;
+        std::stable_sort(evs.begin(), evs.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+        count_diagnostic(stream_.diagnostics, "unsorted_timestamps", "info",
+                         fmt::format("{}:{}: timestamp goes back; events were sorted by time", file_, first_line));
+    }
+    return std::move(stream_);
+}
+
+}  // namespace nvtrace::import

@@ -1,0 +1,134 @@
+// trace.dat (trace-cmd's file, v6 and v7) through libtracecmd (ftrace-formats.md section 4).
+// Built only where libtracecmd is found and the build is not static (NVTRACE_HAVE_TRACECMD).
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "nvtrace/import.hpp"
+
+#ifdef NVTRACE_HAVE_TRACECMD
+#include <event-parse.h>
+// trace-cmd.h includes libtracefs 1.6.4's tracefs.h, which has no extern "C" guard and passes an int where
+// enum tracefs_hist_command is expected in an inline function (g++ rejects it): the same workaround as
+// tracer/tracefs_cxx.h (../shared/reference/ci-environment.md section 6.1), which analyze/ cannot include.
+struct tracefs_instance;
+struct tracefs_hist;
+static inline int tracefs_hist_command(struct tracefs_instance*, struct tracefs_hist*, int);
+extern "C" {
+#include <tracefs.h>
+}
+static inline int tracefs_hist_command(struct tracefs_instance* i, struct tracefs_hist* h, int c) {
+    return tracefs_hist_command(i, h, static_cast<enum tracefs_hist_command>(c));
+}
+#include <trace-cmd/trace-cmd.h>
+
+#include "nvtrace/raw_event_decoder.hpp"
+#endif
+
+namespace nvtrace {
+
+#ifndef NVTRACE_HAVE_TRACECMD
+
+bool trace_dat_supported() {
+    return false;
+}
+
+Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> /*other_events*/) {
+    return fail(Error::environment(
+        fmt::format("{}: reading trace.dat needs libtracecmd, and this nvtrace was built without it "
+                    "(static build); convert it with `trace-cmd report {} > trace.txt` and read that",
+                    path, path)));
+}
+
+#else
+
+bool trace_dat_supported() {
+    return true;
+}
+
+namespace {
+
+struct IterateCtx {
+    RawEventDecoder* decoder;
+    tep_handle* tep;
+    EventStream* stream;
+};
+
+// Names come from the kallsyms the file carries (tep_find_function). libtraceevent 1.7 parses the module
+// part of kallsyms lines but has no public call returning it, so `module` stays null here.
+void name_function(tep_handle* tep, std::uint64_t addr, std::string& name) {
+    if (!name.empty()) return;
+    if (const char* f = tep_find_function(tep, addr))
+        name = f;
+    else
+        name = fmt::format("0x{:x}", addr);
+}
+
+int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) {
+    auto* ctx = static_cast<IterateCtx*>(data);
+    if (rec->missed_events != 0) {
+        Event lost;
+        lost.ts_ns = rec->ts;
+        lost.cpu = cpu;
+        lost.body = LostEvents{rec->missed_events > 0
+                                   ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(rec->missed_events))
+                                   : std::nullopt};
+        ctx->stream->events.push_back(std::move(lost));
+    }
+    auto ev = ctx->decoder->decode(rec);
+    if (!ev) return 0;
+    if (auto* e = std::get_if<FuncEntry>(&ev->body)) name_function(ctx->tep, e->func_addr, e->function);
+    if (auto* x = std::get_if<FuncExit>(&ev->body)) name_function(ctx->tep, x->func_addr, x->function);
+    if (ev->pid >= 0 && !ctx->stream->comms.count(ev->pid) && tep_is_pid_registered(ctx->tep, ev->pid))
+        if (const char* comm = tep_data_comm_from_pid(ctx->tep, ev->pid)) ctx->stream->comms[ev->pid] = comm;
+    ctx->stream->events.push_back(std::move(*ev));
+    return 0;
+}
+
+}  // namespace
+
+Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events) {
+    tracecmd_set_loglevel(TEP_LOG_NONE);
+    std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(tracecmd_open(path.c_str(), 0), tracecmd_close);
+    if (!top)
+        return fail(
+            Error::usage(fmt::format("{}: libtracecmd cannot open it (expected a trace-cmd trace.dat, "
+                                     "file version 6 or 7)",
+                                     path)));
+    EventStream stream;
+    std::uint64_t undecodable = 0;
+    auto read_handle = [&](tracecmd_input* h) {
+        tep_handle* tep = tracecmd_get_tep(h);
+        if (!tep) return;
+        RawEventDecoder decoder(tep, other_events);
+        IterateCtx ctx{&decoder, tep, &stream};
+        tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
+        undecodable += decoder.undecodable();
+    };
+    read_handle(top.get());
+    // Records of instance buffers (trace-cmd record -B) live only in their own handles.
+    int instances = tracecmd_buffer_instances(top.get());
+    for (int i = 0; i < instances; ++i) {
+        tracecmd_input* ih = tracecmd_buffer_instance_handle(top.get(), i);
+        if (!ih) {
+            const char* name = tracecmd_buffer_instance_name(top.get(), i);
+            count_diagnostic(stream.diagnostics, "unreadable_instance", "data_loss",
+                             fmt::format("{}: buffer instance '{}' could not be opened", path, name ? name : "?"));
+            continue;
+        }
+        read_handle(ih);
+        tracecmd_close(ih);
+    }
+    if (undecodable)
+        count_diagnostic(stream.diagnostics, "undecodable_record", "error",
+                         fmt::format("{}: funcgraph/ioctl records whose format nvtrace does not understand", path),
+                         undecodable);
+    std::stable_sort(stream.events.begin(), stream.events.end(),
+                     [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    return stream;
+}
+
+#endif
+
+}  // namespace nvtrace

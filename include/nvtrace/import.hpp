@@ -1,0 +1,91 @@
+// nvtrace/import.hpp: readers that turn the traces people already have into the EventStream a live capture
+// produces (DESIGN.md section 3, analyze/import). Formats: docs/formats.md; their kernel and trace-cmd
+// sources: ../shared/reference/ftrace-formats.md sections 1-3.
+//
+// Every text reader:
+//  - works on one in-memory text (import_file maps the file) and walks it line by line without copying
+//    lines; CRLF, tab-indented copies, a missing final newline and NUL/invalid UTF-8 bytes are accepted
+//    (invalid UTF-8 in kept strings is replaced by U+FFFD, so the report's JSON stays valid);
+//  - never throws on bad data: malformed lines become counted Diagnostics in EventStream::diagnostics
+//    ("malformed_line", severity "error", first example "file:line: expected X, found 'Y'"), loss marks
+//    become LostEvents events (and "lost_events" data_loss diagnostics);
+//  - fails (Error::usage) only when nothing usable is in the text, naming file:line and what was expected;
+//  - sets Event::line (1-based), Event::ts_known (false when the text has no timestamps: events then keep
+//    the file order, all at ts_ns 0), Event::cpu / pid when the text says them, Event::irq from irq markers
+//    or latency flags.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nvtrace/error.hpp"
+#include "nvtrace/event.hpp"
+#include "nvtrace/kernel_log.hpp"
+
+namespace nvtrace {
+
+enum class TraceFormat {
+    fgraph_text,       // function_graph `trace` / `trace_pipe` / perf ftrace text
+    function_text,     // `trace` of the function tracer (or nop with events): "comm-pid [cpu] flags ts: ..."
+    trace_cmd_report,  // `trace-cmd report` text
+    trace_dat,         // trace-cmd's binary trace.dat (v6, v7), read through libtracecmd
+    kernel_log,        // dmesg / journalctl -k / syslog / /dev/kmsg text, read by read_kernel_log
+};
+
+// "fgraph-text", "function-text", "trace-cmd-report", "trace-dat", "kernel-log".
+std::string_view format_name(TraceFormat f);
+std::optional<TraceFormat> parse_format_name(std::string_view name);
+
+// Guesses the format from the first bytes of a file (64 KiB are plenty). nullopt when nothing fits.
+std::optional<TraceFormat> detect_format(std::string_view head);
+
+// function_graph text (section 1 of ftrace-formats.md): every optional prefix column (abstime, CPU,
+// TASK/PID, latency flags, duration with overhead marks), entry / leaf / return lines, tails, both retval
+// generations, retaddr, args, "(Overruns: N)", irq markers, context-switch banners (pid of the lines that
+// follow on that CPU, and of the lines before it on that CPU when they had none), comments as events
+// ("console: ..." -> ConsoleLine, "event: fields" -> OtherEvent with system "", other text -> Marker),
+// "CPU:N [LOST M EVENTS]" -> LostEvents. FuncEntry/FuncExit depth = (indentation after the prefix - the
+// separator's own spaces) / 2, i.e. the depth the kernel printed. A leaf "f();" is a FuncEntry plus a
+// FuncExit (same ts) with duration_ns. A context switch is also kept as
+// OtherEvent{system "nvtrace", name "task_switch", fields "prev_comm=C prev_pid=P next_comm=C next_pid=P"}.
+// An entry that jumps deeper than the open frames allow (an interrupt with no marker) is flagged irq, with
+// its subtree.
+Result<EventStream> read_fgraph_text(std::string_view text, std::string_view file_name);
+
+// The function tracer's text (and any other non-graph `trace` text with events). A function hit
+// "f <-parent" becomes FuncEntry + FuncExit at depth 0 with no duration (the function tracer records no
+// returns), preceded by OtherEvent{"ftrace", "function", "ip=f parent_ip=parent"}. A "<stack trace>" block
+// becomes OtherEvent{"ftrace", "kernel_stack", frames joined by '\n', innermost first}. Events
+// ("name: fields") become IoctlEnter/IoctlExit (syscalls ioctl), Marker (print, tracing_mark_write, bprint),
+// ConsoleLine (console) or OtherEvent{system "", name, fields}.
+Result<EventStream> read_function_text(std::string_view text, std::string_view file_name);
+
+// `trace-cmd report` text (section 2): the event prefix "comm-pid [cpu] flags ts: event:", funcgraph
+// bodies as in read_fgraph_text (leaves on entry lines), " (ret=V)", "(N)" depth suffixes, the v6 preamble,
+// "CPU:N [M EVENTS DROPPED]"; function / kernel_stack / other events as in read_function_text.
+Result<EventStream> read_trace_cmd_report(std::string_view text, std::string_view file_name);
+
+// trace.dat through libtracecmd: the top buffer and every instance buffer, decoded with RawEventDecoder,
+// function names from the file's kallsyms (tep_find_function). Module names: libtraceevent keeps them
+// (tep_find_function_module) and they are filled when the file's kallsyms had them. Missed events ->
+// LostEvents. Error::environment when nvtrace was built without libtracecmd (the static build).
+Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events = {});
+bool trace_dat_supported();
+
+// Reads one file of any supported format (`forced` skips detection). Kernel logs are parsed by
+// read_kernel_log: their messages land in `kernel_log`, the stream is empty.
+struct ImportResult {
+    TraceFormat format = TraceFormat::fgraph_text;
+    EventStream stream;
+    std::vector<KernelLogMessage> kernel_log;
+};
+Result<ImportResult> import_file(const std::string& path, std::optional<TraceFormat> forced = std::nullopt);
+
+// Same for text already in memory (tests, fuzzers). trace_dat needs a file: Error::usage here.
+Result<ImportResult> import_text(std::string_view text, std::string_view file_name,
+                                 std::optional<TraceFormat> forced = std::nullopt);
+
+}  // namespace nvtrace

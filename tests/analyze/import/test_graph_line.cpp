@@ -1,0 +1,258 @@
+// The pure function_graph line tokenizer (analyze/import/graph_line.cpp): one test per column combination
+// and body form of ftrace-formats.md sections 1.2-1.6.
+#include "graph_line.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace nvtrace::import;
+using K = GraphBody::Kind;
+using L = FgraphLine::Kind;
+
+TEST(GraphLine, CpuAndDurationLeaf) {
+    auto l = tokenize_fgraph_line(" 0)   0.217 us    |          _raw_spin_lock_irqsave();");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cpu, 0);
+    EXPECT_FALSE(l.ts_ns);
+    EXPECT_EQ(l.cols.body.kind, K::leaf);
+    EXPECT_EQ(l.cols.body.function, "_raw_spin_lock_irqsave");
+    EXPECT_EQ(l.cols.body.duration_ns, 217u);
+    EXPECT_EQ(l.cols.body.depth, 4);
+}
+
+TEST(GraphLine, NestedEntryHasNoDuration) {
+    auto l = tokenize_fgraph_line(" 0)               |  do_nanosleep() {");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cols.body.kind, K::entry);
+    EXPECT_EQ(l.cols.body.function, "do_nanosleep");
+    EXPECT_FALSE(l.cols.body.duration_ns);
+    EXPECT_EQ(l.cols.body.depth, 0);
+}
+
+TEST(GraphLine, TwoDigitCpuColumn) {
+    auto l = tokenize_fgraph_line(" 12)   1.000 us    |    f();");
+    EXPECT_EQ(l.cpu, 12);
+    EXPECT_EQ(l.cols.body.depth, 1);
+}
+
+TEST(GraphLine, OverheadMarksAndDurationShapes) {
+    struct {
+        const char* line;
+        std::uint64_t ns;
+    } cases[] = {
+        {" 1) + 48.365 us   |                  }", 48365},
+        {" 1) ! 114.183 us  |        }", 114183},
+        {" 1) # 1984.392 us |      }", 1984392},
+        {" 3) * 33998.59 us |  } /* schedule_preempt_disabled */", 33998590},
+        {" 1) @ 119760.2 us |  }", 119760200},
+        {" 2) $ 3594274 us  |  }", 3594274000},
+        {"7238523.638066 |   0)   19354026 us |            } /* __schedule */", 19354026000},
+        {" 0)   0.518 us    |  }", 518},
+    };
+    for (const auto& c : cases) {
+        auto l = tokenize_fgraph_line(c.line);
+        ASSERT_EQ(l.kind, L::graph) << c.line;
+        EXPECT_EQ(l.cols.body.kind, K::exit) << c.line;
+        EXPECT_EQ(l.cols.body.duration_ns, c.ns) << c.line;
+    }
+}
+
+TEST(GraphLine, AbsTimeColumn) {
+    auto l = tokenize_fgraph_line("7238523.638156 |   0)               |  vfs_read() {");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.ts_ns, 7238523638156000u);
+    EXPECT_EQ(l.cpu, 0);
+    EXPECT_EQ(l.cols.body.kind, K::entry);
+    EXPECT_EQ(l.cols.body.depth, 0);
+}
+
+TEST(GraphLine, AbsTimeWithoutCpuColumn) {
+    auto l = tokenize_fgraph_line("  360.774522 |   1.234 us    |    f();");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.ts_ns, 360774522000u);
+    EXPECT_EQ(l.cpu, -1);
+    EXPECT_EQ(l.cols.body.duration_ns, 1234u);
+    EXPECT_EQ(l.cols.body.depth, 1);
+}
+
+TEST(GraphLine, TaskPidColumn) {
+    auto l = tokenize_fgraph_line(" 0)    sh-4802     |   0.616 us    |                        rcu_process_gp_end();");
+    ASSERT_EQ(l.kind, L::graph);
+    ASSERT_TRUE(l.cols.task);
+    EXPECT_EQ(l.cols.task->comm, "sh");
+    EXPECT_EQ(l.cols.task->pid, 4802);
+    EXPECT_EQ(l.cols.body.depth, 11);
+    EXPECT_EQ(l.cols.body.duration_ns, 616u);
+}
+
+TEST(GraphLine, TaskPidWithDashInCommSplitsAtLastDash) {
+    auto l = tokenize_fgraph_line(" 3)  irq/17--33   |   1.000 us    |  f();");
+    ASSERT_TRUE(l.cols.task);
+    EXPECT_EQ(l.cols.task->comm, "irq/17-");
+    EXPECT_EQ(l.cols.task->pid, 33);
+}
+
+TEST(GraphLine, LatencyFlagsColumn) {
+    auto l = tokenize_fgraph_line(" 0)  d.h1 |   2.000 us    |    f();");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cols.lat_flags, "d.h1");
+    EXPECT_TRUE(lat_flags_irq(l.cols.lat_flags));
+    EXPECT_EQ(l.cols.body.depth, 1);
+}
+
+TEST(GraphLine, AllColumnsTogether) {
+    auto l = tokenize_fgraph_line(
+        "  123.000456 |   2)   bash-99      |  dN.2 | + 11.000 us   |      g [nvidia](fd=3);  /* ret=0x0 */");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.ts_ns, 123000456000u);
+    EXPECT_EQ(l.cpu, 2);
+    ASSERT_TRUE(l.cols.task);
+    EXPECT_EQ(l.cols.task->pid, 99);
+    EXPECT_EQ(l.cols.lat_flags, "dN.2");
+    EXPECT_EQ(l.cols.body.duration_ns, 11000u);
+    EXPECT_EQ(l.cols.body.kind, K::leaf);
+    EXPECT_EQ(l.cols.body.function, "g");
+    EXPECT_EQ(l.cols.body.module, "nvidia");
+    EXPECT_EQ(l.cols.body.args, "fd=3");
+    EXPECT_EQ(l.cols.body.retval, 0);
+    EXPECT_EQ(l.cols.body.depth, 2);
+}
+
+TEST(GraphLine, NoColumnsAtAll) {
+    auto l = tokenize_fgraph_line("    f() {");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cols.body.kind, K::entry);
+    EXPECT_EQ(l.cols.body.depth, 2);
+}
+
+TEST(GraphLine, CpuWithoutDurationColumn) {
+    auto l = tokenize_fgraph_line(" 1)    f();");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cpu, 1);
+    EXPECT_EQ(l.cols.body.kind, K::leaf);
+    EXPECT_EQ(l.cols.body.depth, 1);
+}
+
+TEST(GraphLine, ModuleSuffix) {
+    auto l = tokenize_fgraph_line(" 1)               |  test_proc_show [proc]() {");
+    EXPECT_EQ(l.cols.body.kind, K::entry);
+    EXPECT_EQ(l.cols.body.function, "test_proc_show");
+    EXPECT_EQ(l.cols.body.module, "proc");
+}
+
+TEST(GraphLine, CompilerSuffixKeptRaw) {
+    auto l = tokenize_fgraph_line(" 1)   0.417 us    |          rcu_eqs_enter_common.isra.47();");
+    EXPECT_EQ(l.cols.body.function, "rcu_eqs_enter_common.isra.47");
+}
+
+TEST(GraphLine, TailComment) {
+    auto l = tokenize_fgraph_line(" 0)   1.583 us    |          } /* load_TLS_descriptor */");
+    EXPECT_EQ(l.cols.body.kind, K::exit);
+    EXPECT_EQ(l.cols.body.function, "load_TLS_descriptor");
+    EXPECT_FALSE(l.cols.body.retval);
+}
+
+TEST(GraphLine, RetvalFirstGeneration) {
+    auto exit = tokenize_fgraph_line(" 1)   2.335 us    |        } /* cpu_cgroup_can_attach = -22 */");
+    EXPECT_EQ(exit.cols.body.function, "cpu_cgroup_can_attach");
+    EXPECT_EQ(exit.cols.body.retval, -22);
+    auto hex = tokenize_fgraph_line(" 1)   2.335 us    |        } /* cpu_cgroup_can_attach = 0xffffffea */");
+    EXPECT_EQ(hex.cols.body.retval, 0xffffffea);
+    auto leaf = tokenize_fgraph_line(" 1)   0.651 us    |      cgroup_migrate_add_task(); /* = 0xffff93fcfd346c00 */");
+    EXPECT_EQ(leaf.cols.body.kind, K::leaf);
+    EXPECT_EQ(leaf.cols.body.function, "cgroup_migrate_add_task");
+    EXPECT_EQ(static_cast<std::uint64_t>(*leaf.cols.body.retval), 0xffff93fcfd346c00u);
+}
+
+TEST(GraphLine, RetvalSecondGenerationAndRetaddr) {
+    auto exit = tokenize_fgraph_line(" 1)   7.143 us    |    } /* cgroup_migrate ret=-22 */");
+    EXPECT_EQ(exit.cols.body.function, "cgroup_migrate");
+    EXPECT_EQ(exit.cols.body.retval, -22);
+    auto leaf = tokenize_fgraph_line(" 1)   0.380 us    |      f(); /* <-caller+0x1a/0x40 ret=0x0 */");
+    EXPECT_EQ(leaf.cols.body.function, "f");
+    EXPECT_EQ(leaf.cols.body.retaddr, "caller+0x1a/0x40");
+    EXPECT_EQ(leaf.cols.body.retval, 0);
+    auto entry = tokenize_fgraph_line(" 1)               |    f() { /* <-caller+0x1a/0x40 */");
+    EXPECT_EQ(entry.cols.body.kind, K::entry);
+    EXPECT_EQ(entry.cols.body.retaddr, "caller+0x1a/0x40");
+    auto typed = tokenize_fgraph_line(" 1)   0.380 us    |      f(); /* ret=true */");
+    EXPECT_EQ(typed.cols.body.kind, K::leaf);
+    EXPECT_FALSE(typed.cols.body.retval);
+}
+
+TEST(GraphLine, Args) {
+    auto l = tokenize_fgraph_line(" 1)               |  vfs_read(file=0xffff8881, buf=0x7ffd (x), count=8) {");
+    EXPECT_EQ(l.cols.body.kind, K::entry);
+    EXPECT_EQ(l.cols.body.function, "vfs_read");
+    EXPECT_EQ(l.cols.body.args, "file=0xffff8881, buf=0x7ffd (x), count=8");
+}
+
+TEST(GraphLine, IrqMarkers) {
+    EXPECT_EQ(tokenize_fgraph_line(" 1)   ==========> |").cols.body.kind, K::irq_enter);
+    EXPECT_EQ(tokenize_fgraph_line(" 1)   <========== |").cols.body.kind, K::irq_exit);
+    EXPECT_EQ(tokenize_fgraph_line("  360.1 |   1)   ==========> |").cols.body.kind, K::irq_enter);
+}
+
+TEST(GraphLine, SwitchBanner) {
+    auto l = tokenize_fgraph_line(" 0)  platfor-3210  =>  vmstat-2854  ");
+    ASSERT_EQ(l.kind, L::banner);
+    EXPECT_EQ(l.cpu, 0);
+    EXPECT_EQ(l.prev.comm, "platfor");
+    EXPECT_EQ(l.prev.pid, 3210);
+    EXPECT_EQ(l.next.comm, "vmstat");
+    EXPECT_EQ(l.next.pid, 2854);
+    auto irq = tokenize_fgraph_line(" 3)   kworker-32   =>   irq/17--33  ");
+    ASSERT_EQ(irq.kind, L::banner);
+    EXPECT_EQ(irq.next.comm, "irq/17-");
+    EXPECT_EQ(irq.next.pid, 33);
+}
+
+TEST(GraphLine, SchedSwitchCommentIsNotABanner) {
+    auto l = tokenize_fgraph_line(
+        " 3)               |  /* sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=b "
+        "next_pid=2 next_prio=120 */");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cols.body.kind, K::comment);
+    EXPECT_TRUE(l.cols.body.comment.starts_with("sched_switch: prev_comm=a"));
+}
+
+TEST(GraphLine, SpecialLines) {
+    EXPECT_EQ(tokenize_fgraph_line(" ------------------------------------------").kind, L::dashes);
+    EXPECT_EQ(tokenize_fgraph_line("").kind, L::blank);
+    EXPECT_EQ(tokenize_fgraph_line("   ").kind, L::blank);
+    EXPECT_EQ(tokenize_fgraph_line("# tracer: function_graph").kind, L::header);
+    EXPECT_EQ(tokenize_fgraph_line("##### CPU 2 buffer started ####").kind, L::annotation);
+    auto lost = tokenize_fgraph_line("CPU:2 [LOST 1234 EVENTS]");
+    ASSERT_EQ(lost.kind, L::lost);
+    EXPECT_EQ(lost.cpu, 2);
+    EXPECT_EQ(lost.count, 1234u);
+    auto ov = tokenize_fgraph_line(" (Overruns: 7)");
+    ASSERT_EQ(ov.kind, L::overruns);
+    EXPECT_EQ(ov.count, 7u);
+}
+
+TEST(GraphLine, TabIndentedCopy) {
+    auto l = tokenize_fgraph_line("\t 0)   0.217 us    |  f();");
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cpu, 0);
+    EXPECT_EQ(l.cols.body.depth, 0);
+}
+
+TEST(GraphLine, MalformedSaysWhatWasExpected) {
+    auto l = tokenize_fgraph_line(" 0)   0.217 us    |  f(");
+    EXPECT_EQ(l.kind, L::malformed);
+    EXPECT_FALSE(l.expected.empty());
+    EXPECT_EQ(tokenize_fgraph_line(" 0)   0.217 us    |  f() x").kind, L::malformed);
+    EXPECT_EQ(tokenize_fgraph_line(" 0)   0.217 us    |  ").kind, L::malformed);
+}
+
+TEST(GraphLine, TraceCmdSuffixes) {
+    GraphColumns c =
+        parse_graph_columns("      + 10.453 us  |                native_apic_mem_write(); (7) (ret=-5)", 0);
+    EXPECT_EQ(c.body.kind, K::leaf);
+    EXPECT_EQ(c.body.duration_ns, 10453u);
+    EXPECT_EQ(c.body.depth, 7);
+    EXPECT_EQ(c.body.retval, -5);
+    GraphColumns x = parse_graph_columns("       + 11.065 us  |        } (ret=0x0)", 0);
+    EXPECT_EQ(x.body.kind, K::exit);
+    EXPECT_EQ(x.body.retval, 0);
+}

@@ -1,0 +1,416 @@
+// One test per real kernel log in tests/data/cases (../shared/cases/README.md): a golden JSON of the whole
+// parse, and by hand every value the README lists for that file.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "nvtrace/kernel_log.hpp"
+
+using namespace nvtrace;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+KernelLogParse load(const std::string& name) {
+    std::string text = slurp(std::string(NVTRACE_CASES_DIR) + "/" + name);
+    EXPECT_FALSE(text.empty()) << name;
+    return read_kernel_log(text, name);
+}
+
+std::vector<const KernelLogMessage*> of_kind(const KernelLogParse& p, const std::string& kind) {
+    std::vector<const KernelLogMessage*> out;
+    for (const auto& m : p.messages)
+        if (m.kind == kind) out.push_back(&m);
+    return out;
+}
+
+std::string f(const KernelLogMessage* m, const std::string& k) {
+    if (!m) return "<no message>";
+    auto it = m->fields.find(k);
+    return it == m->fields.end() ? "<absent>" : it->second;
+}
+
+const KernelLogMessage* first(const KernelLogParse& p, const std::string& kind) {
+    auto v = of_kind(p, kind);
+    return v.empty() ? nullptr : v[0];
+}
+
+const char* const kCases[] = {
+    "nvrm-xid79-fallen-off-bus-continuation.log",
+    "nvrm-api-mismatch-syslog-octal012.log",
+    "nvrm-api-mismatch-client-pid.log",
+    "nvrm-api-mismatch-journal-indent.log",
+    "nvrm-rminitadapter-gsp-gfw-boot.log",
+    "nvrm-rminitadapter-oops-journal.log",
+    "nvrm-rminitadapter-syslog-plus-dmesg-ts.log",
+    "nvrm-rminitadapter-legacy-358.log",
+    "nvrm-xid31-13-32-legacy-418.log",
+    "nvrm-xid13-109-ctime-peermem.log",
+    "nvrm-gsp-timeout-rpc-history-gh100.log",
+    "nvrm-raw-stack-dump-nvidia-symbols.log",
+    "nvidia-uvm-load-bumblebee-331.log",
+    "nvidia-peermem-unknown-symbol-dmesg-T.log",
+    "gdrcopy-sanity-copylat-fail.txt",
+    "cuda-hostregister-cumemaddressreserve-fail.txt",
+};
+
+class KlogGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(KlogGolden, MatchesGoldenJson) {
+    std::string name = GetParam();
+    std::string json = kernel_log_json(load(name)) + "\n";
+    std::string golden_path = std::string(NVTRACE_KLOG_GOLDEN_DIR) + "/" + name.substr(0, name.rfind('.')) + ".json";
+    const char* update = std::getenv("NVTRACE_UPDATE_GOLDEN");
+    if (update && std::string(update) == "1") {
+        std::ofstream(golden_path, std::ios::binary | std::ios::trunc) << json;
+        GTEST_SKIP() << "golden written: " << golden_path;
+    }
+    std::string golden = slurp(golden_path);
+    ASSERT_FALSE(golden.empty()) << "no golden " << golden_path << "; run NVTRACE_UPDATE_GOLDEN=1 ctest -R golden";
+    EXPECT_EQ(json, golden) << "regenerate with NVTRACE_UPDATE_GOLDEN=1 ctest -R golden and review the diff";
+}
+
+std::string test_name(const ::testing::TestParamInfo<const char*>& info) {
+    std::string n = info.param;
+    n = n.substr(0, n.rfind('.'));
+    for (auto& c : n)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(golden, KlogGolden, ::testing::ValuesIn(kCases), test_name);
+
+TEST(KlogCases, EveryCaseReadsWithoutNonLogLinesExceptKnownOnes) {
+    for (const char* name : kCases) {
+        auto p = load(name);
+        EXPECT_FALSE(p.messages.empty()) << name;
+        EXPECT_NE(p.format, "unknown") << name;
+    }
+}
+
+TEST(KlogCases, Xid79FallenOffTheBusContinuation) {
+    auto p = load("nvrm-xid79-fallen-off-bus-continuation.log");
+    EXPECT_EQ(p.format, "dmesg");
+    auto fob = of_kind(p, "fallen_off_bus");
+    ASSERT_EQ(fob.size(), 1u);  // three physical lines, one message
+    EXPECT_EQ(f(fob[0], "pci"), "0000:b3:00.0");
+    EXPECT_EQ(f(fob[0], "pci_id"), "10de:26b5");
+    EXPECT_EQ(fob[0]->ts_ns, 1843308145000u);
+    EXPECT_EQ(fob[0]->source, "NVRM");
+    EXPECT_EQ(std::count(fob[0]->text.begin(), fob[0]->text.end(), '\n'), 2);
+    auto probe = first(p, "probe_failed");
+    EXPECT_EQ(f(probe, "count"), "1");
+    auto drv = first(p, "driver_loaded");
+    EXPECT_EQ(f(drv, "version"), "570.158.01");
+    EXPECT_EQ(f(drv, "open"), "true");
+    EXPECT_EQ(f(drv, "flavour"), "open");
+    EXPECT_EQ(p.messages.size(), 3u);
+    EXPECT_TRUE(p.diagnostics.empty());
+}
+
+TEST(KlogCases, ApiMismatchSyslogOctal012) {
+    auto p = load("nvrm-api-mismatch-syslog-octal012.log");
+    EXPECT_EQ(p.format, "syslog");
+    ASSERT_EQ(p.messages.size(), 1u);
+    auto m = first(p, "api_mismatch");
+    EXPECT_EQ(f(m, "client_version"), "535.54.03");
+    EXPECT_EQ(f(m, "kernel_version"), "530.30.02");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->wall_time, "Jun 30 11:07:05");
+    EXPECT_EQ(m->host, "host1");
+    EXPECT_EQ(std::count(m->text.begin(), m->text.end(), '\n'), 3);  // #012 undone
+}
+
+TEST(KlogCases, ApiMismatchClientPid) {
+    auto p = load("nvrm-api-mismatch-client-pid.log");
+    auto m = first(p, "api_mismatch");
+    EXPECT_EQ(f(m, "client_name"), "kwin_wayland");
+    EXPECT_EQ(f(m, "client_pid"), "1005");
+    EXPECT_EQ(f(m, "client_version"), "595.84");
+    EXPECT_EQ(f(m, "kernel_version"), "595.80");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->ts_ns, 9424670000u);
+    EXPECT_EQ(p.messages.size(), 2u);  // the r8169 line and the five-line mismatch
+    EXPECT_EQ(f(&p.messages[0], "driver"), "r8169");
+}
+
+TEST(KlogCases, ApiMismatchJournalIndent) {
+    auto p = load("nvrm-api-mismatch-journal-indent.log");
+    EXPECT_EQ(p.format, "journal");
+    ASSERT_EQ(p.messages.size(), 1u);
+    auto m = first(p, "api_mismatch");
+    EXPECT_EQ(f(m, "client_version"), "367.44");
+    EXPECT_EQ(f(m, "kernel_version"), "367.35");
+    EXPECT_EQ(m->host, "host1");
+}
+
+TEST(KlogCases, RmInitAdapterGspGfwBoot) {
+    auto p = load("nvrm-rminitadapter-gsp-gfw-boot.log");
+    auto rm = of_kind(p, "rm_init_adapter_failed");
+    ASSERT_EQ(rm.size(), 1u);
+    EXPECT_EQ(f(rm[0], "pci"), "0000:98:00.0");
+    EXPECT_EQ(f(rm[0], "code"), "0x62:0x65:1792");
+    EXPECT_EQ(f(rm[0], "minor"), "0");
+    EXPECT_EQ(f(rm[0], "rm_status_name"), "NV_ERR_TIMEOUT");
+    auto gfw = first(p, "gfw_boot_timeout");
+    EXPECT_EQ(f(gfw, "gfw_boot_progress"), "0x3");
+    EXPECT_EQ(f(gfw, "chip"), "TU102");
+    auto st = first(p, "nv_status");
+    EXPECT_EQ(f(st, "vbios_version"), "94.02.59.00.05");
+    EXPECT_EQ(f(st, "status_name"), "NV_ERR_TIMEOUT");
+}
+
+TEST(KlogCases, RmInitAdapterOopsJournal) {
+    auto p = load("nvrm-rminitadapter-oops-journal.log");
+    EXPECT_EQ(p.format, "journal");
+    auto rm = of_kind(p, "rm_init_adapter_failed");
+    ASSERT_EQ(rm.size(), 1u);  // the companion line after the Oops lines joins its RmInitAdapter line
+    EXPECT_EQ(f(rm[0], "pci"), "0000:13:00.0");
+    EXPECT_EQ(f(rm[0], "code"), "0x26:0x56:1463");
+    EXPECT_EQ(f(rm[0], "minor"), "0");
+    auto oops = of_kind(p, "oops");
+    ASSERT_EQ(oops.size(), 1u);
+    EXPECT_EQ(f(oops[0], "pid"), "591");
+    EXPECT_EQ(f(oops[0], "comm"), "nv_queue");
+    EXPECT_EQ(f(oops[0], "cpu"), "15");
+    EXPECT_EQ(f(oops[0], "kernel"), "5.10.0-11-amd64");
+    EXPECT_EQ(f(oops[0], "tainted"), "P OE");
+    EXPECT_EQ(f(oops[0], "fault_address"), "0000000000002a04");
+    EXPECT_EQ(oops[0]->source, "kernel");
+}
+
+TEST(KlogCases, RmInitAdapterSyslogPlusDmesgTimestamp) {
+    auto p = load("nvrm-rminitadapter-syslog-plus-dmesg-ts.log");
+    EXPECT_EQ(p.format, "syslog-dmesg");
+    auto rm = of_kind(p, "rm_init_adapter_failed");
+    ASSERT_EQ(rm.size(), 3u);
+    for (auto* m : rm) {
+        EXPECT_EQ(f(m, "pci"), "0000:0a:00.0");
+        EXPECT_EQ(f(m, "code"), "0x24:0x72:1568");
+        EXPECT_EQ(f(m, "minor"), "5");
+        EXPECT_EQ(m->host, "host1");
+    }
+    EXPECT_EQ(rm[0]->ts_ns, 885242168000u);
+    EXPECT_EQ(rm[0]->wall_time, "Dec  2 11:49:53");
+}
+
+TEST(KlogCases, RmInitAdapterLegacy358) {
+    auto p = load("nvrm-rminitadapter-legacy-358.log");
+    auto rm = of_kind(p, "rm_init_adapter_failed");
+    ASSERT_EQ(rm.size(), 1u);
+    EXPECT_EQ(f(rm[0], "code"), "0x26:0xffff:1375");
+    EXPECT_EQ(f(rm[0], "minor"), "0");
+    EXPECT_EQ(f(rm[0], "pci"), "<absent>");
+    auto open = first(p, "device_open_failed");
+    EXPECT_EQ(f(open, "errno"), "-5");
+    EXPECT_EQ(f(open, "function"), "nvidia_frontend_open");
+}
+
+TEST(KlogCases, Xid31_13_32Legacy418) {
+    auto p = load("nvrm-xid31-13-32-legacy-418.log");
+    EXPECT_EQ(p.format, "bare+dmesg");
+    auto xids = of_kind(p, "xid");
+    ASSERT_EQ(xids.size(), 4u);  // 31 (no timestamp), 31, 13 (four lines, one event), 32
+    EXPECT_EQ(xids[0]->line, 1u);
+    EXPECT_FALSE(xids[0]->ts_ns);
+    const auto* x31 = xids[1];
+    EXPECT_EQ(f(x31, "xid"), "31");
+    EXPECT_EQ(f(x31, "pci"), "0000:01:00");
+    EXPECT_EQ(f(x31, "channel"), "0x3a");
+    EXPECT_EQ(f(x31, "fault_address"), "0x17_00592000");
+    EXPECT_EQ(f(x31, "fault_type"), "FAULT_PDE");
+    EXPECT_EQ(f(x31, "access_type"), "ACCESS_TYPE_READ");
+    EXPECT_EQ(f(x31, "client"), "GPCCLIENT_T1_3");
+    EXPECT_EQ(f(x31, "pid"), "<absent>");
+    const auto* x13 = xids[2];
+    EXPECT_EQ(f(x13, "xid"), "13");
+    EXPECT_EQ(f(x13, "channel"), "0x52");  // "ChID 0052"
+    EXPECT_EQ(f(x13, "esr"), "0x4041b0=0x0 0x404000=0x80000002");
+    EXPECT_EQ(std::count(x13->text.begin(), x13->text.end(), '\n'), 3);
+    EXPECT_EQ(f(xids[3], "xid"), "32");
+    EXPECT_EQ(f(xids[3], "channel"), "0x52");
+    EXPECT_EQ(f(first(p, "gpu_uuid"), "uuid"), "GPU-00000000-0000-0000-0000-000000000000");
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "elided_lines");
+    EXPECT_EQ(p.diagnostics[0].first_example.rfind("nvrm-xid31-13-32-legacy-418.log:4:", 0), 0u);
+}
+
+TEST(KlogCases, Xid13_109CtimePeermem) {
+    auto p = load("nvrm-xid13-109-ctime-peermem.log");
+    EXPECT_EQ(p.format, "dmesg-ctime");
+    auto xids = of_kind(p, "xid");
+    ASSERT_EQ(xids.size(), 4u);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(f(xids[i], "xid"), "13");
+        EXPECT_EQ(f(xids[i], "pci"), "0000:cb:00");
+        EXPECT_EQ(f(xids[i], "pid"), "<unknown>");
+        EXPECT_EQ(f(xids[i], "name"), "<unknown>");
+    }
+    EXPECT_EQ(f(xids[0], "gpc"), "7");
+    EXPECT_EQ(f(xids[0], "tpc"), "7");
+    EXPECT_EQ(f(xids[0], "sm"), "0");
+    EXPECT_EQ(xids[0]->wall_time, "Fri Aug 30 11:43:09 2024");
+    const auto* x109 = xids[3];
+    EXPECT_EQ(f(x109, "xid"), "109");
+    EXPECT_EQ(f(x109, "pid"), "1797828");
+    EXPECT_EQ(f(x109, "name"), "pt_main_thread");
+    EXPECT_EQ(f(x109, "channel"), "0x8");
+    EXPECT_EQ(f(x109, "info"), "0x58005");
+    EXPECT_EQ(f(x109, "error_string"), "CTX SWITCH TIMEOUT");
+    const auto& peer = p.messages.at(0);
+    EXPECT_EQ(peer.source, "nvidia-peermem");
+    EXPECT_EQ(peer.wall_time, "Fri Aug 30 11:11:22 2024");
+    EXPECT_EQ(f(&peer, "error"), "invalid_context");
+}
+
+TEST(KlogCases, GspTimeoutRpcHistoryGH100) {
+    auto p = load("nvrm-gsp-timeout-rpc-history-gh100.log");
+    auto gsp = of_kind(p, "gsp_timeout");
+    ASSERT_EQ(gsp.size(), 3u);  // two heartbeat lines, one RPC timeout report
+    EXPECT_EQ(f(gsp[0], "gpu_index"), "6");
+    EXPECT_EQ(f(gsp[0], "timeout_type"), "heartbeat");
+    EXPECT_EQ(f(gsp[0], "diff_ms"), "6070");
+    EXPECT_EQ(f(gsp[0], "timeout_ms"), "5200");
+    const auto* rpc = gsp[2];
+    EXPECT_EQ(f(rpc, "timeout_type"), "rpc");
+    EXPECT_EQ(f(rpc, "gpu_index"), "6");
+    EXPECT_EQ(f(rpc, "chip"), "<absent>");
+    // kernel_gsp.c _kgspLogRpcHistoryEntry prints entry, function number, name, sequence: 4124 is the
+    // function number of GSP_LOCKDOWN_NOTICE (the README calls it "seq"); the sequence column is 0.
+    EXPECT_EQ(f(rpc, "rpc_event_history[0].name"), "GSP_LOCKDOWN_NOTICE");
+    EXPECT_EQ(f(rpc, "rpc_event_history[0].function"), "4124");
+    EXPECT_EQ(f(rpc, "rpc_event_history[0].sequence"), "0");
+    EXPECT_EQ(f(rpc, "rpc_event_history[-3].duration_us"), "2");
+    EXPECT_EQ(f(rpc, "rpc_event_history[-2].duration_us"), "<absent>");
+    EXPECT_EQ(f(rpc, "rpc_history[-2].name"), "SET_REGISTRY");
+    EXPECT_EQ(f(rpc, "rpc_history[-2].duration_us"), "1095000");
+    EXPECT_EQ(f(rpc, "rpc_event_history.rows"), "5");
+    EXPECT_EQ(f(rpc, "rpc_history.rows"), "2");
+    auto st = first(p, "nv_status");
+    EXPECT_EQ(f(st, "status"), "0x72");
+    EXPECT_EQ(f(st, "status_name"), "NV_ERR_MEMORY_ERROR");
+    EXPECT_EQ(f(first(p, "driver_loaded"), "version"), "595.71.05");
+    EXPECT_EQ(f(of_kind(p, "other")[3], "chip"), "GH100");
+}
+
+TEST(KlogCases, RawStackDumpNvidiaSymbols) {
+    auto p = load("nvrm-raw-stack-dump-nvidia-symbols.log");
+    auto traces = of_kind(p, "call_trace");
+    ASSERT_EQ(traces.size(), 2u);  // the syslog excerpt and the dmesg excerpt are separate dumps
+    EXPECT_EQ(f(traces[0], "words"), "14");
+    EXPECT_EQ(f(traces[0], "symbol[0]"), "_nv012865rm+0x77/0x330");
+    EXPECT_EQ(f(traces[0], "symbol[0].obfuscated"), "true");
+    EXPECT_EQ(f(traces[0], "symbol[0].module"), "nvidia");
+    EXPECT_EQ(f(traces[0], "symbol[1]"), "_nv048628rm+0x49f/0x7f0");
+    EXPECT_EQ(f(traces[1], "symbol[0]"), "nv_kthread_q+0x40/0xfffffffffdaf8420");
+    EXPECT_EQ(f(traces[1], "symbol[1]"), "rm_ioctl+0x58/0xb0");
+    EXPECT_EQ(f(traces[1], "symbol[1].obfuscated"), "<absent>");
+    EXPECT_EQ(p.messages.size(), 2u);
+}
+
+TEST(KlogCases, UvmLoadBumblebee331) {
+    auto p = load("nvidia-uvm-load-bumblebee-331.log");
+    auto loaded = of_kind(p, "driver_loaded");
+    ASSERT_EQ(loaded.size(), 3u);  // nvidia-drm, nvidia, nvidia-uvm
+    EXPECT_EQ(f(loaded[1], "version"), "331.113");
+    EXPECT_EQ(f(loaded[1], "flavour"), "proprietary");
+    EXPECT_EQ(loaded[2]->source, "nvidia-uvm");
+    EXPECT_EQ(f(loaded[2], "major"), "251");
+    EXPECT_EQ(f(loaded[0], "module"), "nvidia-drm");
+    EXPECT_EQ(loaded[0]->source, "kernel");
+    const KernelLogMessage* irq = nullptr;
+    for (const auto& m : p.messages)
+        if (m.fields.count("irq")) irq = &m;
+    EXPECT_EQ(f(irq, "pci"), "0000:01:00.0");
+    EXPECT_EQ(f(irq, "irq"), "50");
+    EXPECT_EQ(f(irq, "irq_type"), "MSI/MSI-X");
+}
+
+TEST(KlogCases, PeermemUnknownSymbolDmesgT) {
+    auto p = load("nvidia-peermem-unknown-symbol-dmesg-T.log");
+    EXPECT_EQ(p.format, "dmesg-ctime+dmesg");
+    auto unknown = of_kind(p, "unknown_symbol");
+    ASSERT_EQ(unknown.size(), 5u);
+    std::set<std::string> symbols;
+    for (auto* m : unknown) {
+        symbols.insert(f(m, "symbol"));
+        EXPECT_EQ(f(m, "err"), "-22");
+        EXPECT_EQ(m->source, "nvidia-peermem");
+        EXPECT_EQ(f(m, "version_mismatch"), "true");
+    }
+    EXPECT_EQ(symbols, (std::set<std::string>{"ib_register_peer_memory_client", "ib_unregister_peer_memory_client",
+                                              "nvidia_p2p_get_pages"}));
+    EXPECT_EQ(unknown[0]->wall_time, "Tue Sep  8 17:16:02 2026");
+    auto err = first(p, "driver_error");
+    ASSERT_TRUE(err);
+    EXPECT_EQ(err->ts_ns, 25033266922000u);
+    EXPECT_EQ(f(err, "function"), "nv_get_p2p_free_callback");
+    EXPECT_EQ(f(err, "src_line"), "127");
+    for (const auto& m : p.messages) {
+        if (m.text.rfind("nv_tco", 0) == 0) {
+            EXPECT_EQ(m.source, "kernel");
+        }
+    }
+}
+
+TEST(KlogCases, GdrcopySanityCopylatFail) {
+    auto p = load("gdrcopy-sanity-copylat-fail.txt");
+    EXPECT_EQ(p.format, "tool-output");
+    std::vector<std::string> pin_lines;
+    for (auto* m : of_kind(p, "assertion_failed"))
+        if (f(m, "call") == "gdr_pin_buffer") pin_lines.push_back(f(m, "file") + ":" + f(m, "src_line"));
+    EXPECT_EQ(pin_lines, (std::vector<std::string>{"sanity.cpp:188", "sanity.cpp:282", "sanity.cpp:1526"}));
+    EXPECT_EQ(f(first(p, "cuda_error"), "error"), "CUDA_ERROR_INVALID_DEVICE");
+    auto gpu = first(p, "gpu_info");
+    EXPECT_EQ(f(gpu, "name"), "GeForce RTX 2070");
+    EXPECT_EQ(f(gpu, "pci"), "0000:01:00");
+    std::vector<std::string> handles;
+    bool copylat_code = false;
+    for (auto* m : of_kind(p, "tool_error")) {
+        if (f(m, "call") == "gdr_pin_buffer" && f(m, "code") == "22") copylat_code = true;
+        if (f(m, "call") == "gdr_map") {
+            EXPECT_EQ(f(m, "errno_name"), "EINVAL");
+            EXPECT_EQ(f(m, "errno"), "22");
+            handles.push_back(f(m, "handle"));
+        }
+    }
+    EXPECT_TRUE(copylat_code);
+    EXPECT_EQ(handles, (std::vector<std::string>{"2466d50", "2466d80"}));
+    for (const auto& m : p.messages)
+        EXPECT_EQ(m.source, "user");
+}
+
+TEST(KlogCases, CudaHostRegisterCuMemAddressReserveFail) {
+    auto p = load("cuda-hostregister-cumemaddressreserve-fail.txt");
+    auto errs = of_kind(p, "cuda_error");
+    ASSERT_EQ(errs.size(), 3u);
+    EXPECT_EQ(f(errs[0], "call"), "cudaHostRegister");
+    EXPECT_EQ(f(errs[0], "code"), "30");
+    EXPECT_EQ(f(errs[0], "error"), "cudaErrorUnknown");
+    EXPECT_EQ(f(errs[0], "file"), "simpleStreams.cu");
+    EXPECT_EQ(f(errs[0], "src_line"), "117");
+    EXPECT_EQ(f(&p.messages.at(1), "size_bytes"), "67108864");  // 64.00 Mbytes
+    EXPECT_EQ(f(errs[1], "producer"), "ucx");
+    EXPECT_EQ(f(errs[1], "flags"), "0x01");
+    EXPECT_EQ(f(errs[1], "error"), "invalid argument");
+    const KernelLogMessage* reg = first(p, "tool_error");
+    EXPECT_EQ(f(reg, "address"), "0x7fb473081000");
+    EXPECT_EQ(f(reg, "length"), "4915200");
+    EXPECT_EQ(f(errs[2], "call"), "cuMemAddressReserve");
+    EXPECT_EQ(f(errs[2], "error"), "operation not supported");
+    EXPECT_EQ(f(errs[2], "cuda_code"), "801");
+}
+
+}  // namespace

@@ -1,0 +1,252 @@
+// Each text format the kernel-log reader accepts (docs/dmesg.md), its prefix fields, continuation rules and
+// robustness against what is not a log.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "klog/klog.hpp"
+#include "nvtrace/kernel_log.hpp"
+
+using namespace nvtrace;
+
+namespace {
+
+const std::string kXid = "NVRM: Xid (PCI:0000:01:00): 79, pid=123, GPU has fallen off the bus.";
+
+KernelLogParse one(const std::string& text, const std::string& format) {
+    auto p = read_kernel_log(text, "t.log");
+    EXPECT_EQ(p.format, format) << text;
+    EXPECT_EQ(p.messages.size(), 1u) << text;
+    return p;
+}
+
+TEST(KlogFormat, DmesgMonotonic) {
+    auto p = one("[ 1843.308145] " + kXid + "\n", "dmesg");
+    EXPECT_EQ(p.messages[0].ts_ns, 1843308145000u);
+    EXPECT_EQ(p.messages[0].text, kXid);
+    EXPECT_FALSE(p.messages[0].level_known);
+    EXPECT_EQ(p.messages[0].kind, "xid");
+}
+
+TEST(KlogFormat, DmesgWithPrintkCallerId) {
+    auto p = one("[   12.500000][  T591] " + kXid, "dmesg");
+    EXPECT_EQ(p.messages[0].ts_ns, 12500000000u);
+    EXPECT_EQ(p.messages[0].text, kXid);
+}
+
+TEST(KlogFormat, DmesgRawLevel) {
+    auto p = one("<3>[    5.000001] " + kXid, "dmesg");
+    EXPECT_TRUE(p.messages[0].level_known);
+    EXPECT_EQ(p.messages[0].level, 3);
+}
+
+TEST(KlogFormat, DmesgDecodedFacilityAndLevel) {
+    auto p = one("kern  :err   : [    5.000001] " + kXid, "dmesg");
+    EXPECT_EQ(p.messages[0].level, 3);
+    EXPECT_EQ(p.messages[0].kind, "xid");
+}
+
+TEST(KlogFormat, DmesgCtimeWithSpacePaddedDay) {
+    auto p = one("[Tue Sep  8 17:16:02 2026] " + kXid, "dmesg-ctime");
+    EXPECT_EQ(p.messages[0].wall_time, "Tue Sep  8 17:16:02 2026");
+    EXPECT_FALSE(p.messages[0].ts_ns);
+}
+
+TEST(KlogFormat, DmesgIso) {
+    auto p = one("2024-08-30T11:43:09,123456+02:00 " + kXid, "dmesg-iso");
+    EXPECT_EQ(p.messages[0].wall_time, "2024-08-30T11:43:09,123456+02:00");
+    EXPECT_EQ(p.messages[0].kind, "xid");
+}
+
+TEST(KlogFormat, JournalShortAndPrecise) {
+    auto p = one("Aug 26 14:08:07 host1 kernel: " + kXid, "journal");
+    EXPECT_EQ(p.messages[0].host, "host1");
+    EXPECT_EQ(p.messages[0].wall_time, "Aug 26 14:08:07");
+    auto q = one("Aug 26 14:08:07.123456 host1 kernel: " + kXid, "journal");
+    EXPECT_EQ(q.messages[0].wall_time, "Aug 26 14:08:07.123456");
+}
+
+TEST(KlogFormat, JournalShortMonotonic) {
+    auto p = one("[  885.242168] host1 kernel: " + kXid, "journal-monotonic");
+    EXPECT_EQ(p.messages[0].ts_ns, 885242168000u);
+    EXPECT_EQ(p.messages[0].host, "host1");
+    EXPECT_EQ(p.messages[0].text, kXid);
+}
+
+TEST(KlogFormat, JournalContinuationAlignedUnderMessage) {
+    auto p =
+        one("Aug 26 14:08:07 host1 kernel: NVRM: The NVIDIA GPU 0000:01:00.0\n"
+            "                              NVRM: (PCI ID: 10de:1b80) installed in this system has\n"
+            "                              NVRM: fallen off the bus and is not responding to commands.\n",
+            "journal");
+    EXPECT_EQ(p.messages[0].kind, "fallen_off_bus");
+    EXPECT_EQ(p.messages[0].fields.at("pci_id"), "10de:1b80");
+}
+
+TEST(KlogFormat, SyslogOctalEscapesSplitOneLineIntoMessageLines) {
+    auto p =
+        one("Jun 30 11:07:05 host1 kernel: NVRM: The NVIDIA GPU 0000:01:00.0#012NVRM: (PCI ID: 10de:1b80) "
+            "installed in this system has#012NVRM: fallen off the bus and is not responding to commands.",
+            "syslog");
+    EXPECT_EQ(p.messages[0].text.find("#012"), std::string::npos);
+    EXPECT_EQ(p.messages[0].kind, "fallen_off_bus");
+}
+
+TEST(KlogFormat, SyslogSpacePaddedDayWithKernelTimestamp) {
+    auto p = one("Dec  2 11:49:53 host1 kernel: [  885.242168] " + kXid, "syslog-dmesg");
+    EXPECT_EQ(p.messages[0].ts_ns, 885242168000u);
+    EXPECT_EQ(p.messages[0].wall_time, "Dec  2 11:49:53");
+    auto q = one("Dec  2 11:49:53 host1 kernel: " + kXid, "syslog");
+}
+
+TEST(KlogFormat, RemoteSyslogIso8601) {
+    auto p = one("2024-08-30T11:43:09.123456+02:00 host1 kernel: " + kXid, "syslog-iso");
+    EXPECT_EQ(p.messages[0].host, "host1");
+    EXPECT_EQ(p.messages[0].kind, "xid");
+    auto q = one("2024-08-30T11:43:09Z gpu-node-7 kernel: [  12.000000] " + kXid, "syslog-iso");
+    EXPECT_EQ(q.messages[0].ts_ns, 12000000000u);
+}
+
+TEST(KlogFormat, OtherProgramsInASyslogAreKeptAsUserMessages) {
+    auto p = read_kernel_log(
+        "Jun 30 11:07:05 host1 nvidia-persistenced[1234]: Started\n"
+        "Jun 30 11:07:06 host1 kernel: " +
+            kXid + "\n",
+        "t.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.messages[0].source, "user");
+    EXPECT_EQ(p.messages[0].fields.at("ident"), "nvidia-persistenced");
+    EXPECT_EQ(p.messages[1].kind, "xid");
+}
+
+TEST(KlogFormat, KmsgRecordsWithDictionaryAndEscapedNewlines) {
+    auto p =
+        one("4,1203,1843308145,-;NVRM: The NVIDIA GPU 0000:b3:00.0\\x0aNVRM: (PCI ID: 10de:26b5) installed in "
+            "this system has\\x0aNVRM: fallen off the bus and is not responding to commands.\n"
+            " SUBSYSTEM=pci\n DEVICE=+pci:0000:b3:00.0\n",
+            "kmsg");
+    const auto& m = p.messages[0];
+    EXPECT_EQ(m.kind, "fallen_off_bus");
+    EXPECT_EQ(m.seq, 1203u);
+    EXPECT_EQ(m.level, 4);
+    EXPECT_EQ(m.ts_ns, 1843308145000u);
+    EXPECT_EQ(m.fields.at("kmsg_subsystem"), "pci");
+    EXPECT_EQ(m.fields.at("kmsg_device"), "+pci:0000:b3:00.0");
+}
+
+TEST(KlogFormat, KmsgFromUserSpaceKeepsFacility) {
+    auto p = one("11,343,1703889856,-;" + kXid, "kmsg");
+    EXPECT_EQ(p.messages[0].source, "NVRM");
+    EXPECT_EQ(p.messages[0].fields.at("facility"), "1");
+}
+
+TEST(KlogFormat, QuotedInOtherOutput) {
+    auto p = one("> [ 1843.308145] " + kXid, "dmesg");
+    EXPECT_EQ(p.messages[0].kind, "xid");
+    auto q = one("    [ 1843.308145] " + kXid, "dmesg");  // indented inside a test harness log
+    EXPECT_EQ(q.messages[0].kind, "xid");
+    auto r = one("> " + kXid, "bare");
+    EXPECT_EQ(r.messages[0].kind, "xid");
+}
+
+TEST(KlogFormat, SameTimestampNvrmLinesContinueOnlyWhenTheTextDoes) {
+    // Older kernels give each line of a multi-line printk its own record with the same timestamp.
+    auto p = read_kernel_log(
+        "[   12.000001] NVRM: API mismatch: the client has the version 367.44, but\n"
+        "[   12.000001] NVRM: this kernel module has the version 367.35.  Please\n"
+        "[   12.000001] NVRM: make sure that this kernel module and all NVIDIA driver\n"
+        "[   12.000001] NVRM: components have the same version.\n"
+        "[   12.000001] NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): X\n"
+        "[   12.000001] NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Global Exception on (GPC 1, TPC 0, SM 0): Y\n"
+        "[   12.000002] NVRM: RmInitAdapter failed! (0x26:0xffff:1375)\n"
+        "[   12.000002] NVRM: rm_init_adapter failed for device bearing minor number 0\n",
+        "t.log");
+    ASSERT_EQ(p.messages.size(), 4u);
+    EXPECT_EQ(p.messages[0].kind, "api_mismatch");
+    EXPECT_EQ(p.messages[0].fields.at("kernel_version"), "367.35");
+    EXPECT_EQ(p.messages[1].kind, "xid");
+    EXPECT_EQ(p.messages[2].kind, "xid");
+    EXPECT_EQ(p.messages[3].fields.at("minor"), "0");  // joined by the RmInitAdapter pairing, not the text rule
+}
+
+TEST(KlogFormat, CrlfAndMissingFinalNewline) {
+    auto p = read_kernel_log("[    1.000000] a\r\n[    2.000000] " + kXid, "t.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.messages[0].text, "a");
+    EXPECT_EQ(p.messages[1].kind, "xid");
+}
+
+TEST(KlogFormat, GarbageIsCountedWithFileAndLine) {
+    auto p = read_kernel_log("hello world\nthis is not a log\n", "notes.txt");
+    EXPECT_TRUE(p.messages.empty());
+    EXPECT_EQ(p.format, "unknown");
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "non_log_line");
+    EXPECT_EQ(p.diagnostics[0].count, 2u);
+    EXPECT_EQ(p.diagnostics[0].first_example.rfind("notes.txt:1: expected a kernel log line", 0), 0u);
+}
+
+TEST(KlogFormat, EmptyInput) {
+    auto p = read_kernel_log("", "empty.log");
+    EXPECT_TRUE(p.messages.empty());
+    EXPECT_TRUE(p.diagnostics.empty());
+    EXPECT_EQ(p.lines, 0u);
+}
+
+TEST(KlogFormat, MegabyteLineIsCutAndCounted) {
+    std::string big = "[    1.000000] NVRM: " + std::string(2 * 1024 * 1024, 'x') + "\n[    2.000000] " + kXid;
+    auto p = read_kernel_log(big, "big.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_LE(p.messages[0].text.size(), 64u * 1024);
+    EXPECT_EQ(p.diagnostics.at(0).name, "long_line");
+    EXPECT_EQ(p.messages[1].kind, "xid");
+}
+
+TEST(KlogFormat, InvalidUtf8IsKeptCountedAndReplacedInJson) {
+    auto p = read_kernel_log("[    1.000000] NVRM: bad \xff\xfe bytes\n", "u.log");
+    ASSERT_EQ(p.messages.size(), 1u);
+    EXPECT_EQ(p.diagnostics.at(0).name, "invalid_utf8");
+    std::string json = kernel_log_json(p);
+    EXPECT_NE(json.find("\xEF\xBF\xBD"), std::string::npos);
+}
+
+TEST(KlogFormat, ManyContinuationLinesAreCapped) {
+    std::string text = "[    1.000000] NVRM: start\n";
+    for (int i = 0; i < 20000; ++i)
+        text += "               NVRM: more text on a continuation line\n";
+    auto p = read_kernel_log(text, "c.log");
+    ASSERT_EQ(p.messages.size(), 1u);
+    EXPECT_LE(p.messages[0].text.size(), 64u * 1024);
+    EXPECT_EQ(p.diagnostics.at(0).name, "message_too_long");
+}
+
+TEST(KlogFormat, TextLineForPeople) {
+    KernelLogMessage m;
+    m.ts_ns = 1843308145000;
+    m.text = kXid;
+    m.level_known = false;
+    classify_kernel_message(m);
+    std::string line = format_kernel_log_message(m);
+    EXPECT_EQ(line.rfind("1843.308145 - NVRM xid ", 0), 0u) << line;
+    EXPECT_NE(line.find(" pid=123 "), std::string::npos);
+    EXPECT_NE(line.find("detail=\"GPU has fallen off the bus.\""), std::string::npos);
+    EXPECT_NE(line.find(" | " + kXid), std::string::npos);
+}
+
+TEST(KlogPrefix, BracketSecondsAndOctal) {
+    auto t = klog::parse_bracket_seconds("[    0.000001] x");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->first, 1000u);
+    EXPECT_FALSE(klog::parse_bracket_seconds("[drm] Initialized"));
+    EXPECT_FALSE(klog::parse_bracket_seconds("[ 12.]"));
+    EXPECT_EQ(klog::unescape_syslog_octal("a#012b#011c [#1] #999"), "a\nb\tc [#1] #999");
+}
+
+TEST(KlogPrefix, NotPrefixes) {
+    EXPECT_TRUE(klog::parse_line_prefix("[drm] Initialized nvidia-drm").format.empty());
+    EXPECT_TRUE(klog::parse_line_prefix("Jun 30 not a time").format.empty());
+    EXPECT_TRUE(klog::parse_line_prefix("2024-08-30T11:43:09").format.empty());
+    EXPECT_TRUE(klog::parse_line_prefix("[Fri Aug 30 11:43:09 2024").format.empty());
+}
+
+}  // namespace

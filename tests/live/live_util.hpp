@@ -1,0 +1,122 @@
+// Helpers shared by the live tests: requirements, tracefs snapshots, running a command.
+#pragma once
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace nvtrace::live {
+
+inline const std::string kTracing = "/sys/kernel/tracing";
+
+inline std::string missing_requirement() {
+    if (::geteuid() != 0) return "needs root";
+    if (::access((kTracing + "/instances").c_str(), W_OK) != 0) return "needs tracefs mounted at " + kTracing;
+    if (::access((kTracing + "/events/syscalls/sys_enter_ioctl").c_str(), F_OK) != 0)
+        return "needs syscall tracepoints (CONFIG_FTRACE_SYSCALLS)";
+    return {};
+}
+
+inline std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return "<unreadable>";
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The top-level tracing state a run must leave as it found it.
+inline std::map<std::string, std::string> tracefs_snapshot() {
+    std::map<std::string, std::string> s;
+    for (const char* f : {"current_tracer", "tracing_on", "set_event", "set_event_pid", "buffer_size_kb", "trace_clock",
+                          "set_ftrace_filter", "set_ftrace_pid", "set_graph_function", "tracing_thresh"})
+        s[f] = slurp(kTracing + "/" + f);
+    if (DIR* d = ::opendir((kTracing + "/options").c_str())) {
+        while (dirent* e = ::readdir(d))
+            if (e->d_name[0] != '.') s[std::string("options/") + e->d_name] = slurp(kTracing + "/options/" + e->d_name);
+        ::closedir(d);
+    }
+    std::string inst;
+    if (DIR* d = ::opendir((kTracing + "/instances").c_str())) {
+        while (dirent* e = ::readdir(d))
+            if (e->d_name[0] != '.') inst += std::string(e->d_name) + "\n";
+        ::closedir(d);
+    }
+    s["instances/"] = inst;
+    return s;
+}
+
+struct Ran {
+    int rc = -1;
+    std::string out, err;
+};
+
+inline Ran run(const std::vector<std::string>& argv, pid_t* pid_out = nullptr, int signal_after_ms = 0, int sig = 0) {
+    char out_tpl[] = "/tmp/nvtrace-test-outXXXXXX", err_tpl[] = "/tmp/nvtrace-test-errXXXXXX";
+    int ofd = ::mkstemp(out_tpl), efd = ::mkstemp(err_tpl);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(ofd, 1);
+        ::dup2(efd, 2);
+        std::vector<char*> a;
+        for (const auto& s : argv)
+            a.push_back(const_cast<char*>(s.c_str()));
+        a.push_back(nullptr);
+        ::execvp(a[0], a.data());
+        ::_exit(127);
+    }
+    if (pid_out) *pid_out = pid;
+    if (signal_after_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(signal_after_ms));
+        ::kill(pid, sig);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    Ran r;
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(out_tpl);
+    r.err = slurp(err_tpl);
+    ::close(ofd);
+    ::close(efd);
+    ::unlink(out_tpl);
+    ::unlink(err_tpl);
+    return r;
+}
+
+inline std::string temp_dir() {
+    char tpl[] = "/tmp/nvtrace-live-XXXXXX";
+    return ::mkdtemp(tpl);
+}
+
+inline nlohmann::json load_json(const std::string& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+}  // namespace nvtrace::live
+
+// Skips with the reason, or fails when CI=true (a live tier that skips on CI is a failure).
+#define REQUIRE_LIVE()                                                                            \
+    do {                                                                                          \
+        std::string why = ::nvtrace::live::missing_requirement();                                 \
+        if (!why.empty()) {                                                                       \
+            const char* ci = std::getenv("CI");                                                   \
+            if (ci && std::string(ci) == "true") FAIL() << "live tier cannot run on CI: " << why; \
+            GTEST_SKIP() << why;                                                                  \
+        }                                                                                         \
+    } while (0)

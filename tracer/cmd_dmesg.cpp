@@ -1,0 +1,81 @@
+// nvtrace dmesg [FILE|-] [--json]   (docs/dmesg.md)
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "nvtrace/kernel_log.hpp"
+
+namespace nvtrace::cli {
+
+namespace {
+
+struct DmesgArgs {
+    std::string file = "-";
+    bool json = false;
+};
+
+int do_dmesg(const DmesgArgs& a) {
+    std::string text;
+    std::string name = a.file == "-" ? "<stdin>" : a.file;
+    if (a.file == "-") {
+        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        if (std::cin.bad()) {
+            fmt::print(stderr, "nvtrace dmesg: {}: cannot read standard input\n", name);
+            return static_cast<int>(ExitCode::usage);
+        }
+    } else {
+        std::ifstream in(a.file, std::ios::binary);
+        if (!in) {
+            fmt::print(stderr, "nvtrace dmesg: {}: cannot read ({})\n", name, std::strerror(errno));
+            return static_cast<int>(ExitCode::usage);
+        }
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        if (in.bad()) {
+            fmt::print(stderr, "nvtrace dmesg: {}: cannot read\n", name);
+            return static_cast<int>(ExitCode::usage);
+        }
+        text = std::move(ss).str();
+    }
+
+    KernelLogParse p = read_kernel_log(text, name);
+    if (a.json) {
+        fmt::print("{}\n", kernel_log_json(p));
+    } else {
+        for (const auto& m : p.messages)
+            fmt::print("{}\n", format_kernel_log_message(m));
+        for (const auto& d : p.diagnostics)
+            fmt::print(stderr, "nvtrace dmesg: {} {} x{} (first: {})\n", d.severity, d.name, d.count, d.first_example);
+    }
+    if (p.messages.empty()) {
+        std::string why = "no lines";
+        for (const auto& d : p.diagnostics)
+            if (d.name == "non_log_line" || d.name == "malformed_kmsg_record") why = d.first_example;
+        fmt::print(stderr, "nvtrace dmesg: {}: nothing in it is a kernel log line: {}\n", name, why);
+        return static_cast<int>(ExitCode::usage);
+    }
+    return 0;
+}
+
+void add_dmesg(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<DmesgArgs>();
+    auto* cmd = app.add_subcommand(
+        "dmesg",
+        "Parse a kernel log (dmesg, dmesg -T, journalctl -k, syslog, /dev/kmsg records) into classified messages");
+    cmd->add_option("file", args->file, "Kernel log file, or - for standard input (default)");
+    cmd->add_flag("--json", args->json, "Print nvtrace.kernel_log/1 JSON instead of one line per message");
+    cmd->callback([args, &exit_code] { exit_code = do_dmesg(*args); });
+}
+
+}  // namespace
+
+NVTRACE_COMMAND(60, add_dmesg);
+
+}  // namespace nvtrace::cli
