@@ -1,6 +1,7 @@
 #include "nvtrace/ioctl.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <unordered_map>
 #include <utility>
@@ -23,6 +24,94 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
 }
 
 namespace {
+
+constexpr std::string_view kPreloadPrefix = "nvtrace-ioctl ";
+
+template <typename T>
+std::optional<T> parse_number(std::string_view v) {
+    int base = 10;
+    if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+        v.remove_prefix(2);
+        base = 16;
+    }
+    T out{};
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out, base);
+    if (ec != std::errc() || p != v.data() + v.size() || v.empty()) return std::nullopt;
+    return out;
+}
+
+}  // namespace
+
+std::optional<PreloadMarker> parse_preload_marker(std::string_view text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r'))
+        text.remove_suffix(1);
+    if (text.substr(0, kPreloadPrefix.size()) != kPreloadPrefix) return std::nullopt;
+    text.remove_prefix(kPreloadPrefix.size());
+    PreloadMarker m;
+    auto next = [&]() {
+        auto sp = text.find(' ');
+        std::string_view word = text.substr(0, sp);
+        text = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
+        return word;
+    };
+    std::string_view half = next();
+    if (half == "enter")
+        m.half = PreloadMarker::Half::enter;
+    else if (half == "exit")
+        m.half = PreloadMarker::Half::exit;
+    else
+        return std::nullopt;
+    bool have_fd = false, have_cmd = false;
+    while (!text.empty()) {
+        std::string_view word = next();
+        if (word.empty()) continue;
+        auto eq = word.find('=');
+        if (eq == std::string_view::npos) return std::nullopt;
+        std::string_view key = word.substr(0, eq), val = word.substr(eq + 1);
+        if (key == "fd") {
+            auto v = parse_number<int>(val);
+            if (!v) return std::nullopt;
+            m.fd = *v;
+            have_fd = true;
+        } else if (key == "cmd") {
+            auto v = parse_number<std::uint32_t>(val);
+            if (!v) return std::nullopt;
+            m.cmd = *v;
+            have_cmd = true;
+        } else if (key == "dev") {
+            m.dev = std::string(val);
+        } else if (key == "name") {
+            m.name = std::string(val);
+        } else if (key == "ret") {
+            if (!(m.ret = parse_number<std::int64_t>(val))) return std::nullopt;
+        } else if (key == "errno") {
+            m.err = parse_number<int>(val);
+        } else if (key == "hclass") {
+            m.hclass = parse_number<std::uint32_t>(val);
+        } else if (key == "ctrl") {
+            m.ctrl = parse_number<std::uint32_t>(val);
+        } else if (key == "status") {
+            m.status = parse_number<std::uint32_t>(val);
+        } else if (key == "xfer_nr") {
+            m.xfer_nr = parse_number<std::uint32_t>(val);
+        } else if (key == "xfer_size") {
+            m.xfer_size = parse_number<std::uint32_t>(val);
+        }  // unknown keys: a newer library; ignored
+    }
+    if (!have_fd || !have_cmd) return std::nullopt;
+    if (m.half == PreloadMarker::Half::exit && !m.ret) return std::nullopt;
+    return m;
+}
+
+namespace {
+
+std::string status_text(std::uint32_t v) {
+    if (auto n = nv_status_name(v)) return std::string(*n);
+    char buf[16];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v, 16);
+    (void)ec;
+    return "0x" + std::string(buf, p);
+}
 
 // (pid, fd) -> paths ordered by since_ns.
 using FdHistory = std::map<std::pair<int, int>, std::vector<const FdPath*>>;
@@ -50,18 +139,59 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
 
     std::vector<IoctlRecord> out;
     std::unordered_map<int, std::size_t> open;  // pid -> index of the ioctl in progress
+    // Preload enter markers not yet matched to a sys_enter_ioctl, per pid (a signal handler's ioctl can
+    // nest inside another's markers; more than a few pending means kernel events were lost).
+    constexpr std::size_t kMaxPending = 8;
+    std::unordered_map<int, std::vector<PreloadMarker>> pending;
+    std::unordered_map<int, std::vector<std::size_t>> by_pid_records;  // pid -> records, in order
+    std::vector<bool> exit_marked;                                     // per record: an exit marker was used
     for (const Event& ev : stream.events) {
-        if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) {
+        if (const auto* mk = std::get_if<Marker>(&ev.body)) {
+            auto m = parse_preload_marker(mk->text);
+            if (!m) continue;
+            if (m->half == PreloadMarker::Half::enter) {
+                auto& v = pending[ev.pid];
+                if (v.size() == kMaxPending) v.erase(v.begin());
+                v.push_back(std::move(*m));
+                continue;
+            }
+            // Exit: the latest record of this pid with the same fd and cmd whose kernel exit was seen.
+            auto it = by_pid_records.find(ev.pid);
+            if (it == by_pid_records.end()) continue;
+            for (auto idx = it->second.rbegin(); idx != it->second.rend(); ++idx) {
+                IoctlRecord& r = out[*idx];
+                if (exit_marked[*idx] || r.fd != m->fd || static_cast<std::uint32_t>(r.cmd) != m->cmd) continue;
+                if (!r.exit_ns) break;  // the call it belongs to has not returned in the data: leave it
+                exit_marked[*idx] = true;
+                if (m->status && m->ret == 0 && (!r.ret || *r.ret == 0)) r.status = status_text(*m->status);
+                break;
+            }
+        } else if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) {
             IoctlRecord r;
             r.pid = ev.pid;
             if (auto it = stream.comms.find(ev.pid); it != stream.comms.end()) r.comm = it->second;
             r.fd = e->fd;
             r.cmd = e->cmd;
             r.fd_path = path_at(history, ev.pid, e->fd, ev.ts_ns);
+            std::optional<std::string> marker_name;
+            if (auto pit = pending.find(ev.pid); pit != pending.end()) {
+                auto& v = pit->second;
+                for (auto m = v.rbegin(); m != v.rend(); ++m) {
+                    if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
+                    if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
+                    r.hclass = m->hclass;
+                    marker_name = m->name;
+                    v.erase(v.begin(), m.base());  // this one and the stale ones before it
+                    break;
+                }
+            }
             r.name = ioctl_name(e->cmd, r.fd_path);
+            if (!r.name) r.name = marker_name;
             r.enter_ns = ev.ts_ns;
             open[ev.pid] = out.size();
+            by_pid_records[ev.pid].push_back(out.size());
             out.push_back(std::move(r));
+            exit_marked.push_back(false);
         } else if (const auto* x = std::get_if<IoctlExit>(&ev.body)) {
             auto it = open.find(ev.pid);
             if (it == open.end()) continue;  // exit of an ioctl entered before the capture

@@ -79,6 +79,8 @@ Report build_report(const EventStream& stream) {
                 ++unknown_loss_marks;
             if (first_loss.empty()) first_loss = fmt::format("cpu {} before ts {}", ev.cpu, ev.ts_ns);
         } else if (const auto* m = std::get_if<Marker>(&ev.body)) {
+            // The preload library's per-ioctl lines are folded into `ioctls`, not listed again.
+            if (m->text.rfind("nvtrace-ioctl ", 0) == 0 || m->text.rfind("nvtrace-preload ", 0) == 0) continue;
             r.markers.push_back({ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt, ev.pid, m->text});
         } else if (const auto* con = std::get_if<ConsoleLine>(&ev.body)) {
             KernelLogMessage msg;

@@ -32,7 +32,8 @@ struct CaptureOptions {
     std::optional<double> timeout_s;           // SIGTERM (then SIGKILL after 2 s) when the program runs longer
     bool force = false;                        // take the top level even though a journal exists
     bool as_root = false;                      // under sudo, keep root for the program instead of SUDO_UID/SUDO_GID
-    bool progress = true;                      // progress lines on stderr
+    bool preload = true;   // inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)
+    bool progress = true;  // progress lines on stderr
 };
 
 // How many available functions each filter matches (available_filter_functions), resolved before

@@ -41,8 +41,30 @@ struct FdPath {
     std::string path;
 };
 
+// One line written by libnvtrace_preload.so (docs/preload.md):
+//   nvtrace-ioctl enter fd=5 dev=/dev/nvidiactl cmd=0xc020462b name=NV_ESC_RM_ALLOC hclass=0xa06f
+//   nvtrace-ioctl exit fd=5 cmd=0xc020462b ret=0 status=0x1e
+struct PreloadMarker {
+    enum class Half : std::uint8_t { enter, exit };
+    Half half = Half::enter;
+    int fd = -1;
+    std::uint32_t cmd = 0;
+    std::optional<std::string> dev;   // enter: the fd's path when the call was made
+    std::optional<std::string> name;  // enter: the request as the library named it
+    std::optional<std::uint32_t> hclass, ctrl, xfer_nr, xfer_size;
+    std::optional<std::int64_t> ret;      // exit: what ioctl() returned (-1 on failure)
+    std::optional<int> err;               // exit: errno when ret is -1
+    std::optional<std::uint32_t> status;  // exit: RM status / UVM rmStatus read from the parameters
+};
+// nullopt for any other text (phase markers, "nvtrace-preload start ...") and for malformed lines.
+std::optional<PreloadMarker> parse_preload_marker(std::string_view text);
+
 // Pairs sys_enter_ioctl with the next sys_exit_ioctl of the same pid and links the root calls made in
-// between. `stream.events` sorted by ts_ns; `calls` from build_call_graph. Names come from the number alone.
+// between. Preload markers of the same pid fill in what the kernel events cannot carry: an enter marker
+// just before a sys_enter_ioctl with the same fd and cmd gives the device path (and so the name), the hClass;
+// an exit marker just after gives the RM/UVM status (as its NV_STATUS name, "0x..." when unknown; only when
+// ioctl() returned 0, since the driver writes no status otherwise). Markers without a kernel record add no
+// record. `stream.events` sorted by ts_ns; `calls` from build_call_graph. Names come from the number alone.
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls);
 // The same, with fd paths: each record gets the latest path of its (pid, fd) at or before its entry, and
 // its name from that device.
