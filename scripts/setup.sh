@@ -12,6 +12,7 @@ packages=(
   libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd                # tracefs, event decoding, trace.dat
   libfmt-dev libcli11-dev nlohmann-json3-dev libexpected-dev googletest libgtest-dev
   python3 python3-jsonschema                                                # report schema tests
+  python3-pandas python3-matplotlib jupyter-nbconvert python3-nbformat python3-ipykernel  # notebook test
   qemu-system-x86 busybox-static cpio kmod file libdrm-dev                  # qemu test guest (tests/vm)
   util-linux                                                                # setpriv, mountpoint
 )

@@ -14,7 +14,8 @@ must find. The files are committed; rerun this script and review the git diff af
   noise.json          same run, other pid and times, durations within +-8%, clone suffixes (.isra.0,
                       .constprop.0, .part.0), "[module]" tails, the interrupt under another function
   renamed_535.json    driver 535 naming: nvidia_frontend_unlocked_ioctl > nvidia_frontend_ioctl > nvidia_ioctl
-  driver_upgrade.json all of the above changes at once (535 -> 545 example of docs/diff.md)
+  driver_upgrade.json added, removed, count and retval changes as above, and nvos_create_alloc 5 us -> 65 us
+                      (the 535 -> 545 example of docs/diff.md, against renamed_535.json)
 """
 import copy
 import json
@@ -105,6 +106,10 @@ def double_pages(roots):
 
 def slow_uvm(roots):
     grow(roots, "uvm_map_external_allocation_on_gpu", 145 * US)
+
+
+def slow_rm(roots):
+    grow(roots, "nvos_create_alloc", 60 * US)
 
 
 def fail_alloc(roots):
@@ -239,7 +244,7 @@ def main():
                           ("rmapiAllocWithSecInfo", "NVRM: rmapiAllocWithSecInfo: allocation failed: 0x1e")),
         "noise": ([add_noise], 5151, 7_300_000, "545.23.08", None),
         "renamed_535": ([to_535], 4242, 1_000_000, "535.104.05", None),
-        "driver_upgrade": ([add_bar_check, remove_pmm, double_pages, slow_uvm, fail_alloc], 4343, 2_000_000,
+        "driver_upgrade": ([add_bar_check, remove_pmm, double_pages, slow_rm, fail_alloc], 4343, 2_000_000,
                            "545.23.08", None),
     }
     for name, (edits, pid, t0, driver, klog) in variants.items():

@@ -1,0 +1,323 @@
+// The structural call-tree diff (include/nvtrace/diff.hpp, docs/diff.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include <fnmatch.h>
+
+#include <fmt/format.h>
+
+#include "nvtrace/diff.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+constexpr const char* kIrqRoot = "[irq]";
+
+// Return values fall into classes that are stable between runs: a pointer differs every time, an errno or an
+// NV_STATUS (a positive 32-bit value) does not.
+std::string retval_class(std::int64_t v) {
+    if (v == 0) return "0";
+    if (v < 0 && v >= -4095) {
+        const char* name = strerrorname_np(static_cast<int>(-v));
+        return name ? fmt::format("{} ({})", v, name) : std::to_string(v);
+    }
+    if (v > 0 && v < (std::int64_t{1} << 32)) return v < 10 ? std::to_string(v) : fmt::format("{} (0x{:x})", v, v);
+    return "pointer";
+}
+
+struct Acc {
+    std::uint64_t count = 0;
+    std::uint64_t total_ns = 0;
+    std::uint64_t self_ns = 0;
+    std::uint64_t min_ns = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t max_ns = 0;
+    std::uint64_t unknown = 0;
+    std::map<std::string, std::uint64_t> retvals;
+    std::set<std::string> names;
+};
+
+struct TrieNode {
+    std::string name;
+    std::map<std::string, std::size_t> children;
+    Acc acc;
+};
+
+struct Trie {
+    std::vector<TrieNode> nodes{TrieNode{}};  // 0: the virtual root
+    std::size_t child(std::size_t parent, const std::string& name) {
+        auto it = nodes[parent].children.find(name);
+        if (it != nodes[parent].children.end()) return it->second;
+        nodes.push_back(TrieNode{name, {}, {}});
+        std::size_t id = nodes.size() - 1;
+        nodes[parent].children.emplace(name, id);
+        return id;
+    }
+};
+
+bool ignored(const std::string& name, const std::vector<std::string>& globs) {
+    for (const auto& g : globs)
+        if (fnmatch(g.c_str(), name.c_str(), 0) == 0) return true;
+    return false;
+}
+
+Trie build_trie(const Report& r, const DiffOptions& o, DiffInput& info) {
+    Trie t;
+    const auto& calls = r.calls;
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    // Per call: its trie node (kNone = left out), the nearest kept ancestor call whose node is a real frame
+    // (for self time), and whether it is in irq context.
+    std::vector<std::size_t> node(calls.size(), kNone);
+    std::vector<std::size_t> owner(calls.size(), kNone);  // the call whose frame this call's time belongs under
+    std::vector<bool> dropped(calls.size(), false);
+    std::vector<bool> collapsed(calls.size(), false);
+    std::unordered_map<std::uint64_t, std::size_t> index;  // id -> position
+    index.reserve(calls.size());
+    std::set<std::string> phases;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        const Call& c = calls[i];
+        index.emplace(c.id, i);
+        if (c.phase) phases.insert(*c.phase);
+        if (c.retval) info.has_retvals = true;
+        std::optional<std::size_t> p;
+        if (c.parent)
+            if (auto it = index.find(*c.parent); it != index.end()) p = it->second;
+        if (p && dropped[*p]) {
+            dropped[i] = true;
+            continue;
+        }
+        std::string name = normalise_symbol(c.function);
+        if (auto rn = o.renames.find(name); rn != o.renames.end()) name = rn->second;
+        if ((o.phase && c.phase != o.phase) || (!name.empty() && ignored(name, o.ignore))) {
+            // Left out with its subtree. (A call outside the phase whose child is inside it cannot happen:
+            // phases are assigned by entry time and a child enters after its parent.)
+            dropped[i] = true;
+            continue;
+        }
+        std::size_t parent_node = p ? node[*p] : 0;
+        std::size_t parent_owner = p ? (collapsed[*p] ? owner[*p] : *p) : kNone;
+        bool parent_irq = p && calls[*p].irq;
+        if (c.irq && !parent_irq && !o.keep_irq_nesting) {
+            parent_node = t.child(0, kIrqRoot);
+            parent_owner = kNone;  // the interrupted call's self time keeps the interrupt, as the kernel measured
+        }
+        ++info.calls;
+        owner[i] = parent_owner;
+        if (name.empty()) {
+            collapsed[i] = true;
+            node[i] = parent_node;
+            continue;
+        }
+        node[i] = t.child(parent_node, name);
+    }
+    info.phases.assign(phases.begin(), phases.end());
+
+    std::vector<std::uint64_t> child_ns(calls.size(), 0);
+    for (std::size_t i = 0; i < calls.size(); ++i)
+        if (!dropped[i] && !collapsed[i] && owner[i] != kNone && calls[i].duration_ns)
+            child_ns[owner[i]] += *calls[i].duration_ns;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (dropped[i] || collapsed[i]) continue;
+        const Call& c = calls[i];
+        Acc& a = t.nodes[node[i]].acc;
+        ++a.count;
+        if (c.duration_ns) {
+            std::uint64_t d = *c.duration_ns;
+            a.total_ns += d;
+            a.self_ns += d > child_ns[i] ? d - child_ns[i] : 0;
+            a.min_ns = std::min(a.min_ns, d);
+            a.max_ns = std::max(a.max_ns, d);
+        } else {
+            ++a.unknown;
+        }
+        if (c.retval) ++a.retvals[retval_class(*c.retval)];
+        if (a.names.size() < 8) a.names.insert(c.function);
+    }
+    return t;
+}
+
+DiffSide side_of(const Acc& a) {
+    DiffSide s;
+    s.count = a.count;
+    s.total_ns = a.total_ns;
+    s.self_ns = a.self_ns;
+    s.min_ns = a.min_ns == std::numeric_limits<std::uint64_t>::max() ? 0 : a.min_ns;
+    s.max_ns = a.max_ns;
+    s.unknown_durations = a.unknown;
+    s.retvals = a.retvals;
+    s.names.assign(a.names.begin(), a.names.end());
+    return s;
+}
+
+std::int64_t signed_delta(std::uint64_t a, std::uint64_t b) {
+    return b >= a ? static_cast<std::int64_t>(b - a) : -static_cast<std::int64_t>(a - b);
+}
+
+bool retval_sets_differ(const DiffSide& a, const DiffSide& b) {
+    if (a.retvals.empty() || b.retvals.empty()) return false;
+    if (a.retvals.size() != b.retvals.size()) return true;
+    for (auto ia = a.retvals.begin(), ib = b.retvals.begin(); ia != a.retvals.end(); ++ia, ++ib)
+        if (ia->first != ib->first) return true;
+    return false;
+}
+
+struct Merger {
+    const Trie& ta;
+    const Trie& tb;
+    const DiffOptions& o;
+    bool compare_retvals;
+    DiffSummary& sum;
+
+    // ia / ib: trie nodes (kNone where that side lacks the path).
+    static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+
+    DiffNode merge(std::size_t ia, std::size_t ib, const std::string& parent_path, bool irq, bool inside_change) {
+        const TrieNode* na = ia == kNone ? nullptr : &ta.nodes[ia];
+        const TrieNode* nb = ib == kNone ? nullptr : &tb.nodes[ib];
+        DiffNode d;
+        d.function = na ? na->name : nb->name;
+        d.path = parent_path.empty() ? d.function : parent_path + " > " + d.function;
+        d.irq = irq || d.function == kIrqRoot;
+        if (na) d.a = side_of(na->acc);
+        if (nb) d.b = side_of(nb->acc);
+        const bool pseudo = d.function == kIrqRoot && parent_path.empty();
+        if (na && nb) {
+            d.delta_count = signed_delta(d.a->count, d.b->count);
+            d.delta_total_ns = signed_delta(d.a->total_ns, d.b->total_ns);
+            d.delta_self_ns = signed_delta(d.a->self_ns, d.b->self_ns);
+            if (d.a->total_ns > 0)
+                d.rel_total = static_cast<double>(d.delta_total_ns) / static_cast<double>(d.a->total_ns);
+            std::uint64_t abs_delta = static_cast<std::uint64_t>(std::abs(d.delta_total_ns));
+            if (!pseudo) {
+                d.count_changed = d.delta_count != 0;
+                d.retval_changed = compare_retvals && retval_sets_differ(*d.a, *d.b);
+                d.time_changed = abs_delta >= o.threshold.min_abs_ns && abs_delta > 0 &&
+                                 (!d.rel_total || std::abs(*d.rel_total) >= o.threshold.min_rel);
+            }
+            d.impact_ns = abs_delta;
+            if (d.count_changed || d.retval_changed || d.time_changed) d.status = DiffStatus::changed;
+            sum.count_changes += d.count_changed;
+            sum.retval_changes += d.retval_changed;
+            sum.time_changes += d.time_changed;
+            if (d.irq && (d.count_changed || d.retval_changed || d.time_changed)) ++sum.irq_changes;
+        } else {
+            d.status = na ? DiffStatus::removed : DiffStatus::added;
+            const DiffSide& s = na ? *d.a : *d.b;
+            d.impact_ns = s.total_ns;
+            d.delta_count = na ? -static_cast<std::int64_t>(s.count) : static_cast<std::int64_t>(s.count);
+            d.delta_total_ns = na ? -static_cast<std::int64_t>(s.total_ns) : static_cast<std::int64_t>(s.total_ns);
+            d.delta_self_ns = na ? -static_cast<std::int64_t>(s.self_ns) : static_cast<std::int64_t>(s.self_ns);
+            if (na) {
+                sum.removed_nodes += !pseudo;
+                sum.removed_calls += pseudo ? 0 : s.count;
+                if (!inside_change && !pseudo) {
+                    ++sum.removed_paths;
+                    sum.irq_changes += d.irq;
+                }
+            } else {
+                sum.added_nodes += !pseudo;
+                sum.added_calls += pseudo ? 0 : s.count;
+                if (!inside_change && !pseudo) {
+                    ++sum.added_paths;
+                    sum.irq_changes += d.irq;
+                }
+            }
+            // The pseudo-root itself is never a change; its children are.
+            if (pseudo) d.status = DiffStatus::same;
+        }
+        bool structural_here = (d.status == DiffStatus::added || d.status == DiffStatus::removed);
+        std::set<std::string> names;
+        if (na)
+            for (const auto& [n, _] : na->children)
+                names.insert(n);
+        if (nb)
+            for (const auto& [n, _] : nb->children)
+                names.insert(n);
+        for (const auto& n : names) {
+            std::size_t ca = kNone, cb = kNone;
+            if (na)
+                if (auto it = na->children.find(n); it != na->children.end()) ca = it->second;
+            if (nb)
+                if (auto it = nb->children.find(n); it != nb->children.end()) cb = it->second;
+            DiffNode child = merge(ca, cb, d.path, d.irq, inside_change || structural_here);
+            bool keep = o.keep_unchanged || child.status != DiffStatus::same;
+            if (!keep) continue;
+            d.impact_ns = std::max(d.impact_ns, child.impact_ns);
+            if (d.status == DiffStatus::same && child.status != DiffStatus::same) d.status = DiffStatus::context;
+            d.children.push_back(std::move(child));
+        }
+        sort_by_impact(d.children);
+        return d;
+    }
+
+    static void sort_by_impact(std::vector<DiffNode>& v) {
+        auto rank = [](const DiffNode& n) {
+            switch (n.status) {
+                case DiffStatus::added:
+                case DiffStatus::removed:
+                    return 0;
+                case DiffStatus::changed:
+                    return 1;
+                case DiffStatus::context:
+                    return 2;
+                case DiffStatus::same:
+                    return 3;
+            }
+            return 3;
+        };
+        std::stable_sort(v.begin(), v.end(), [&](const DiffNode& x, const DiffNode& y) {
+            if (x.impact_ns != y.impact_ns) return x.impact_ns > y.impact_ns;
+            if (rank(x) != rank(y)) return rank(x) < rank(y);
+            return x.function < y.function;
+        });
+    }
+};
+
+DiffInput input_of(const Report& r) {
+    DiffInput in;
+    in.source = r.source;
+    in.environment = r.environment;
+    in.complete = r.completeness.complete;
+    in.reasons = r.completeness.reasons;
+    return in;
+}
+
+}  // namespace
+
+std::string_view to_string(DiffStatus s) {
+    switch (s) {
+        case DiffStatus::same:
+            return "same";
+        case DiffStatus::context:
+            return "context";
+        case DiffStatus::changed:
+            return "changed";
+        case DiffStatus::added:
+            return "added";
+        case DiffStatus::removed:
+            return "removed";
+    }
+    return "same";
+}
+
+DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options) {
+    DiffResult d;
+    d.options = options;
+    d.a = input_of(a);
+    d.b = input_of(b);
+    Trie ta = build_trie(a, options, d.a);
+    Trie tb = build_trie(b, options, d.b);
+    d.retvals_compared = d.a.has_retvals && d.b.has_retvals;
+    Merger m{ta, tb, options, d.retvals_compared, d.summary};
+    // The virtual roots (node 0 of each trie) align by definition; their children are the root paths.
+    DiffNode top = m.merge(0, 0, "", false, false);
+    d.roots = std::move(top.children);
+    return d;
+}
+
+}  // namespace nvtrace

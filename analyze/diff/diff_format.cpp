@@ -1,0 +1,254 @@
+// The diff's JSON and text forms (include/nvtrace/diff.hpp, docs/diff.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "nvtrace/diff.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+using nlohmann::json;
+
+json side_json(const DiffSide& s) {
+    return {{"count", s.count},     {"total_ns", s.total_ns}, {"self_ns", s.self_ns},
+            {"min_ns", s.min_ns},   {"max_ns", s.max_ns},     {"unknown_durations", s.unknown_durations},
+            {"retvals", s.retvals}, {"names", s.names}};
+}
+
+json changes_of(const DiffNode& n) {
+    json c = json::array();
+    if (n.status == DiffStatus::added) c.push_back("added");
+    if (n.status == DiffStatus::removed) c.push_back("removed");
+    if (n.count_changed) c.push_back("count");
+    if (n.retval_changed) c.push_back("retval");
+    if (n.time_changed) c.push_back("time");
+    return c;
+}
+
+json node_json(const DiffNode& n) {
+    json j = {{"function", n.function},
+              {"path", n.path},
+              {"status", std::string(to_string(n.status))},
+              {"changes", changes_of(n)},
+              {"irq", n.irq},
+              {"a", n.a ? side_json(*n.a) : json(nullptr)},
+              {"b", n.b ? side_json(*n.b) : json(nullptr)},
+              {"delta",
+               {{"count", n.delta_count},
+                {"total_ns", n.delta_total_ns},
+                {"self_ns", n.delta_self_ns},
+                {"total_rel", n.rel_total ? json(*n.rel_total) : json(nullptr)}}},
+              {"impact_ns", n.impact_ns}};
+    json kids = json::array();
+    for (const auto& c : n.children)
+        kids.push_back(node_json(c));
+    j["children"] = std::move(kids);
+    return j;
+}
+
+void collect_changes(const DiffNode& n, bool inside_structural, std::vector<const DiffNode*>& out) {
+    bool structural = n.status == DiffStatus::added || n.status == DiffStatus::removed;
+    if ((structural && !inside_structural) || n.status == DiffStatus::changed) out.push_back(&n);
+    for (const auto& c : n.children)
+        collect_changes(c, inside_structural || structural, out);
+}
+
+json input_json(const DiffInput& in) {
+    return {{"input", in.label},     {"source", in.source}, {"environment", in.environment}, {"complete", in.complete},
+            {"reasons", in.reasons}, {"calls", in.calls},   {"has_retvals", in.has_retvals}, {"phases", in.phases}};
+}
+
+std::string fmt_ns(std::uint64_t ns) {
+    if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
+    if (ns >= 1'000'000) return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+    return fmt::format("{:.3f} us", static_cast<double>(ns) / 1e3);
+}
+
+std::string fmt_delta_ns(std::int64_t d) {
+    std::string s = fmt_ns(static_cast<std::uint64_t>(std::llabs(d)));
+    return (d < 0 ? "-" : "+") + s;
+}
+
+std::string fmt_retvals(const DiffSide& s) {
+    std::vector<std::string> parts;
+    for (const auto& [k, n] : s.retvals)
+        parts.push_back(fmt::format("{} x{}", k, n));
+    return "{" + fmt::format("{}", fmt::join(parts, ", ")) + "}";
+}
+
+struct Painter {
+    bool on;
+    std::string paint(std::string_view s, std::string_view code) const {
+        return on ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : std::string(s);
+    }
+};
+
+struct TextWriter {
+    explicit TextWriter(const DiffTextOptions& opts) : o(opts), p{opts.colour} {}
+    const DiffTextOptions& o;
+    Painter p;
+    std::string out;
+    std::size_t rows = 0;
+    bool truncated = false;
+
+    void row(const DiffNode& n, int depth) {
+        if (o.max_rows && rows >= o.max_rows) {
+            truncated = true;
+            return;
+        }
+        ++rows;
+        char mark = ' ';
+        std::string_view colour;
+        switch (n.status) {
+            case DiffStatus::added:
+                mark = '+', colour = "32";
+                break;
+            case DiffStatus::removed:
+                mark = '-', colour = "31";
+                break;
+            case DiffStatus::changed:
+                mark = '~', colour = "33";
+                break;
+            default:
+                break;
+        }
+        std::string calls = fmt::format("{:>6} -> {:<6}", n.a ? std::to_string(n.a->count) : std::string("-"),
+                                        n.b ? std::to_string(n.b->count) : std::string("-"));
+        std::string ta = n.a ? fmt_ns(n.a->total_ns) : "-";
+        std::string tb = n.b ? fmt_ns(n.b->total_ns) : "-";
+        std::string delta = fmt_delta_ns(n.delta_total_ns);
+        if (n.rel_total && n.a && n.b) delta += fmt::format(" ({:+.1f}%)", *n.rel_total * 100.0);
+        std::vector<std::string> tags;
+        if (n.count_changed) tags.push_back(fmt::format("calls {:+}", n.delta_count));
+        if (n.retval_changed) tags.push_back("retval");
+        if (n.time_changed) tags.push_back("time");
+        std::string name = std::string(static_cast<std::size_t>(depth) * 2, ' ') + n.function;
+        if (!tags.empty()) name += "  [" + fmt::format("{}", fmt::join(tags, ", ")) + "]";
+        std::string line = fmt::format("{} {} {:>12} {:>12} {:>22}  {}", mark, calls, ta, tb, delta, name);
+        out += colour.empty() ? line : p.paint(line, colour);
+        out += '\n';
+        if (n.retval_changed && n.a && n.b)
+            out += fmt::format("{:>{}}{}{}ret {} -> {}\n", "", 2 + 16 + 1 + 12 + 1 + 12 + 1 + 22 + 2,
+                               std::string(static_cast<std::size_t>(depth) * 2, ' '), "  ", fmt_retvals(*n.a),
+                               fmt_retvals(*n.b));
+        for (const auto& c : n.children)
+            row(c, depth + 1);
+    }
+};
+
+std::string describe_input(const DiffInput& in) {
+    std::vector<std::string> bits;
+    auto str = [](const json& j, const char* key) -> std::string {
+        auto it = j.find(key);
+        return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    if (auto k = str(in.environment, "kernel"); !k.empty()) bits.push_back("kernel " + k);
+    if (auto v = str(in.environment, "nvidia_driver_version"); !v.empty())
+        bits.push_back("driver " + v);
+    else if (auto bnr = str(in.environment, "nvidia_driver_banner"); !bnr.empty())
+        bits.push_back(bnr);
+    if (auto c = str(in.source, "command"); !c.empty()) bits.push_back("command: " + c);
+    bits.push_back(fmt::format("{} calls", in.calls));
+    if (!in.complete) bits.push_back("INCOMPLETE");
+    return fmt::format("{}", fmt::join(bits, ", "));
+}
+
+}  // namespace
+
+json to_json(const DiffResult& d) {
+    json renames = json::object();
+    for (const auto& [from, to] : d.options.renames)
+        renames[from] = to;
+    json tree = json::array();
+    for (const auto& n : d.roots)
+        tree.push_back(node_json(n));
+    std::vector<const DiffNode*> flat;
+    for (const auto& n : d.roots)
+        collect_changes(n, false, flat);
+    std::stable_sort(flat.begin(), flat.end(), [](auto* x, auto* y) { return x->impact_ns > y->impact_ns; });
+    json changes = json::array();
+    for (const DiffNode* n : flat)
+        changes.push_back({{"path", n->path},
+                           {"status", std::string(to_string(n->status))},
+                           {"changes", changes_of(*n)},
+                           {"irq", n->irq},
+                           {"delta_count", n->delta_count},
+                           {"delta_total_ns", n->delta_total_ns},
+                           {"impact_ns", n->impact_ns}});
+    const DiffSummary& s = d.summary;
+    return {{"schema", kDiffSchema},
+            {"a", input_json(d.a)},
+            {"b", input_json(d.b)},
+            {"options",
+             {{"phase", d.options.phase ? json(*d.options.phase) : json(nullptr)},
+              {"renames", renames},
+              {"ignore", d.options.ignore},
+              {"min_delta_ns", d.options.threshold.min_abs_ns},
+              {"min_delta_rel", d.options.threshold.min_rel},
+              {"irq", d.options.keep_irq_nesting ? "nested" : "hoisted"},
+              {"keep_unchanged", d.options.keep_unchanged}}},
+            {"retvals_compared", d.retvals_compared},
+            {"summary",
+             {{"added_paths", s.added_paths},
+              {"added_nodes", s.added_nodes},
+              {"added_calls", s.added_calls},
+              {"removed_paths", s.removed_paths},
+              {"removed_nodes", s.removed_nodes},
+              {"removed_calls", s.removed_calls},
+              {"count_changes", s.count_changes},
+              {"retval_changes", s.retval_changes},
+              {"time_changes", s.time_changes},
+              {"irq_changes", s.irq_changes},
+              {"structural_change", s.structural()},
+              {"any_change", s.any()}}},
+            {"tree", std::move(tree)},
+            {"changes", std::move(changes)}};
+}
+
+std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options) {
+    TextWriter w(options);
+    std::string& out = w.out;
+    const DiffSummary& s = d.summary;
+    out += "# nvtrace diff\n";
+    out += fmt::format("#  [A] base: {}  ({})\n", d.a.label, describe_input(d.a));
+    out += fmt::format("#  [B] new:  {}  ({})\n", d.b.label, describe_input(d.b));
+    if (d.options.phase) out += fmt::format("#  phase: {}\n", *d.options.phase);
+    out += "#  names: clone suffixes (.isra .constprop .part .cold ...) and [module] stripped";
+    if (!d.options.renames.empty()) {
+        std::vector<std::string> r;
+        for (const auto& [from, to] : d.options.renames)
+            r.push_back(to.empty() ? from + " collapsed" : from + " -> " + to);
+        out += fmt::format("; renames: {}", fmt::join(r, ", "));
+    }
+    out += d.options.keep_irq_nesting ? "; interrupts nested where they arrived\n" : "; interrupts under [irq]\n";
+    if (!d.options.ignore.empty()) out += fmt::format("#  ignored: {}\n", fmt::join(d.options.ignore, " "));
+    out += fmt::format("#  time changes need |delta total| >= {} and >= {:.0f}% of A\n",
+                       fmt_ns(d.options.threshold.min_abs_ns), d.options.threshold.min_rel * 100.0);
+    if (!d.retvals_compared) out += "#  return values not compared (not recorded in both reports)\n";
+    for (const auto* in : {&d.a, &d.b})
+        if (!in->complete)
+            out += fmt::format("#  WARNING: {} is incomplete ({}): removed or added paths may be lost data\n",
+                               in->label, fmt::join(in->reasons, "; "));
+    out += fmt::format(
+        "#  {} added path(s) ({} calls), {} removed path(s) ({} calls), {} count change(s), {} retval change(s), "
+        "{} time change(s){}\n",
+        s.added_paths, s.added_calls, s.removed_paths, s.removed_calls, s.count_changes, s.retval_changes,
+        s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string());
+    if (d.roots.empty()) {
+        out += s.any() ? "" : "#  no change\n";
+        return out;
+    }
+    out += "#\n";
+    out += fmt::format("# {:^16} {:>12} {:>12} {:>22}  {}\n", "calls A -> B", "total A", "total B", "delta total",
+                       "function (+ added, - removed, ~ changed)");
+    for (const auto& n : d.roots)
+        w.row(n, 0);
+    if (w.truncated) out += fmt::format("# ... more rows left out (--max-rows {})\n", options.max_rows);
+    return out;
+}
+
+}  // namespace nvtrace

@@ -1,0 +1,147 @@
+// Symbol normalisation, rename maps and --min-delta parsing for the diff (include/nvtrace/diff.hpp).
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "nvtrace/diff.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+// Suffixes GCC and clang append to a function they cloned or split (gcc/ipa-sra.cc "isra",
+// ipa-cp.cc "constprop", ipa-split.cc "part", hot/cold partitioning "cold", LTO "lto_priv", ThinLTO
+// promotion "llvm.<hash>", clang's "localalias"). Each may carry a ".N" counter.
+constexpr std::string_view kCloneSuffixes[] = {"isra", "constprop", "part", "cold", "lto_priv", "llvm", "localalias"};
+
+bool all_digits(std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (c < '0' || c > '9') return false;
+    return true;
+}
+
+bool is_clone_word(std::string_view s) {
+    for (auto w : kCloneSuffixes)
+        if (s == w) return true;
+    return false;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace
+
+std::string normalise_symbol(std::string_view name) {
+    name = trim(name);
+    // "func [module]" (kallsyms, function_graph text) or "func\t[module]".
+    if (!name.empty() && name.back() == ']') {
+        auto open = name.rfind('[');
+        if (open != std::string_view::npos && open > 0 && (name[open - 1] == ' ' || name[open - 1] == '\t'))
+            name = trim(name.substr(0, open));
+    }
+    // Strip ".word[.N]" clone suffixes from the right while they are known ones; a bare ".N" counts only
+    // right after a clone word (".constprop.0"), so "foo.5" alone stays.
+    for (;;) {
+        auto dot = name.rfind('.');
+        if (dot == std::string_view::npos || dot == 0) break;
+        std::string_view last = name.substr(dot + 1);
+        if (is_clone_word(last)) {
+            name = name.substr(0, dot);
+            continue;
+        }
+        if (all_digits(last)) {
+            auto dot2 = name.rfind('.', dot - 1);
+            if (dot2 != std::string_view::npos && dot2 > 0 && is_clone_word(name.substr(dot2 + 1, dot - dot2 - 1))) {
+                name = name.substr(0, dot2);
+                continue;
+            }
+            // ".llvm.<hash>" is a long number; the loop above handled it. Anything else: stop.
+        }
+        break;
+    }
+    return std::string(name);
+}
+
+Result<std::pair<std::string, std::string>> parse_rename(std::string_view text) {
+    text = trim(text);
+    auto eq = text.find('=');
+    std::string_view from = trim(eq == std::string_view::npos ? text : text.substr(0, eq));
+    std::string_view to = eq == std::string_view::npos ? std::string_view{} : trim(text.substr(eq + 1));
+    if (from.empty())
+        return fail(Error::usage(fmt::format("rename '{}': expected OLD=NEW (NEW empty to collapse OLD)", text)));
+    return std::pair{normalise_symbol(from), to.empty() ? std::string() : normalise_symbol(to)};
+}
+
+Result<std::map<std::string, std::string>> parse_rename_map(std::string_view text, std::string_view file_name) {
+    std::map<std::string, std::string> out;
+    std::size_t line_no = 0;
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        std::string_view line = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+        ++line_no;
+        if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        line = trim(line);
+        if (line.empty()) continue;
+        std::string spec(line);
+        if (spec.find('=') == std::string::npos) {
+            // "OLD NEW" or "OLD" alone.
+            auto sp = spec.find_first_of(" \t");
+            if (sp != std::string::npos) {
+                std::string_view rest = trim(std::string_view(spec).substr(sp));
+                if (rest.find_first_of(" \t") != std::string_view::npos)
+                    return fail(Error::usage(
+                        fmt::format("{}:{}: expected 'OLD NEW' or 'OLD=NEW', found '{}'", file_name, line_no, line)));
+                spec = spec.substr(0, sp) + "=" + std::string(rest);
+            }
+        }
+        auto r = parse_rename(spec);
+        if (!r) return fail(Error::usage(fmt::format("{}:{}: {}", file_name, line_no, r.error().message)));
+        out[r->first] = r->second;
+    }
+    return out;
+}
+
+Result<DiffThreshold> parse_min_delta(std::string_view text, DiffThreshold defaults) {
+    DiffThreshold t = defaults;
+    std::string_view rest = trim(text);
+    if (rest.empty()) return fail(Error::usage("--min-delta: expected ABS, REL% or ABS,REL% (e.g. 10us,20%)"));
+    while (!rest.empty()) {
+        auto comma = rest.find(',');
+        std::string_view part = trim(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        double v = 0;
+        auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+        std::string_view unit = trim(std::string_view(p, static_cast<std::size_t>(part.data() + part.size() - p)));
+        if (ec != std::errc() || !std::isfinite(v) || v < 0)
+            return fail(
+                Error::usage(fmt::format("--min-delta '{}': expected a non-negative number, found '{}'", text, part)));
+        if (unit == "%") {
+            t.min_rel = v / 100.0;
+            continue;
+        }
+        double scale = 0;
+        if (unit == "ns")
+            scale = 1;
+        else if (unit == "us")
+            scale = 1e3;
+        else if (unit == "ms")
+            scale = 1e6;
+        else if (unit == "s")
+            scale = 1e9;
+        else
+            return fail(Error::usage(
+                fmt::format("--min-delta '{}': expected a unit ns, us, ms, s or %, found '{}'", text, unit)));
+        t.min_abs_ns = static_cast<std::uint64_t>(std::llround(v * scale));
+    }
+    return t;
+}
+
+}  // namespace nvtrace

@@ -1,0 +1,318 @@
+// Chrome trace event JSON (include/nvtrace/export.hpp, docs/export.md). Format: Google's "Trace Event Format"
+// document (JSON Object Format: {"traceEvents":[...],"displayTimeUnit":...,"otherData":{...}}; B/E duration
+// events must nest per thread; "ph":"i" instant events with scope "t"; "ph":"M" process_name/thread_name).
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "nvtrace/export.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+using nlohmann::json;
+
+// Above any real pid (PID_MAX_LIMIT, include/linux/threads.h, is 4194304), so synthetic tracks never collide.
+constexpr std::int64_t kUnknownTaskPid = 4194304;
+constexpr std::int64_t kKernelLogPid = 2 * kUnknownTaskPid;
+
+// A track: a task (pid >= 0, cpu = -1), a CPU for calls whose task is unknown (pid = -1), or the kernel log.
+struct TrackKey {
+    int pid = -1;
+    int cpu = -1;
+    bool kernel_log = false;
+    auto operator<=>(const TrackKey&) const = default;
+};
+
+struct Instant {
+    std::uint64_t ts = 0;
+    std::string name;
+    std::string cat;
+    json args;
+};
+
+struct Ev {
+    std::uint64_t ts = 0;
+    char ph = 'B';        // 'B', 'E', 'i'
+    std::size_t ref = 0;  // call index for B/E, instant index for i
+};
+
+struct Track {
+    std::string comm;
+    std::vector<std::size_t> roots;
+    std::vector<Ev> events;
+    std::vector<std::size_t> instants;
+};
+
+std::string ts_us(std::uint64_t ns) {
+    return fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+}
+
+std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string shorten(std::string_view s, std::size_t n) {
+    auto nl = s.find('\n');
+    if (nl != std::string_view::npos) s = s.substr(0, nl);
+    return s.size() <= n ? std::string(s) : std::string(s.substr(0, n)) + "...";
+}
+
+std::pair<std::int64_t, std::int64_t> chrome_ids(const TrackKey& k) {
+    if (k.kernel_log) return {kKernelLogPid, kKernelLogPid};
+    if (k.pid >= 0) return {k.pid, k.pid};
+    return {kUnknownTaskPid, kUnknownTaskPid + 2 + k.cpu};
+}
+
+class ChromeWriter {
+public:
+    ChromeWriter(const Report& r, std::ostream& out) : r_(r), out_(out) {}
+
+    ChromeTraceStats run() {
+        index_calls();
+        for (auto& [key, t] : tracks_)
+            layout_track(t);
+        add_instants();
+        write();
+        return stats_;
+    }
+
+private:
+    const Report& r_;
+    std::ostream& out_;
+    ChromeTraceStats stats_;
+    std::map<TrackKey, Track> tracks_;
+    std::vector<std::vector<std::size_t>> kids_;
+    std::vector<TrackKey> track_of_;
+    std::vector<std::uint64_t> start_, end_;
+    std::unordered_map<std::uint64_t, std::size_t> pos_;  // call id -> index
+    std::vector<Instant> instants_;
+    Track* current_ = nullptr;
+    bool first_event_ = true;
+
+    void index_calls() {
+        const auto& calls = r_.calls;
+        kids_.resize(calls.size());
+        track_of_.resize(calls.size());
+        start_.assign(calls.size(), 0);
+        end_.assign(calls.size(), 0);
+        pos_.reserve(calls.size());
+        for (std::size_t i = 0; i < calls.size(); ++i) {
+            const Call& c = calls[i];
+            pos_.emplace(c.id, i);
+            std::optional<std::size_t> p;
+            if (c.parent)
+                if (auto it = pos_.find(*c.parent); it != pos_.end()) p = it->second;
+            if (p) {
+                track_of_[i] = track_of_[*p];
+                kids_[*p].push_back(i);
+                continue;
+            }
+            TrackKey k = c.pid >= 0 ? TrackKey{c.pid, -1, false} : TrackKey{-1, c.cpu, false};
+            track_of_[i] = k;
+            Track& t = tracks_[k];
+            t.roots.push_back(i);
+            if (t.comm.empty()) t.comm = c.comm;
+        }
+    }
+
+    void layout_track(Track& t) {
+        const auto& calls = r_.calls;
+        bool timed = std::all_of(t.roots.begin(), t.roots.end(), [&](std::size_t i) { return calls[i].entry_ns; });
+        if (timed)
+            std::stable_sort(t.roots.begin(), t.roots.end(),
+                             [&](std::size_t x, std::size_t y) { return *calls[x].entry_ns < *calls[y].entry_ns; });
+        current_ = &t;
+        std::uint64_t cursor = 0;
+        for (std::size_t root : t.roots)
+            cursor = layout(root, cursor);
+    }
+
+    // Places call i no earlier than `cursor` and returns its end. Every B is at or after the previous event
+    // of the track and every E at or after its children's, so the track stays nested and monotonic.
+    std::uint64_t layout(std::size_t i, std::uint64_t cursor) {
+        const Call& c = r_.calls[i];
+        std::uint64_t start = cursor;
+        if (c.entry_ns) {
+            if (*c.entry_ns < cursor) ++stats_.adjusted_slices;
+            start = std::max(*c.entry_ns, cursor);
+        } else {
+            ++stats_.synthetic_slices;
+        }
+        current_->events.push_back({start, 'B', i});
+        std::uint64_t cur = start;
+        for (std::size_t k : kids_[i])
+            cur = layout(k, cur);
+        std::uint64_t end = c.duration_ns ? start + *c.duration_ns : cur;
+        if (end < cur) {
+            end = cur;
+            ++stats_.adjusted_slices;
+        }
+        current_->events.push_back({end, 'E', i});
+        start_[i] = start;
+        end_[i] = end;
+        ++stats_.slices;
+        return end;
+    }
+
+    void add_instant(const TrackKey& k, Instant in) {
+        Track& t = tracks_[k];
+        instants_.push_back(std::move(in));
+        t.instants.push_back(instants_.size() - 1);
+        ++stats_.instants;
+    }
+
+    void add_instants() {
+        for (const KernelLogMessage& m : r_.kernel_log) {
+            json args = {
+                {"text", m.text}, {"level", m.level}, {"source", m.source}, {"kind", m.kind}, {"fields", m.fields}};
+            if (m.seq) args["seq"] = *m.seq;
+            if (m.ts_ns) args["ts_ns"] = *m.ts_ns;
+            std::string name = m.source.empty() ? shorten(m.text, 60) : m.source + ": " + shorten(m.text, 60);
+            std::optional<std::size_t> call;
+            if (m.call)
+                if (auto it = pos_.find(*m.call); it != pos_.end()) call = it->second;
+            if (call) {
+                // Lines from /dev/kmsg carry CLOCK_MONOTONIC time, the calls the trace clock: the line is kept on
+                // the call it was printed under.
+                std::uint64_t ts = m.ts_ns ? std::clamp(*m.ts_ns, start_[*call], end_[*call]) : start_[*call];
+                args["call"] = *m.call;
+                add_instant(track_of_[*call], {ts, std::move(name), "kernel_log", std::move(args)});
+            } else if (m.ts_ns) {
+                add_instant(TrackKey{-1, -1, true}, {*m.ts_ns, std::move(name), "kernel_log", std::move(args)});
+            } else {
+                ++stats_.skipped_instants;
+            }
+        }
+        for (const IoctlRecord& io : r_.ioctls) {
+            json args = {{"cmd", fmt::format("0x{:x}", io.cmd)}, {"fd", io.fd}};
+            if (io.name) args["name"] = *io.name;
+            if (io.fd_path) args["fd_path"] = *io.fd_path;
+            if (io.hclass) args["hclass"] = fmt::format("0x{:x}", *io.hclass);
+            if (io.status) args["status"] = *io.status;
+            if (io.ret) args["ret"] = *io.ret;
+            if (io.exit_ns && *io.exit_ns >= io.enter_ns) args["duration_ns"] = *io.exit_ns - io.enter_ns;
+            if (io.phase) args["phase"] = *io.phase;
+            if (!io.calls.empty()) args["calls"] = io.calls;
+            std::uint64_t ts = io.enter_ns;
+            TrackKey k{io.pid, -1, false};
+            if (io.call)
+                if (auto it = pos_.find(*io.call); it != pos_.end()) {
+                    k = track_of_[it->second];
+                    if (!r_.calls[it->second].entry_ns) ts = start_[it->second];  // that track's time is laid out
+                }
+            std::string name = io.name ? "ioctl " + *io.name : fmt::format("ioctl 0x{:x}", io.cmd);
+            if (tracks_[k].comm.empty()) tracks_[k].comm = io.comm;
+            add_instant(k, {ts, std::move(name), "ioctl", std::move(args)});
+        }
+        for (const MarkerEntry& m : r_.markers) {
+            if (!m.ts_ns) {
+                ++stats_.skipped_instants;
+                continue;
+            }
+            Instant in;
+            in.ts = *m.ts_ns;
+            in.name = shorten(m.text, 80);
+            in.cat = "marker";
+            in.args = {{"text", m.text}};
+            add_instant(TrackKey{m.pid, -1, false}, std::move(in));
+        }
+        // Merge each track's instants into its slices by time: an instant at a slice's start or end lands inside.
+        for (auto& [key, t] : tracks_) {
+            std::stable_sort(t.instants.begin(), t.instants.end(),
+                             [&](std::size_t a, std::size_t b) { return instants_[a].ts < instants_[b].ts; });
+            std::vector<Ev> merged;
+            merged.reserve(t.events.size() + t.instants.size());
+            std::size_t k = 0;
+            for (const Ev& e : t.events) {
+                while (k < t.instants.size() &&
+                       (instants_[t.instants[k]].ts < e.ts || (instants_[t.instants[k]].ts == e.ts && e.ph == 'E')))
+                    merged.push_back({instants_[t.instants[k++]].ts, 'i', t.instants[k - 1]});
+                merged.push_back(e);
+            }
+            for (; k < t.instants.size(); ++k)
+                merged.push_back({instants_[t.instants[k]].ts, 'i', t.instants[k]});
+            t.events = std::move(merged);
+        }
+    }
+
+    void emit(const json& j) {
+        out_ << (first_event_ ? "\n" : ",\n") << dump(j);
+        first_event_ = false;
+    }
+
+    void write() {
+        out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+        for (const auto& [key, t] : tracks_) {
+            ++stats_.tracks;
+            auto [pid, tid] = chrome_ids(key);
+            std::string process, thread;
+            if (key.kernel_log) {
+                process = thread = "kernel log";
+            } else if (key.pid >= 0) {
+                process = fmt::format("{} ({})", t.comm.empty() ? "task" : t.comm, key.pid);
+                thread = t.comm.empty() ? fmt::format("pid {}", key.pid) : t.comm;
+            } else {
+                process = "task unknown (one track per CPU)";
+                thread = key.cpu >= 0 ? fmt::format("cpu {}", key.cpu) : "cpu unknown";
+            }
+            emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", process}}}});
+            emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", thread}}}});
+            for (const Ev& e : t.events)
+                write_event(e, pid, tid);
+        }
+        out_ << "\n],\"otherData\":{\"nvtrace\":"
+             << dump({{"schema", kReportSchema},
+                      {"source", r_.source},
+                      {"tracks", stats_.tracks},
+                      {"slices", stats_.slices},
+                      {"instants", stats_.instants},
+                      {"synthetic_slices", stats_.synthetic_slices},
+                      {"adjusted_slices", stats_.adjusted_slices},
+                      {"skipped_instants", stats_.skipped_instants}})
+             << "}}\n";
+    }
+
+    void write_event(const Ev& e, std::int64_t pid, std::int64_t tid) {
+        // Timestamps are written as raw JSON numbers with exactly three decimals (ns precision, no rounding).
+        auto head = [&](std::string_view ph, const std::string& name) {
+            return fmt::format("{{\"ph\":\"{}\",\"ts\":{},\"pid\":{},\"tid\":{},\"name\":{}", ph, ts_us(e.ts), pid, tid,
+                               dump(json(name)));
+        };
+        out_ << (first_event_ ? "\n" : ",\n");
+        first_event_ = false;
+        if (e.ph == 'i') {
+            const Instant& in = instants_[e.ref];
+            out_ << head("i", in.name) << ",\"s\":\"t\",\"cat\":" << dump(json(in.cat)) << ",\"args\":" << dump(in.args)
+                 << '}';
+            return;
+        }
+        const Call& c = r_.calls[e.ref];
+        if (e.ph == 'E') {
+            out_ << head("E", c.function) << '}';
+            return;
+        }
+        json args = {{"id", c.id}, {"irq", c.irq}};
+        if (c.module) args["module"] = *c.module;
+        if (c.duration_ns) args["duration_ns"] = *c.duration_ns;
+        if (c.retval) args["retval"] = *c.retval;
+        if (c.phase) args["phase"] = *c.phase;
+        if (c.cpu >= 0) args["cpu"] = c.cpu;
+        if (!c.entry_seen) args["entry_seen"] = false;
+        if (!c.exit_seen) args["exit_seen"] = false;
+        if (!c.entry_ns) args["synthetic_time"] = true;
+        std::string cat = c.irq ? "irq" : c.module.value_or("kernel");
+        out_ << head("B", c.function) << ",\"cat\":" << dump(json(cat)) << ",\"args\":" << dump(args) << '}';
+    }
+};
+
+}  // namespace
+
+ChromeTraceStats write_chrome_trace(const Report& r, std::ostream& out) {
+    return ChromeWriter(r, out).run();
+}
+
+}  // namespace nvtrace

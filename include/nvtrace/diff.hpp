@@ -1,0 +1,144 @@
+// nvtrace/diff.hpp: structural diff of two reports' call trees (docs/diff.md), e.g. one scenario under two
+// driver versions.
+//
+// Alignment. Each report's calls are folded into a tree keyed by call path, after normalising every frame:
+// compiler suffixes (.isra.N, .constprop.N, .part.N, .cold[.N], .lto_priv.N, .llvm.N, .localalias) and a
+// "[module]" / "\t[module]" tail are stripped, then a rename map applies (old -> new, e.g.
+// nvidia_frontend_unlocked_ioctl -> nvidia_unlocked_ioctl for 535 vs 545 and later; a frame renamed to ""
+// is collapsed: its children hang from its parent, for wrapper layers that exist in one version only).
+// Interrupts nest wherever they happened to arrive, which differs from run to run, so by default a subtree
+// entered in irq context is moved under a pseudo-root "[irq]" (DiffOptions::keep_irq_nesting keeps it).
+//
+// Changes, per aligned node: added (only in B; the top of an added subtree is one "added path"), removed
+// (only in A), count (call counts differ), retval (the sets of return-value classes differ: 0, each errno,
+// each positive value below 2^32 such as an NV_STATUS, and "pointer" for anything else; compared only where
+// both sides recorded return values), time (|delta total_ns| >= min_abs_ns and >= min_rel of A's total).
+// Structure and counts are exact; time needs the threshold because two runs never take the same time.
+// Siblings are sorted by impact: the time of an added/removed subtree, else |delta total_ns|, at least
+// the largest impact below it. Unchanged subtrees are pruned unless DiffOptions::keep_unchanged.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nvtrace/error.hpp"
+#include "nvtrace/report.hpp"
+
+namespace nvtrace {
+
+inline constexpr const char* kDiffSchema = "nvtrace.diff/1";
+
+// "nvidia_ioctl.isra.0 [nvidia]" -> "nvidia_ioctl"; "x.constprop.0.cold" -> "x". Unknown suffixes are kept.
+std::string normalise_symbol(std::string_view name);
+
+// One rename "OLD=NEW" (NEW may be empty: collapse OLD). Names are normalised.
+Result<std::pair<std::string, std::string>> parse_rename(std::string_view text);
+
+// A rename map file: one "OLD NEW" or "OLD=NEW" per line, "OLD" alone or "OLD=" to collapse; '#' starts a
+// comment. Errors name file:line.
+Result<std::map<std::string, std::string>> parse_rename_map(std::string_view text, std::string_view file_name);
+
+// --min-delta: "ABS", "REL%" or "ABS,REL%"; ABS is a number with a unit ns, us, ms or s ("10us", "1.5ms").
+struct DiffThreshold {
+    std::uint64_t min_abs_ns = 10'000;
+    double min_rel = 0.20;  // a fraction: 0.20 = 20%
+};
+Result<DiffThreshold> parse_min_delta(std::string_view text, DiffThreshold defaults = {});
+
+struct DiffOptions {
+    std::optional<std::string> phase;            // only calls whose phase is this
+    std::map<std::string, std::string> renames;  // normalised old -> new ("" collapses the frame)
+    std::vector<std::string> ignore;             // fnmatch globs: matching frames and their subtrees are left out
+    DiffThreshold threshold;
+    bool keep_irq_nesting = false;
+    bool keep_unchanged = false;
+};
+
+// One side of an aligned node: the calls of that path in one report.
+struct DiffSide {
+    std::uint64_t count = 0;
+    std::uint64_t total_ns = 0;  // sum of known durations
+    std::uint64_t self_ns = 0;   // total minus the known durations of the direct children in the aligned tree
+    std::uint64_t min_ns = 0;
+    std::uint64_t max_ns = 0;
+    std::uint64_t unknown_durations = 0;           // calls with no duration (exit not seen)
+    std::map<std::string, std::uint64_t> retvals;  // class -> calls ("0", "-22 (EINVAL)", "30 (0x1e)", "pointer")
+    std::vector<std::string> names;                // the symbols as recorded (before normalisation), sorted
+};
+
+enum class DiffStatus { same, context, changed, added, removed };
+std::string_view to_string(DiffStatus s);
+
+struct DiffNode {
+    std::string function;                  // normalised, renamed
+    std::string path;                      // "a > b > c" of normalised names; irq subtrees start with "[irq]"
+    DiffStatus status = DiffStatus::same;  // context: unchanged itself, something below changed
+    bool count_changed = false;
+    bool retval_changed = false;
+    bool time_changed = false;
+    bool irq = false;  // under the "[irq]" pseudo-root
+    std::optional<DiffSide> a, b;
+    std::int64_t delta_count = 0;
+    std::int64_t delta_total_ns = 0;
+    std::int64_t delta_self_ns = 0;
+    std::optional<double> rel_total;  // delta_total_ns / a.total_ns when a.total_ns > 0
+    std::uint64_t impact_ns = 0;
+    std::vector<DiffNode> children;  // by impact, largest first
+};
+
+struct DiffSummary {
+    std::uint64_t added_paths = 0;  // tops of added subtrees
+    std::uint64_t added_nodes = 0;  // every node in them
+    std::uint64_t added_calls = 0;
+    std::uint64_t removed_paths = 0;
+    std::uint64_t removed_nodes = 0;
+    std::uint64_t removed_calls = 0;
+    std::uint64_t count_changes = 0;
+    std::uint64_t retval_changes = 0;
+    std::uint64_t time_changes = 0;
+    std::uint64_t irq_changes = 0;  // of the above, those under "[irq]"
+    bool structural() const { return added_paths + removed_paths + count_changes + retval_changes > 0; }
+    bool any() const { return structural() || time_changes > 0; }
+};
+
+struct DiffInput {
+    std::string label;  // what was read (path); set by the caller
+    nlohmann::json source = nlohmann::json::object();
+    nlohmann::json environment = nlohmann::json::object();
+    bool complete = true;
+    std::vector<std::string> reasons;  // why not complete
+    std::uint64_t calls = 0;           // calls considered (after --phase)
+    bool has_retvals = false;          // any call carries a return value
+    std::vector<std::string> phases;   // phases seen in the report
+};
+
+struct DiffResult {
+    DiffInput a, b;
+    DiffOptions options;
+    bool retvals_compared = false;  // both reports carry return values
+    std::vector<DiffNode> roots;    // by impact
+    DiffSummary summary;
+};
+
+DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options);
+
+// {"schema":"nvtrace.diff/1","a":...,"b":...,"options":...,"summary":...,"tree":[...],"changes":[...]}
+// (docs/diff.md). "changes" lists every changed node flat, by impact.
+nlohmann::json to_json(const DiffResult& d);
+
+struct DiffTextOptions {
+    bool colour = false;
+    std::size_t max_rows = 0;  // 0 = all
+};
+// The indented tree with +/-/~ marks (docs/diff.md).
+std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options = {});
+
+}  // namespace nvtrace

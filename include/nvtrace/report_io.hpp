@@ -1,0 +1,30 @@
+// nvtrace/report_io.hpp: reading a report back (the inverse of to_json in report.hpp).
+//
+// Format: docs/report-format.md, schema "nvtrace.report/1" (docs/report.schema.json). Every consumer that
+// works on a saved report (check, diff, export) reads it through here, so they all see the same Report.
+// Unknown keys are ignored and a missing optional field reads as its default (null -> nullopt); a field of
+// the wrong type is an error naming its JSON path ("calls[3].function: expected a string").
+// Implementation: analyze/export/report_from_json.cpp. Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "nvtrace/error.hpp"
+#include "nvtrace/report.hpp"
+
+namespace nvtrace {
+
+// A report from its JSON. Errors (ExitCode::usage): not an object, a schema other than "nvtrace.report/1",
+// no completeness, a field of the wrong type.
+Result<Report> report_from_json(const nlohmann::json& j);
+
+// Reads a report.json file (streamed: each call, ioctl, ... is converted as it is parsed). Errors name the file.
+Result<Report> read_report_file(const std::string& path);
+
+// What `nvtrace check/diff/export` accept: a report.json, a capture directory holding one, or a trace file in
+// any format `nvtrace report` reads (built into a report on the fly, source.kind "file").
+Result<Report> load_report_input(const std::string& path);
+
+}  // namespace nvtrace

@@ -1,0 +1,265 @@
+// The diff on hand-made fixture reports (tests/data/reports/make_fixtures.py says what each one changes).
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "nvtrace/diff.hpp"
+#include "nvtrace/report_io.hpp"
+
+using namespace nvtrace;
+
+namespace {
+
+Report fixture(const std::string& name) {
+    auto r = read_report_file(std::string(NVTRACE_TEST_DATA) + "/reports/" + name + ".json");
+    if (!r) throw std::runtime_error(r.error().message);
+    return std::move(*r);
+}
+
+DiffResult diff(const std::string& a, const std::string& b, DiffOptions o = {}) {
+    return diff_reports(fixture(a), fixture(b), o);
+}
+
+const DiffNode* find(const std::vector<DiffNode>& nodes, const std::string& path) {
+    for (const auto& n : nodes) {
+        if (n.path == path) return &n;
+        if (auto* f = find(n.children, path)) return f;
+    }
+    return nullptr;
+}
+
+constexpr const char* kRmAlloc = "nvidia_unlocked_ioctl > nvidia_ioctl > rm_ioctl > RmIoctl > rmapiAllocWithSecInfo";
+constexpr const char* kUvmGpu = "uvm_ioctl > uvm_api_map_external_allocation > uvm_map_external_allocation_on_gpu";
+
+}  // namespace
+
+TEST(Diff, SameReportHasNoChange) {
+    DiffResult d = diff("baseline", "baseline");
+    EXPECT_FALSE(d.summary.any());
+    EXPECT_TRUE(d.roots.empty());
+    EXPECT_TRUE(d.retvals_compared);
+    EXPECT_EQ(d.a.calls, 24u);
+}
+
+TEST(Diff, NoiseOnlyCopyShowsNoChange) {
+    // Other pid and times, +-8% durations, clone suffixes, [module] tails, an interrupt somewhere else.
+    DiffResult d = diff("baseline", "noise");
+    EXPECT_FALSE(d.summary.structural());
+    EXPECT_EQ(d.summary.time_changes, 0u);
+    EXPECT_TRUE(d.roots.empty()) << format_diff_text(d);
+}
+
+TEST(Diff, InterruptsNestedWhereTheyArrivedAreNoise) {
+    DiffOptions o;
+    o.keep_irq_nesting = true;
+    DiffResult d = diff("baseline", "noise", o);
+    EXPECT_EQ(d.summary.added_paths, 1u);
+    EXPECT_EQ(d.summary.removed_paths, 1u);
+    EXPECT_TRUE(find(d.roots, std::string(kUvmGpu) + " > uvm_pmm_gpu_alloc > smp_apic_timer_interrupt"));
+}
+
+TEST(Diff, AddedPath) {
+    DiffResult d = diff("baseline", "added_path");
+    EXPECT_EQ(d.summary.added_paths, 1u);
+    EXPECT_EQ(d.summary.added_nodes, 2u);
+    EXPECT_EQ(d.summary.added_calls, 2u);
+    EXPECT_EQ(d.summary.removed_paths, 0u);
+    EXPECT_EQ(d.summary.count_changes, 0u);
+    EXPECT_EQ(d.summary.retval_changes, 0u);
+    EXPECT_EQ(d.summary.time_changes, 0u);  // +4 us is below the 10 us threshold
+    const DiffNode* n = find(d.roots, std::string(kRmAlloc) + " > nv_check_bar_overlap");
+    ASSERT_TRUE(n) << format_diff_text(d);
+    EXPECT_EQ(n->status, DiffStatus::added);
+    EXPECT_FALSE(n->a);
+    ASSERT_TRUE(n->b);
+    EXPECT_EQ(n->b->count, 1u);
+    EXPECT_EQ(n->b->total_ns, 4000u);
+    ASSERT_EQ(n->children.size(), 1u);
+    EXPECT_EQ(n->children[0].status, DiffStatus::added);
+    // Ancestors are context, not changes.
+    const DiffNode* top = find(d.roots, "nvidia_unlocked_ioctl");
+    ASSERT_TRUE(top);
+    EXPECT_EQ(top->status, DiffStatus::context);
+    // Unchanged siblings are pruned.
+    EXPECT_FALSE(find(d.roots, "uvm_ioctl"));
+}
+
+TEST(Diff, RemovedPath) {
+    DiffResult d = diff("baseline", "removed_path");
+    EXPECT_EQ(d.summary.removed_paths, 1u);
+    EXPECT_EQ(d.summary.removed_nodes, 2u);
+    EXPECT_EQ(d.summary.added_paths, 0u);
+    const DiffNode* n = find(d.roots, kUvmGpu);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->status, DiffStatus::removed);
+    EXPECT_EQ(n->delta_total_ns, -40000);
+    // Its parents lost 40 us of 55 and 60: time changes.
+    EXPECT_EQ(d.summary.time_changes, 2u);
+    EXPECT_TRUE(find(d.roots, "uvm_ioctl")->time_changed);
+}
+
+TEST(Diff, CountChange) {
+    DiffResult d = diff("baseline", "count_change");
+    EXPECT_FALSE(d.summary.added_paths + d.summary.removed_paths);
+    EXPECT_EQ(d.summary.count_changes, 1u);
+    const DiffNode* n =
+        find(d.roots,
+             "nvidia_unlocked_ioctl > nvidia_ioctl > rm_ioctl > nv_alloc_pages > nv_alloc_contig_pages > "
+             "nv_get_kern_phys_address");
+    ASSERT_TRUE(n) << format_diff_text(d);
+    EXPECT_TRUE(n->count_changed);
+    EXPECT_EQ(n->a->count, 4u);
+    EXPECT_EQ(n->b->count, 8u);
+    EXPECT_EQ(n->delta_count, 4);
+}
+
+TEST(Diff, TimeChangeWithThreshold) {
+    DiffResult d = diff("baseline", "time_change");
+    EXPECT_FALSE(d.summary.structural());
+    EXPECT_EQ(d.summary.time_changes, 3u);  // the function and its two ancestors
+    ASSERT_FALSE(d.roots.empty());
+    EXPECT_EQ(d.roots[0].function, "uvm_ioctl");
+    const DiffNode* n = find(d.roots, kUvmGpu);
+    ASSERT_TRUE(n);
+    EXPECT_TRUE(n->time_changed);
+    EXPECT_EQ(n->delta_total_ns, 145000);
+    ASSERT_TRUE(n->rel_total);
+    EXPECT_NEAR(*n->rel_total, 145.0 / 40.0, 1e-9);
+    EXPECT_EQ(n->delta_self_ns, 145000);
+
+    DiffOptions strict;
+    strict.threshold.min_abs_ns = 200'000;  // 200 us: nothing reaches it
+    EXPECT_EQ(diff("baseline", "time_change", strict).summary.time_changes, 0u);
+    DiffOptions rel;
+    rel.threshold.min_rel = 4.0;  // +400%: nothing reaches it (+362% at most)
+    EXPECT_EQ(diff("baseline", "time_change", rel).summary.time_changes, 0u);
+}
+
+TEST(Diff, RetvalChange) {
+    DiffResult d = diff("baseline", "retval_change");
+    EXPECT_EQ(d.summary.retval_changes, 1u);
+    EXPECT_TRUE(d.summary.structural());
+    const DiffNode* n = find(d.roots, kRmAlloc);
+    ASSERT_TRUE(n);
+    EXPECT_TRUE(n->retval_changed);
+    EXPECT_EQ(n->a->retvals.count("0"), 1u);
+    EXPECT_EQ(n->b->retvals.count("30 (0x1e)"), 1u);
+    EXPECT_NE(format_diff_text(d).find("ret {0 x1} -> {30 (0x1e) x1}"), std::string::npos) << format_diff_text(d);
+}
+
+TEST(Diff, RetvalsNotComparedWhenOneSideHasNone) {
+    Report a = fixture("baseline");
+    Report b = fixture("retval_change");
+    for (auto& c : b.calls)
+        c.retval.reset();
+    DiffResult d = diff_reports(a, b, {});
+    EXPECT_FALSE(d.retvals_compared);
+    EXPECT_EQ(d.summary.retval_changes, 0u);
+}
+
+TEST(Diff, ErrnoRetvalsAreNamed) {
+    Report a = fixture("baseline");
+    Report b = a;
+    for (auto& c : b.calls)
+        if (c.function == "nvidia_ioctl") c.retval = -22;
+    DiffResult d = diff_reports(a, b, {});
+    EXPECT_EQ(d.summary.retval_changes, 1u);
+    const DiffNode* n = find(d.roots, "nvidia_unlocked_ioctl > nvidia_ioctl");
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->b->retvals.count("-22 (EINVAL)"), 1u);
+}
+
+TEST(Diff, PointerRetvalsAreOneClass) {
+    Report a = fixture("baseline");
+    Report b = a;
+    std::int64_t p = -0x7e0000000000;  // kernel pointers read as negative int64
+    for (auto& c : a.calls)
+        if (c.function == "os_alloc_mem") c.retval = p--;
+    for (auto& c : b.calls)
+        if (c.function == "os_alloc_mem") c.retval = p--;
+    EXPECT_FALSE(diff_reports(a, b, {}).summary.any());
+}
+
+TEST(Diff, RenamesAlignDriverVersions) {
+    DiffResult raw = diff("renamed_535", "baseline");
+    EXPECT_EQ(raw.summary.removed_paths, 1u);  // nvidia_frontend_unlocked_ioctl (both RM ioctls: one root path)
+    EXPECT_EQ(raw.summary.added_paths, 1u);    // nvidia_unlocked_ioctl
+    DiffOptions o;
+    o.renames = {{"nvidia_frontend_unlocked_ioctl", "nvidia_unlocked_ioctl"}, {"nvidia_frontend_ioctl", ""}};
+    DiffResult d = diff("renamed_535", "baseline", o);
+    EXPECT_FALSE(d.summary.any()) << format_diff_text(d);
+}
+
+TEST(Diff, UpgradeExampleFindsEverything) {
+    DiffOptions o;
+    o.renames = {{"nvidia_frontend_unlocked_ioctl", "nvidia_unlocked_ioctl"}, {"nvidia_frontend_ioctl", ""}};
+    DiffResult d = diff("renamed_535", "driver_upgrade", o);
+    EXPECT_EQ(d.summary.added_paths, 1u);
+    EXPECT_EQ(d.summary.removed_paths, 1u);
+    EXPECT_EQ(d.summary.count_changes, 1u);
+    EXPECT_EQ(d.summary.retval_changes, 1u);
+    EXPECT_GE(d.summary.time_changes, 1u);
+    // Sorted by impact: the UVM path (its subtree lost 40 us) comes before the RM ioctls.
+    ASSERT_GE(d.roots.size(), 2u);
+    EXPECT_GE(d.roots[0].impact_ns, d.roots[1].impact_ns);
+    std::function<void(const std::vector<DiffNode>&)> sorted = [&](const std::vector<DiffNode>& v) {
+        for (std::size_t i = 1; i < v.size(); ++i)
+            EXPECT_GE(v[i - 1].impact_ns, v[i].impact_ns) << v[i].path;
+        for (const auto& n : v)
+            sorted(n.children);
+    };
+    sorted(d.roots);
+}
+
+TEST(Diff, PhaseRestricts) {
+    DiffOptions o;
+    o.phase = "cudaMalloc";
+    DiffResult d = diff("baseline", "added_path", o);
+    EXPECT_EQ(d.summary.added_paths, 1u);
+    EXPECT_EQ(d.a.phases, std::vector<std::string>{"cudaMalloc"});
+    o.phase = "cudaFree";
+    DiffResult none = diff("baseline", "added_path", o);
+    EXPECT_EQ(none.a.calls, 0u);
+    EXPECT_FALSE(none.summary.any());
+}
+
+TEST(Diff, IgnoreGlobDropsSubtrees) {
+    DiffOptions o;
+    o.ignore = {"nv_check_*"};
+    EXPECT_FALSE(diff("baseline", "added_path", o).summary.any());
+}
+
+TEST(Diff, KeepUnchangedKeepsEveryPath) {
+    DiffOptions o;
+    o.keep_unchanged = true;
+    DiffResult d = diff("baseline", "baseline", o);
+    EXPECT_EQ(d.roots.size(), 3u);  // nvidia_unlocked_ioctl, uvm_ioctl, [irq]
+    EXPECT_TRUE(find(d.roots, "[irq] > smp_apic_timer_interrupt"));
+}
+
+TEST(Diff, JsonShape) {
+    DiffResult d = diff("baseline", "added_path");
+    d.a.label = "a.json";
+    nlohmann::json j = to_json(d);
+    EXPECT_EQ(j["schema"], kDiffSchema);
+    EXPECT_EQ(j["a"]["input"], "a.json");
+    EXPECT_EQ(j["summary"]["added_paths"], 1);
+    EXPECT_EQ(j["summary"]["structural_change"], true);
+    ASSERT_EQ(j["changes"].size(), 1u);  // the top of the added subtree only
+    EXPECT_EQ(j["changes"][0]["status"], "added");
+    EXPECT_EQ(j["tree"][0]["status"], "context");
+    EXPECT_EQ(j["options"]["irq"], "hoisted");
+}
+
+TEST(Diff, TextMarks) {
+    std::string added = format_diff_text(diff("baseline", "added_path"));
+    EXPECT_NE(added.find("\n+ "), std::string::npos) << added;
+    EXPECT_NE(added.find("nv_check_bar_overlap"), std::string::npos);
+    std::string removed = format_diff_text(diff("baseline", "removed_path"));
+    EXPECT_NE(removed.find("\n- "), std::string::npos) << removed;
+    std::string changed = format_diff_text(diff("baseline", "count_change"));
+    EXPECT_NE(changed.find("\n~ "), std::string::npos) << changed;
+    EXPECT_NE(changed.find("[calls +4]"), std::string::npos) << changed;
+    std::string none = format_diff_text(diff("baseline", "noise"));
+    EXPECT_NE(none.find("no change"), std::string::npos) << none;
+}

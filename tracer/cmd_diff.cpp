@@ -1,0 +1,121 @@
+// nvtrace diff A B [--phase P] [--rename OLD=NEW]... [--rename-map FILE] [--min-delta ABS,REL%] [--json]
+// (docs/diff.md)
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "nvtrace/diff.hpp"
+#include "nvtrace/report_io.hpp"
+
+namespace nvtrace::cli {
+
+namespace {
+
+struct DiffArgs {
+    std::string a, b;
+    std::string phase;
+    std::vector<std::string> renames;
+    std::string rename_map;
+    std::vector<std::string> ignore;
+    std::string min_delta;
+    bool keep_irq = false;
+    bool all = false;
+    bool json = false;
+    bool exit_code = false;
+    std::size_t max_rows = 0;
+};
+
+int usage_error(const Error& e) {
+    fmt::print(stderr, "nvtrace diff: {}\n", e.message);
+    return static_cast<int>(e.code);
+}
+
+int do_diff(const DiffArgs& args) {
+    DiffOptions o;
+    if (!args.phase.empty()) o.phase = args.phase;
+    if (!args.rename_map.empty()) {
+        std::ifstream in(args.rename_map, std::ios::binary);
+        if (!in)
+            return usage_error(Error::usage(fmt::format("{}: cannot open: {}", args.rename_map, std::strerror(errno))));
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        auto m = parse_rename_map(ss.str(), args.rename_map);
+        if (!m) return usage_error(m.error());
+        o.renames = std::move(*m);
+    }
+    for (const auto& r : args.renames) {
+        auto p = parse_rename(r);
+        if (!p) return usage_error(p.error());
+        o.renames[p->first] = p->second;
+    }
+    o.ignore = args.ignore;
+    if (!args.min_delta.empty()) {
+        auto t = parse_min_delta(args.min_delta);
+        if (!t) return usage_error(t.error());
+        o.threshold = *t;
+    }
+    o.keep_irq_nesting = args.keep_irq;
+    o.keep_unchanged = args.all;
+
+    auto ra = load_report_input(args.a);
+    if (!ra) return usage_error(ra.error());
+    auto rb = load_report_input(args.b);
+    if (!rb) return usage_error(rb.error());
+
+    DiffResult d = diff_reports(*ra, *rb, o);
+    d.a.label = args.a;
+    d.b.label = args.b;
+    if (o.phase) {
+        for (const auto* in : {&d.a, &d.b})
+            if (in->calls == 0)
+                return usage_error(Error::usage(fmt::format(
+                    "{}: no calls in phase '{}' (phases: {})", in->label, *o.phase,
+                    in->phases.empty() ? std::string("none") : fmt::format("{}", fmt::join(in->phases, ", ")))));
+    }
+    if (args.json) {
+        fmt::print("{}\n", to_json(d).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+        DiffTextOptions t;
+        t.colour = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+        t.max_rows = args.max_rows;
+        fmt::print("{}", format_diff_text(d, t));
+    }
+    return args.exit_code && d.summary.any() ? static_cast<int>(ExitCode::expectation_failed) : 0;
+}
+
+void add_diff(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<DiffArgs>();
+    CLI::App* cmd = app.add_subcommand("diff", "Compare the call trees of two reports (e.g. two driver versions)");
+    cmd->footer(
+        "A and B: report.json files, capture directories or trace files. Paths are aligned after stripping clone\n"
+        "suffixes (.isra.N, .constprop.N, .part.N, .cold) and [module]; --rename maps names that changed between\n"
+        "versions (NEW empty collapses OLD). Marks: + added, - removed, ~ changed (calls, retval, time).\n"
+        "Exit codes: 0 compared (1 with --exit-code when something changed), 2 unreadable input. See docs/diff.md.");
+    cmd->add_option("a", args->a, "Base: report, capture directory or trace file")->required();
+    cmd->add_option("b", args->b, "New: report, capture directory or trace file")->required();
+    cmd->add_option("--phase", args->phase, "Only calls in this phase (scenario phase marker)");
+    cmd->add_option("--rename", args->renames, "OLD=NEW: treat OLD (in either report) as NEW; OLD= collapses OLD");
+    cmd->add_option("--rename-map", args->rename_map, "File of renames, one 'OLD NEW' or 'OLD=NEW' per line");
+    cmd->add_option("--ignore", args->ignore, "Leave out frames matching this glob, with their subtrees");
+    cmd->add_option("--min-delta", args->min_delta,
+                    "Time change threshold: ABS, REL% or ABS,REL% (default 10us,20%; both must be reached)");
+    cmd->add_flag("--keep-irq-nesting", args->keep_irq, "Keep interrupts where they arrived (default: under [irq])");
+    cmd->add_flag("--all", args->all, "Keep unchanged paths too");
+    cmd->add_option("--max-rows", args->max_rows, "Text output: at most this many rows");
+    cmd->add_flag("--json", args->json, "Print the diff as JSON (schema nvtrace.diff/1)");
+    cmd->add_flag("--exit-code", args->exit_code, "Exit 1 when any change is found");
+    cmd->callback([args, &exit_code] { exit_code = do_diff(*args); });
+}
+
+}  // namespace
+
+NVTRACE_COMMAND(40, add_diff);
+
+}  // namespace nvtrace::cli

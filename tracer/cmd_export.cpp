@@ -1,0 +1,69 @@
+// nvtrace export INPUT --format json|chrome|folded|csv [-o FILE]   (docs/export.md)
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "nvtrace/export.hpp"
+#include "nvtrace/report_io.hpp"
+
+namespace nvtrace::cli {
+
+namespace {
+
+struct ExportArgs {
+    std::string input;
+    std::string format;
+    std::string out;
+};
+
+int do_export(const ExportArgs& a) {
+    auto f = parse_export_format(a.format);
+    if (!f) {
+        fmt::print(stderr, "nvtrace export: unknown --format '{}' (expected json, chrome, folded or csv)\n", a.format);
+        return static_cast<int>(ExitCode::usage);
+    }
+    auto report = load_report_input(a.input);
+    if (!report) {
+        fmt::print(stderr, "nvtrace export: {}\n", report.error().message);
+        return static_cast<int>(report.error().code);
+    }
+    Result<void> done;
+    if (a.out.empty() || a.out == "-") {
+        done = export_report(*report, *f, std::cout);
+    } else {
+        std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
+        if (!out) {
+            fmt::print(stderr, "nvtrace export: cannot write {}: {}\n", a.out, std::strerror(errno));
+            return static_cast<int>(ExitCode::environment);
+        }
+        done = export_report(*report, *f, out);
+    }
+    if (!done) {
+        fmt::print(stderr, "nvtrace export: {}: {}\n", a.out.empty() ? "stdout" : a.out, done.error().message);
+        return static_cast<int>(done.error().code);
+    }
+    return 0;
+}
+
+void add_export(CLI::App& app, int& exit_code) {
+    auto args = std::make_shared<ExportArgs>();
+    CLI::App* cmd = app.add_subcommand("export", "Write a report as JSON, Chrome trace JSON, folded stacks or CSV");
+    cmd->footer(
+        "INPUT: a report.json, a capture directory or a trace file. Formats: json (the report, schema\n"
+        "nvtrace.report/1), chrome (Perfetto UI, chrome://tracing), folded (flamegraph.pl, speedscope; self ns),\n"
+        "csv (one row per call). Exit codes: 0 ok, 2 bad input or format, 3 cannot write. See docs/export.md.");
+    cmd->add_option("input", args->input, "Report, capture directory or trace file")->required();
+    cmd->add_option("-f,--format", args->format, "json, chrome, folded or csv")->required();
+    cmd->add_option("-o,--out", args->out, "Output file (default: stdout)");
+    cmd->callback([args, &exit_code] { exit_code = do_export(*args); });
+}
+
+}  // namespace
+
+NVTRACE_COMMAND(50, add_export);
+
+}  // namespace nvtrace::cli
