@@ -193,13 +193,22 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     meta["max_depth"] = opts.max_depth ? nlohmann::json(*opts.max_depth) : nlohmann::json(nullptr);
     meta["events"] = opts.events;
     meta["started_utc"] = utc_now();
-    meta["clock"] = "local";
     meta["tracing_dir"] = tracing_dir ? tracing_dir : "";
 
     auto inst_r = Instance::create();
     if (!inst_r) return fail(inst_r.error());
     Instance& inst = *inst_r;
     meta["instance"] = inst.name();
+    // One clock for both buffers: a new instance starts with `local`, while the top level may use another
+    // (the kernel makes `global` the default where the TSC is unstable, e.g. under qemu TCG), and the
+    // function_graph calls at the top level would not line up with the instance's markers and ioctls.
+    {
+        std::string clocks = top_file("trace_clock");
+        auto lb = clocks.find('['), rb = clocks.find(']');
+        std::string clock = (lb != std::string::npos && rb > lb) ? clocks.substr(lb + 1, rb - lb - 1) : "local";
+        if (tracefs_instance_file_write(inst.get(), "trace_clock", clock.c_str()) < 0) clock = "local";
+        meta["clock"] = clock;
+    }
 
     // Where function_graph can run: the instance (>= ~6.11) or the top level under a journal.
     TopLevelJournal journal;
@@ -473,6 +482,11 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         poll_fd_paths(pids, fd_paths);
         kmsg.poll();
         status = child.poll_exit();
+    }
+    // A signal that arrived while the last iteration ran (the program ended meanwhile) still counts.
+    if (!res.interrupted_by) {
+        timespec zero{0, 0};
+        if (int sig = ::sigtimedwait(&signals.set(), nullptr, &zero); sig > 0) res.interrupted_by = sig;
     }
     auto t1 = Clock::now();
     tracefs_printf(inst.get(), "nvtrace-end pid=%d\n", child.pid());

@@ -1,4 +1,4 @@
-// nvtrace run [options] -- CMD [ARGS]   (docs/run.md)
+// nvtrace run [options] -- CMD [ARGS]   and   nvtrace run [options] SCENARIO_DIR [-- PROGRAM ARGS]   (docs/run.md)
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,14 +7,17 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "capture.hpp"
 #include "commands.hpp"
+#include "nvtrace/expect.hpp"
 #include "nvtrace/report.hpp"
 #include "procfs.hpp"
+#include "scenario.hpp"
 
 namespace nvtrace::cli {
 
@@ -27,10 +30,14 @@ struct RunArgs {
     std::vector<std::string> events;
     std::vector<std::string> filters, notrace, graph_functions;
     int max_depth = 0;
-    bool future = false, force = false, as_root = false;
+    bool future = false, force = false, as_root = false, no_preload = false;
     double timeout_s = 0;
     bool json = false;
     bool quiet = false;
+    std::string expect;     // --expect FILE (a scenario brings its own)
+    std::string bin_dir;    // --bin-dir: where the built scenario programs are
+    std::string device;     // --device: passed to the scenario program as "--device PATH"
+    bool no_graph = false;  // --no-graph: ioctls, markers and the kernel log only
 };
 
 std::string default_out_dir(const std::vector<std::string>& cmd) {
@@ -92,7 +99,88 @@ void print_summary(const Report& r, const tracer::CaptureResult& cap, const std:
     fmt::print("report: {}/report.json\n", out_dir);
 }
 
-int do_run(const RunArgs& a) {
+// The reason a scenario program gave for exiting kScenarioCannotRun ("nvtrace-cannot-run: REASON" marker).
+std::string cannot_run_reason(const Report& r, const std::string& program) {
+    constexpr std::string_view prefix = "nvtrace-cannot-run: ";
+    for (const auto& m : r.markers)
+        if (m.text.rfind(prefix, 0) == 0) {
+            std::string t = m.text.substr(prefix.size());
+            while (!t.empty() && (t.back() == '\n' || t.back() == ' '))
+                t.pop_back();
+            return t;
+        }
+    return fmt::format("{} exited {} (requirements not met; its stderr says which)", program,
+                       tracer::kScenarioCannotRun);
+}
+
+int do_run(RunArgs a) {
+    std::optional<tracer::Scenario> scenario;
+    std::optional<ExpectFile> expectations;
+    if (!a.command.empty() && tracer::is_scenario_dir(a.command[0])) {
+        auto sc = tracer::read_scenario(a.command[0]);
+        if (!sc) {
+            fmt::print(stderr, "nvtrace run: {}\n", sc.error().message);
+            return static_cast<int>(sc.error().code);
+        }
+        scenario = *sc;
+        // Command-line tracing options replace the scenario's (modules, filters) or add to them (events).
+        if (a.modules.empty()) a.modules = sc->modules;
+        if (a.filters.empty()) a.filters = sc->filters;
+        if (a.notrace.empty()) a.notrace = sc->notrace;
+        if (a.graph_functions.empty()) a.graph_functions = sc->graph_functions;
+        a.events.insert(a.events.begin(), sc->events.begin(), sc->events.end());
+        if (a.max_depth <= 0 && sc->max_depth) a.max_depth = *sc->max_depth;
+        if (a.timeout_s <= 0 && sc->timeout_s) a.timeout_s = *sc->timeout_s;
+        a.as_root = a.as_root || sc->as_root;
+        if (a.expect.empty()) a.expect = (sc->dir / sc->expect).string();
+        // Requirements nvtrace can check itself come first: a clean "cannot run here" beats a capture error.
+        tracer::Scenario req = *sc;
+        if (a.modules != sc->modules && !a.no_graph) {  // --module replaces the scenario's module requirements
+            std::erase_if(req.requires_, [](const std::string& r) { return r.rfind("module ", 0) == 0; });
+            for (const auto& m : a.modules)
+                req.requires_.push_back("module " + m);
+        }
+        if (!a.device.empty())
+            std::erase_if(req.requires_, [](const std::string& r) { return r.rfind("device ", 0) == 0; });
+        if (auto why = tracer::unmet_requirement(req)) {
+            fmt::print("cannot run here: {}\n", *why);
+            return static_cast<int>(ExitCode::environment);
+        }
+        auto prog = tracer::find_scenario_program(
+            *sc, a.bin_dir.empty() ? std::nullopt : std::optional<std::string>(a.bin_dir));
+        if (!prog) {
+            fmt::print(stderr, "nvtrace run: {}\n", prog.error().message);
+            return static_cast<int>(prog.error().code);
+        }
+        std::vector<std::string> argv{prog->string()};
+        argv.insert(argv.end(), sc->args.begin(), sc->args.end());
+        if (!a.device.empty()) {
+            argv.push_back("--device");
+            argv.push_back(a.device);
+        }
+        argv.insert(argv.end(), a.command.begin() + 1, a.command.end());
+        a.command = argv;
+        if (a.out.empty()) a.out = default_out_dir({sc->name});
+    } else if (!a.device.empty()) {
+        fmt::print(stderr, "nvtrace run: --device is for scenario directories\n");
+        return static_cast<int>(ExitCode::usage);
+    }
+    if (a.no_graph) {
+        a.modules.clear();
+        a.filters.clear();
+        a.notrace.clear();
+        a.graph_functions.clear();
+        a.max_depth = 0;
+    }
+    if (!a.expect.empty()) {
+        auto ex = read_expectations_file(a.expect);
+        if (!ex) {
+            fmt::print(stderr, "nvtrace run: {}\n", ex.error().message);
+            return static_cast<int>(ex.error().code);
+        }
+        expectations = std::move(*ex);
+    }
+
     tracer::CaptureOptions opts;
     opts.argv = a.command;
     opts.modules = a.modules;
@@ -104,6 +192,7 @@ int do_run(const RunArgs& a) {
     opts.future = a.future;
     opts.force = a.force;
     opts.as_root = a.as_root;
+    opts.preload = !a.no_preload;
     if (a.timeout_s > 0) opts.timeout_s = a.timeout_s;
     opts.progress = !a.quiet;
 
@@ -118,7 +207,40 @@ int do_run(const RunArgs& a) {
     Report report = build_report(cap->stream);
     report.source = {
         {"kind", "live"}, {"command", a.command}, {"pid", cap->meta["pid"]}, {"tracer_mode", cap->meta["tracer_mode"]}};
-    report.environment = tracer::environment_info(a.modules);
+    report.source["modules"] = a.modules;
+    report.source["filters"] = a.filters;
+    if (scenario) report.source["scenario"] = scenario->name;
+    if (expectations) report.source["expectations"] = a.expect;
+    // The NVIDIA modules are always described: the checker decides version alternatives from them.
+    std::vector<std::string> env_modules = a.modules;
+    for (const char* m : {"nvidia", "nvidia_uvm"})
+        if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() && tracer::module_loaded(m))
+            env_modules.emplace_back(m);
+    report.environment = tracer::environment_info(env_modules);
+
+    const auto& st = cap->status;
+    bool cannot_run = scenario && st.exit_code && *st.exit_code == tracer::kScenarioCannotRun;
+    std::optional<std::string> cannot_run_why;
+    if (cannot_run) {
+        cannot_run_why = cannot_run_reason(report, a.command[0]);
+        report.source["cannot_run"] = *cannot_run_why;
+    } else if (expectations) {
+        report.checks = check_report(report, *expectations);
+        if (scenario) {
+            // The program's own verdict (its TAP output): a scenario that fails its own tests fails the run.
+            Check prog{"program-exit", "pass", "", "the scenario program's own tests (TAP on its stdout)"};
+            if (st.exit_code && *st.exit_code == 0) {
+                prog.evidence = "exit 0";
+            } else {
+                prog.result = "fail";
+                prog.evidence = st.exit_code ? fmt::format("exit {}", *st.exit_code)
+                                : st.signal  ? fmt::format("killed by signal {}", *st.signal)
+                                             : "exit status unknown";
+                prog.why += ": a test failed (see the \"not ok\" lines above)";
+            }
+            report.checks.insert(report.checks.begin(), prog);
+        }
+    }
 
     std::string out_dir = a.out.empty() ? default_out_dir(a.command) : a.out;
     std::error_code ec;
@@ -135,19 +257,32 @@ int do_run(const RunArgs& a) {
     for (const auto& s : cap->stream.buffer_stats)
         cap->meta["buffer_stats"].push_back(
             {{"cpu", s.cpu}, {"buffer", s.buffer}, {"overrun", s.overrun}, {"dropped_events", s.dropped_events}});
-    for (auto [file, text] :
-         {std::pair{"report.json", to_json(report).dump(1) + "\n"}, std::pair{"meta.json", cap->meta.dump(1) + "\n"}}) {
-        if (auto w = write_text(std::filesystem::path(out_dir) / file, text); !w) {
-            fmt::print(stderr, "nvtrace run: {}\n", w.error().message);
+    {
+        // The report is streamed: a DOM of a large capture does not fit next to its events (docs/report-format.md).
+        auto path = std::filesystem::path(out_dir) / "report.json";
+        std::ofstream out(path, std::ios::trunc);
+        if (out) write_json(report, out);
+        if (!out || !out.flush()) {
+            fmt::print(stderr, "nvtrace run: cannot write {}: {}\n", path.string(), std::strerror(errno));
             return static_cast<int>(ExitCode::environment);
         }
     }
-    if (a.json)
-        fmt::print("{}\n", to_json(report).dump());
-    else if (!a.quiet)
+    if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json", cap->meta.dump(1) + "\n"); !w) {
+        fmt::print(stderr, "nvtrace run: {}\n", w.error().message);
+        return static_cast<int>(ExitCode::environment);
+    }
+    if (a.json) {
+        write_json(report, std::cout);
+        std::cout.flush();
+    } else if (!a.quiet) {
         print_summary(report, *cap, out_dir);
+        if (!report.checks.empty()) tracer::print_checks(report.checks, false);
+    }
+    if (cannot_run_why) fmt::print("cannot run here: {}\n", *cannot_run_why);
     if (cap->interrupted_by) return 128 + *cap->interrupted_by;
     if (!cap->restore_failures.empty()) return static_cast<int>(ExitCode::environment);
+    if (cannot_run_why) return static_cast<int>(ExitCode::environment);
+    if (summarize(report.checks).fail) return static_cast<int>(ExitCode::expectation_failed);
     return 0;
 }
 
@@ -156,9 +291,21 @@ void add_run(CLI::App& app, int& exit_code) {
     CLI::App* run = app.add_subcommand("run", "Run a program under tracing and write a report");
     run->footer(
         "Example: sudo nvtrace run --module null_blk -- dd if=/dev/nullb0 of=/dev/null bs=4k count=4 iflag=direct\n"
-        "Writes DIR/report.json and DIR/meta.json (DIR defaults to runs/<program>-<UTC time>).\n"
-        "Scenario directories (nvtrace run scenarios/NAME) arrive with the scenarios; see docs/run.md.");
-    run->add_option("command", args->command, "Program and arguments, after --")->required()->expected(-1);
+        "         sudo nvtrace run scenarios/gem-mmap\n"
+        "Writes DIR/report.json and DIR/meta.json (DIR defaults to runs/<program or scenario>-<UTC time>).\n"
+        "A scenario directory brings its program, tracing options and expectations (docs/scenarios.md);\n"
+        "exit 1 when a check fails, 3 with \"cannot run here: ...\" when the machine lacks what it needs.");
+    run->add_option("command", args->command,
+                    "Program and arguments (after --), or a scenario directory [-- its program's arguments]")
+        ->required()
+        ->expected(-1);
+    run->add_option("--expect", args->expect, "Check the report against this expectations file (docs/expectations.md)");
+    run->add_option("--bin-dir", args->bin_dir,
+                    "Where the built scenario programs are (default: found from nvtrace's own path)");
+    run->add_flag("--no-graph", args->no_graph,
+                  "No function_graph (drop modules and filters, also a scenario's): ioctls, markers, kernel log only");
+    run->add_option("--device", args->device,
+                    "Scenario only: pass --device PATH to its program (e.g. another GEM driver)");
     run->add_option("-o,--out", args->out, "Capture directory (default runs/<program>-<UTC time>)");
     run->add_option("-m,--module", args->modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
@@ -178,6 +325,8 @@ void add_run(CLI::App& app, int& exit_code) {
     run->add_flag("--force", args->force,
                   "Take the top level although another tracer is set or a journal exists (it is still restored)");
     run->add_flag("--as-root", args->as_root, "Under sudo, run the program as root instead of the invoking user");
+    run->add_flag("--no-preload", args->no_preload,
+                  "Do not inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)");
     run->add_option("-e,--event", args->events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
         ->allow_extra_args(false);
     run->add_option("--timeout", args->timeout_s, "Stop the program after this many seconds (SIGTERM, then SIGKILL)")

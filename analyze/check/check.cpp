@@ -1,0 +1,837 @@
+// The checker (nvtrace/expect.hpp; rules in docs/expectations.md, "How a check is decided").
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "nvtrace/expect.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+enum class Tri : std::uint8_t { yes, no, unknown };
+
+enum class Outcome : std::uint8_t { pass, inconclusive, fail };  // ordered: worse is larger
+
+struct FactResult {
+    Outcome outcome = Outcome::pass;
+    std::string evidence;
+    std::string missing;  // for inconclusive: the data that was missing
+};
+
+constexpr std::string_view kPhaseMarker = "nvtrace-phase: ";
+constexpr std::string_view kResultMarker = "nvtrace-result: ";
+constexpr std::size_t kMaxNames = 8;
+
+std::optional<DriverVersion> leading_version(std::string_view s) {
+    std::size_t n = 0;
+    while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) || s[n] == '.'))
+        ++n;
+    std::string_view v = s.substr(0, n);
+    while (!v.empty() && v.back() == '.')
+        v.remove_suffix(1);
+    // "6.1.0" or "595.45.04"; a fourth component ("6.1.0.1") is cut off.
+    int dots = 0;
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i] == '.' && ++dots == 3) {
+            v = v.substr(0, i);
+            break;
+        }
+    return parse_driver_version(v);
+}
+
+// The first "N.N[.N]" word of a banner ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  ...").
+std::optional<DriverVersion> banner_version(std::string_view banner) {
+    std::size_t i = 0;
+    while (i < banner.size()) {
+        while (i < banner.size() && banner[i] == ' ')
+            ++i;
+        std::size_t b = i;
+        while (i < banner.size() && banner[i] != ' ')
+            ++i;
+        std::string_view w = banner.substr(b, i - b);
+        if (w.find('.') != std::string_view::npos && std::isdigit(static_cast<unsigned char>(w.front())))
+            if (auto v = parse_driver_version(w)) return v;
+    }
+    return std::nullopt;
+}
+
+const char* op_text(Condition::Op op) {
+    switch (op) {
+        case Condition::Op::lt:
+            return "<";
+        case Condition::Op::le:
+            return "<=";
+        case Condition::Op::eq:
+            return "==";
+        case Condition::Op::ne:
+            return "!=";
+        case Condition::Op::ge:
+            return ">=";
+        case Condition::Op::gt:
+            return ">";
+    }
+    return "?";
+}
+
+Tri holds(const Condition& c, const CheckEnvironment& env) {
+    if (c.subject == Condition::Subject::flavour) {
+        if (!env.flavour) return Tri::unknown;
+        return *env.flavour == c.flavour ? Tri::yes : Tri::no;
+    }
+    const auto& v = c.subject == Condition::Subject::driver ? env.driver : env.kernel;
+    if (!v) return Tri::unknown;
+    bool r = false;
+    switch (c.op) {
+        case Condition::Op::lt:
+            r = *v < c.version;
+            break;
+        case Condition::Op::le:
+            r = *v <= c.version;
+            break;
+        case Condition::Op::eq:
+            r = *v == c.version;
+            break;
+        case Condition::Op::ne:
+            r = *v != c.version;
+            break;
+        case Condition::Op::ge:
+            r = *v >= c.version;
+            break;
+        case Condition::Op::gt:
+            r = *v > c.version;
+            break;
+    }
+    return r ? Tri::yes : Tri::no;
+}
+
+Tri all_hold(const std::vector<Condition>& cs, const CheckEnvironment& env) {
+    Tri out = Tri::yes;
+    for (const auto& c : cs) {
+        Tri t = holds(c, env);
+        if (t == Tri::no) return Tri::no;
+        if (t == Tri::unknown) out = Tri::unknown;
+    }
+    return out;
+}
+
+std::string describe_env(const std::vector<Condition>& cs, const CheckEnvironment& env) {
+    std::vector<std::string> parts;
+    std::set<Condition::Subject> seen;
+    for (const auto& c : cs) {
+        if (!seen.insert(c.subject).second) continue;
+        switch (c.subject) {
+            case Condition::Subject::driver:
+                parts.push_back(env.driver ? "driver " + to_string(*env.driver) : "driver version unknown");
+                break;
+            case Condition::Subject::kernel:
+                parts.push_back(env.kernel ? "kernel " + to_string(*env.kernel) : "kernel version unknown");
+                break;
+            case Condition::Subject::flavour:
+                parts.push_back(env.flavour ? "flavour " + *env.flavour : "driver flavour unknown");
+                break;
+        }
+    }
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string conditions_text(const std::vector<Condition>& cs) {
+    std::vector<std::string> t;
+    for (const auto& c : cs)
+        t.push_back(c.subject == Condition::Subject::flavour
+                        ? "flavour " + c.flavour
+                        : fmt::format("{} {} {}", c.subject == Condition::Subject::driver ? "driver" : "kernel",
+                                      op_text(c.op), to_string(c.version)));
+    return fmt::format("{}", fmt::join(t, " and "));
+}
+
+std::string join_limited(const std::vector<std::string>& names, std::size_t limit = kMaxNames) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size() && i < limit; ++i)
+        out += (i ? ", " : "") + names[i];
+    if (names.size() > limit) out += fmt::format(", ... ({} in all)", names.size());
+    return out;
+}
+
+// errno names and numbers ("EINVAL", "-22", "22", "-EINVAL").
+std::optional<std::int64_t> errno_value(std::string_view s) {
+    bool neg = !s.empty() && s.front() == '-';
+    if (neg) s.remove_prefix(1);
+    if (s.empty()) return std::nullopt;
+    if (std::isdigit(static_cast<unsigned char>(s.front()))) {
+        std::int64_t v = 0;
+        for (char c : s) {
+            if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+            v = v * 10 + (c - '0');
+        }
+        return neg ? -v : v;
+    }
+    for (int e = 1; e < 200; ++e) {
+        const char* name = strerrorname_np(e);
+        if (name && s == name) return -static_cast<std::int64_t>(e);
+    }
+    return std::nullopt;
+}
+
+std::optional<std::uint64_t> number(std::string_view s) {
+    if (s.empty()) return std::nullopt;
+    int base = 10;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s.remove_prefix(2);
+    }
+    std::uint64_t v = 0;
+    for (char c : s) {
+        int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                : (base == 16 && std::isxdigit(static_cast<unsigned char>(c)))
+                    ? std::tolower(static_cast<unsigned char>(c)) - 'a' + 10
+                    : -1;
+        if (d < 0) return std::nullopt;
+        v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
+    }
+    return v;
+}
+
+// An NV_STATUS by name or number.
+std::optional<std::uint64_t> status_value(std::string_view s) {
+    if (auto n = number(s)) return n;
+    if (const auto* st = nv_status_by_name(s)) return st->value;
+    return std::nullopt;
+}
+
+bool same_value(std::string_view expected, std::string_view actual) {
+    if (expected == actual) return true;
+    auto a = number(expected), b = number(actual);
+    if (a && b) return *a == *b;
+    if (expected.size() != actual.size()) return false;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(expected[i])) !=
+            std::tolower(static_cast<unsigned char>(actual[i])))
+            return false;
+    return true;
+}
+
+struct Context {
+    const Report& report;
+    const ExpectFile& file;
+    CheckEnvironment env;
+    std::map<std::uint64_t, std::vector<const Call*>> children;
+    std::map<std::uint64_t, const Call*> by_id;
+    std::set<std::string> functions_seen;  // anywhere in the report
+    bool data_lost = false;
+    std::string loss;
+    bool live = false;
+
+    Context(const Report& r, const ExpectFile& f) : report(r), file(f), env(check_environment(r)) {
+        for (const Call& c : r.calls) {
+            by_id[c.id] = &c;
+            if (c.parent) children[*c.parent].push_back(&c);
+            functions_seen.insert(c.function);
+        }
+        const Completeness& cm = r.completeness;
+        std::vector<std::string> why;
+        if (cm.lost_events) why.push_back(fmt::format("{} lost events", cm.lost_events));
+        if (cm.overruns) why.push_back(fmt::format("{} ring-buffer overruns", cm.overruns));
+        if (cm.dropped_events) why.push_back(fmt::format("{} dropped events", cm.dropped_events));
+        if (cm.graph_overruns) why.push_back(fmt::format("{} graph return-stack overruns", cm.graph_overruns));
+        if (cm.orphan_returns) why.push_back(fmt::format("{} returns without entry", cm.orphan_returns));
+        if (cm.unclosed_calls) why.push_back(fmt::format("{} calls without exit", cm.unclosed_calls));
+        if (!cm.complete && why.empty()) why = cm.reasons;
+        if (!cm.complete && why.empty()) why.push_back("the report says it is incomplete");
+        data_lost = !cm.complete || cm.lost_events || cm.overruns || cm.dropped_events || cm.graph_overruns;
+        loss = fmt::format("{}", fmt::join(why, ", "));
+        live = r.source.is_object() && r.source.value("kind", "") == "live";
+    }
+
+    std::string tracer_hint() const {
+        if (report.source.is_object() && report.source.contains("tracer_mode") &&
+            report.source["tracer_mode"].is_string())
+            return fmt::format(" (tracer mode: {})", report.source["tracer_mode"].get<std::string>());
+        return "";
+    }
+
+    // The untraced declaration that hides `fn` in this run, if any.
+    const Untraced* hidden(const std::string& fn) const {
+        for (const auto& u : file.untraced)
+            if (all_hold(u.when, env) != Tri::no &&
+                std::find(u.functions.begin(), u.functions.end(), fn) != u.functions.end())
+                return &u;
+        return nullptr;
+    }
+};
+
+bool in_phase(const std::optional<std::string>& item_phase, const std::optional<std::string>& want) {
+    return !want || (item_phase && *item_phase == *want);
+}
+
+std::string call_ref(const Call& c) {
+    return fmt::format("{}#{}", c.function, c.id);
+}
+
+// ---- chains ----------------------------------------------------------------------------------------------
+
+// Longest match of steps[i..] below `at`; fills `path` with the calls matched (at is already in it).
+void match_below(const Context& ctx, const Call& at, const std::vector<ChainStep>& steps, std::size_t i,
+                 std::vector<const Call*>& path, std::vector<const Call*>& best) {
+    if (path.size() > best.size()) best = path;
+    if (i == steps.size()) return;
+    auto kids = ctx.children.find(at.id);
+    if (kids == ctx.children.end()) return;
+    for (const Call* k : kids->second) {
+        if (k->function == steps[i].function) {
+            path.push_back(k);
+            match_below(ctx, *k, steps, i + 1, path, best);
+            path.pop_back();
+            if (best.size() == steps.size()) return;
+        }
+        if (!steps[i].direct) {
+            match_below(ctx, *k, steps, i, path, best);  // skip this level
+            if (best.size() == steps.size()) return;
+        }
+    }
+}
+
+struct ChainMatch {
+    std::size_t complete = 0;          // how many calls start a complete match
+    std::vector<const Call*> example;  // first complete match, or the longest partial one
+};
+
+ChainMatch match_chain(const Context& ctx, const std::vector<ChainStep>& steps,
+                       const std::optional<std::string>& phase) {
+    ChainMatch m;
+    for (const Call& c : ctx.report.calls) {
+        if (c.function != steps[0].function || !in_phase(c.phase, phase)) continue;
+        std::vector<const Call*> path{&c}, best;
+        match_below(ctx, c, steps, 1, path, best);
+        if (best.size() == steps.size()) {
+            if (m.complete++ == 0 || m.example.size() < steps.size()) m.example = best;
+        } else if (m.complete == 0 && best.size() > m.example.size()) {
+            m.example = best;
+        }
+    }
+    return m;
+}
+
+std::string path_text(const std::vector<const Call*>& path) {
+    std::vector<std::string> parts;
+    for (const Call* c : path)
+        parts.push_back(call_ref(*c));
+    return fmt::format("{}", fmt::join(parts, " > "));
+}
+
+std::string phase_text(const std::optional<std::string>& phase) {
+    return phase ? fmt::format(" in phase {}", *phase) : std::string();
+}
+
+std::vector<std::string> distinct_functions(const Context& ctx, const std::optional<std::string>& phase) {
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (const Call& c : ctx.report.calls)
+        if (in_phase(c.phase, phase) && seen.insert(c.function).second) names.push_back(c.function);
+    return names;
+}
+
+std::size_t calls_in(const Context& ctx, const std::optional<std::string>& phase) {
+    std::size_t n = 0;
+    for (const Call& c : ctx.report.calls)
+        n += in_phase(c.phase, phase) ? 1 : 0;
+    return n;
+}
+
+FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    if (ctx.report.calls.empty())
+        return {Outcome::inconclusive, "",
+                "the report has no function_graph calls" + ctx.tracer_hint() +
+                    ": the function tracer was not used or is not available here"};
+    // The visible chain: untraced steps removed, the link across them loosened to '>>'.
+    std::vector<ChainStep> visible;
+    std::vector<std::string> hidden_why;
+    bool loosen = false;
+    for (const auto& s : f.chain) {
+        if (const Untraced* u = ctx.hidden(s.function)) {
+            hidden_why.push_back(fmt::format("{}: {}", s.function, u->reason));
+            loosen = true;
+            continue;
+        }
+        visible.push_back({s.function, s.direct && !loosen});
+        loosen = false;
+    }
+    if (!visible.empty()) visible.front().direct = true;
+    std::string hidden_text = fmt::format("{}", fmt::join(hidden_why, "; "));
+
+    if (f.absent) {
+        if (!hidden_why.empty())
+            return {Outcome::inconclusive, "", "ftrace cannot see part of this chain (" + hidden_text + ")"};
+        ChainMatch m = match_chain(ctx, visible, phase);
+        if (m.complete)
+            return {Outcome::fail,
+                    fmt::format("seen {} time(s){}: {}", m.complete, phase_text(phase), path_text(m.example)), ""};
+        if (ctx.data_lost)
+            return {Outcome::inconclusive, "not seen", "data was lost (" + ctx.loss + "), so absence proves nothing"};
+        for (const auto& s : visible)
+            if (!ctx.functions_seen.count(s.function))
+                return {Outcome::inconclusive, "not seen",
+                        fmt::format("{} appears nowhere in this report, so its absence does not show it was not "
+                                    "called (is it traced?)",
+                                    s.function)};
+        std::size_t n = calls_in(ctx, phase);
+        if (n == 0)
+            return {
+                Outcome::inconclusive, "not seen",
+                fmt::format("no call at all was traced{}: nothing to tell absence from no tracing", phase_text(phase))};
+        return {Outcome::pass, fmt::format("not among the {} calls{}", n, phase_text(phase)), ""};
+    }
+
+    if (visible.empty())
+        return {Outcome::inconclusive, "", "ftrace cannot see any function of this chain (" + hidden_text + ")"};
+    ChainMatch m = match_chain(ctx, visible, phase);
+    if (m.complete) {
+        std::string ev = fmt::format("{}{}", path_text(m.example),
+                                     m.complete > 1 ? fmt::format(" ({} times)", m.complete) : std::string());
+        if (!hidden_why.empty())
+            return {Outcome::inconclusive, "the visible part is there: " + ev, "ftrace cannot see " + hidden_text};
+        return {Outcome::pass, ev, ""};
+    }
+    // Not found: the nearest evidence.
+    std::string ev;
+    if (!m.example.empty()) {
+        const Call* last = m.example.back();
+        std::vector<std::string> kids;
+        if (auto it = ctx.children.find(last->id); it != ctx.children.end())
+            for (const Call* k : it->second)
+                if (std::find(kids.begin(), kids.end(), k->function) == kids.end()) kids.push_back(k->function);
+        ev = fmt::format("closest: {}; no {} {} it{}", path_text(m.example), visible[m.example.size()].function,
+                         visible[m.example.size()].direct ? "directly below" : "anywhere below",
+                         kids.empty() ? std::string(" (it has no traced children)")
+                                      : fmt::format(" (its children: {})", join_limited(kids)));
+    } else {
+        std::size_t elsewhere = 0;
+        std::set<std::string> phases;
+        for (const Call& c : ctx.report.calls)
+            if (c.function == visible[0].function) {
+                ++elsewhere;
+                phases.insert(c.phase.value_or("(no phase)"));
+            }
+        if (elsewhere)
+            ev = fmt::format("{} is not called{}, but {} time(s) in {}", visible[0].function, phase_text(phase),
+                             elsewhere, join_limited({phases.begin(), phases.end()}));
+        else
+            ev = fmt::format("{} is never called{}; functions traced there: {}", visible[0].function, phase_text(phase),
+                             join_limited(distinct_functions(ctx, phase)));
+        if (calls_in(ctx, phase) == 0) ev = fmt::format("no call at all was traced{}", phase_text(phase));
+    }
+    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    return {Outcome::fail, ev, ""};
+}
+
+// ---- ioctls ----------------------------------------------------------------------------------------------
+
+bool has_ioctl_data(const Context& ctx) {
+    return ctx.live || !ctx.report.ioctls.empty();
+}
+
+bool ioctl_named(const IoctlRecord& io, const std::string& name) {
+    if (io.name && *io.name == name) return true;
+    auto n = number(name);
+    return n && *n == io.cmd;
+}
+
+std::string ioctl_label(const IoctlRecord& io) {
+    return io.name.value_or(fmt::format("0x{:x}", io.cmd));
+}
+
+bool subtree_has(const Context& ctx, std::uint64_t root, const std::string& fn) {
+    std::vector<std::uint64_t> stack{root};
+    while (!stack.empty()) {
+        std::uint64_t id = stack.back();
+        stack.pop_back();
+        if (auto it = ctx.by_id.find(id); it != ctx.by_id.end() && it->second->function == fn) return true;
+        if (auto it = ctx.children.find(id); it != ctx.children.end())
+            for (const Call* k : it->second)
+                stack.push_back(k->id);
+    }
+    return false;
+}
+
+// yes: every field matches; no: one known field differs; unknown: the rest match, some field is not recorded.
+Tri ioctl_fields_match(const Context& ctx, const IoctlRecord& io, const Fact& f, std::vector<std::string>& seen,
+                       std::vector<std::string>& unknown) {
+    Tri out = Tri::yes;
+    for (const auto& [key, want] : f.fields) {
+        std::optional<bool> ok;
+        std::string actual;
+        if (key == "hclass") {
+            if (io.hclass) {
+                actual = fmt::format("0x{:x}", *io.hclass);
+                auto w = number(want);
+                if (!w)
+                    if (const auto* c = rm_class_by_name(want)) w = c->hclass;
+                ok = w && *w == *io.hclass;
+            }
+        } else if (key == "status") {
+            if (io.status) {
+                actual = *io.status;
+                auto w = status_value(want), a = status_value(*io.status);
+                ok = (w && a) ? *w == *a : same_value(want, *io.status);
+            }
+        } else if (key == "ret") {
+            if (io.ret) {
+                actual = fmt::format("{}", *io.ret);
+                auto w = errno_value(want);
+                ok = w && *w == *io.ret;
+            }
+        } else if (key == "fd") {
+            if (io.fd_path) {
+                actual = *io.fd_path;
+                ok = io.fd_path->rfind(want, 0) == 0;
+            }
+        } else if (key == "calls") {
+            if (!ctx.report.calls.empty()) {
+                bool found = false;
+                for (auto id : io.calls)
+                    found = found || subtree_has(ctx, id, want);
+                ok = found;
+                actual = found ? want : fmt::format("{} root call(s) without {}", io.calls.size(), want);
+            }
+        }
+        if (!ok) {
+            unknown.push_back(key);
+            if (out == Tri::yes) out = Tri::unknown;
+        } else {
+            seen.push_back(fmt::format("{}={}", key, actual));
+            if (!*ok) out = Tri::no;
+        }
+    }
+    return out;
+}
+
+FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    if (!has_ioctl_data(ctx)) return {Outcome::inconclusive, "", "the report has no ioctl data (not a live capture)"};
+    const std::string& name = f.names[0];
+    std::size_t matched = 0, unknown_n = 0, named = 0;
+    std::string first_match, first_other, missing_fields;
+    for (const auto& io : ctx.report.ioctls) {
+        if (!in_phase(io.phase, phase) || !ioctl_named(io, name)) continue;
+        ++named;
+        std::vector<std::string> seen, unknown;
+        Tri t = ioctl_fields_match(ctx, io, f, seen, unknown);
+        std::string desc =
+            fmt::format("{} at {} ns{}{}", ioctl_label(io), io.enter_ns, seen.empty() ? "" : " ", fmt::join(seen, " "));
+        if (t == Tri::yes) {
+            if (matched++ == 0) first_match = desc;
+        } else if (t == Tri::unknown) {
+            ++unknown_n;
+            if (missing_fields.empty()) missing_fields = fmt::format("{}", fmt::join(unknown, ", "));
+            if (first_other.empty()) first_other = desc;
+        } else if (first_other.empty()) {
+            first_other = desc;
+        }
+    }
+    std::string unknown_why = fmt::format(
+        "{} {} ioctl(s) lack {} in this report (the RM status and hClass need user-side decoding; calls= "
+        "needs function_graph)",
+        unknown_n, name, missing_fields);
+    if (f.absent) {
+        if (matched)
+            return {Outcome::fail, fmt::format("{} matching ioctl(s){}: {}", matched, phase_text(phase), first_match),
+                    ""};
+        if (unknown_n) return {Outcome::inconclusive, first_other, unknown_why};
+        if (ctx.data_lost) return {Outcome::inconclusive, "not seen", "data was lost (" + ctx.loss + ")"};
+        return {Outcome::pass, fmt::format("no matching ioctl among {} {}{}", named, name, phase_text(phase)), ""};
+    }
+    if (matched)
+        return {Outcome::pass, matched > 1 ? fmt::format("{} ({} matching)", first_match, matched) : first_match, ""};
+    if (unknown_n) return {Outcome::inconclusive, first_other, unknown_why};
+    std::string ev;
+    if (named)
+        ev = fmt::format("{} {} ioctl(s){}, none matching; first: {}", named, name, phase_text(phase), first_other);
+    else {
+        std::vector<std::string> names;
+        for (const auto& io : ctx.report.ioctls)
+            if (in_phase(io.phase, phase) && std::find(names.begin(), names.end(), ioctl_label(io)) == names.end())
+                names.push_back(ioctl_label(io));
+        ev = names.empty() ? fmt::format("no ioctl at all{}", phase_text(phase))
+                           : fmt::format("no {}{}; ioctls seen: {}", name, phase_text(phase), join_limited(names));
+    }
+    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    return {Outcome::fail, ev, ""};
+}
+
+FactResult eval_ioctls(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    if (!has_ioctl_data(ctx)) return {Outcome::inconclusive, "", "the report has no ioctl data (not a live capture)"};
+    std::size_t want = 0;
+    std::vector<std::string> at;
+    std::vector<std::string> seen;
+    std::size_t pos = 0;
+    for (const auto& io : ctx.report.ioctls) {
+        if (!in_phase(io.phase, phase)) continue;
+        ++pos;
+        if (seen.empty() || seen.back() != ioctl_label(io)) seen.push_back(ioctl_label(io));
+        if (want < f.names.size() && ioctl_named(io, f.names[want])) {
+            at.push_back(fmt::format("{}@{}", f.names[want], pos));
+            ++want;
+        }
+    }
+    if (want == f.names.size()) return {Outcome::pass, fmt::format("{}", fmt::join(at, ", ")), ""};
+    std::string ev = fmt::format("{}no {}{} after that; ioctls in order: {}",
+                                 at.empty() ? std::string() : fmt::format("found {}; ", fmt::join(at, ", ")),
+                                 f.names[want], phase_text(phase), seen.empty() ? "none" : join_limited(seen, 16));
+    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    return {Outcome::fail, ev, ""};
+}
+
+// ---- kernel log ------------------------------------------------------------------------------------------
+
+FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    if (!ctx.live && ctx.report.kernel_log.empty())
+        return {Outcome::inconclusive, "", "the report has no kernel log (not a live capture, no --kmsg)"};
+    const std::string& kind = f.names[0];
+    std::size_t matched = 0, of_kind = 0;
+    std::string first_match, first_other;
+    std::vector<std::string> kinds;
+    for (const auto& m : ctx.report.kernel_log) {
+        // A message tied to a call has that call's phase; others cannot be placed and always count.
+        if (phase && m.call)
+            if (auto it = ctx.by_id.find(*m.call); it != ctx.by_id.end() && !in_phase(it->second->phase, phase))
+                continue;
+        if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) kinds.push_back(m.kind);
+        if (m.kind != kind) continue;
+        ++of_kind;
+        bool ok = true;
+        for (const auto& [k, v] : f.fields) {
+            auto it = m.fields.find(k);
+            ok = ok && it != m.fields.end() && same_value(v, it->second);
+        }
+        std::string text = m.text.substr(0, m.text.find('\n'));
+        if (ok) {
+            if (matched++ == 0) first_match = text;
+        } else if (first_other.empty()) {
+            std::vector<std::string> fs;
+            for (const auto& [k, v] : m.fields)
+                fs.push_back(k + "=" + v);
+            first_other = fmt::format("{} [{}]", text, fmt::join(fs, " "));
+        }
+    }
+    if (f.absent) {
+        if (matched) return {Outcome::fail, fmt::format("{} message(s): {}", matched, first_match), ""};
+        if (ctx.data_lost) return {Outcome::inconclusive, "not seen", "data was lost (" + ctx.loss + ")"};
+        return {Outcome::pass, fmt::format("none among {} kernel-log message(s)", ctx.report.kernel_log.size()), ""};
+    }
+    if (matched) return {Outcome::pass, first_match, ""};
+    std::string ev =
+        of_kind ? fmt::format("{} {} message(s), none with these fields; first: {}", of_kind, kind, first_other)
+                : fmt::format("no {} message; kinds seen: {}", kind, kinds.empty() ? "none" : join_limited(kinds));
+    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    return {Outcome::fail, ev, ""};
+}
+
+// ---- markers: results and phases --------------------------------------------------------------------------
+
+FactResult eval_result(const Context& ctx, const Fact& f) {
+    const std::string& key = f.names[0];
+    const std::string& want = f.fields[0].second;
+    std::optional<std::string> got;
+    for (const auto& m : ctx.report.markers) {
+        if (m.text.rfind(kResultMarker, 0) != 0) continue;
+        std::string_view kv = std::string_view(m.text).substr(kResultMarker.size());
+        while (!kv.empty() && (kv.back() == '\n' || kv.back() == ' '))
+            kv.remove_suffix(1);
+        auto eq = kv.find('=');
+        if (eq != std::string_view::npos && kv.substr(0, eq) == key) got = std::string(kv.substr(eq + 1));
+    }
+    if (!got)
+        return {Outcome::inconclusive, "",
+                fmt::format("the program wrote no \"nvtrace-result: {}=...\" marker ({} markers in the report)", key,
+                            ctx.report.markers.size())};
+    if (*got == want) return {Outcome::pass, fmt::format("{}={}", key, *got), ""};
+    return {Outcome::fail, fmt::format("{}={}", key, *got), ""};
+}
+
+std::vector<std::string> phase_markers(const Context& ctx) {
+    std::vector<std::string> out;
+    for (const auto& m : ctx.report.markers)
+        if (m.text.rfind(kPhaseMarker, 0) == 0) {
+            std::string p = m.text.substr(kPhaseMarker.size());
+            while (!p.empty() && (p.back() == '\n' || p.back() == ' '))
+                p.pop_back();
+            out.push_back(p);
+        }
+    return out;
+}
+
+FactResult eval_phases(const Context& ctx, const Fact& f) {
+    auto seen = phase_markers(ctx);
+    if (seen.empty())
+        return {Outcome::inconclusive, "",
+                "the report has no phase markers (the program wrote none, or markers were not recorded)"};
+    std::size_t want = 0;
+    for (const auto& p : seen)
+        if (want < f.names.size() && p == f.names[want]) ++want;
+    if (want == f.names.size()) return {Outcome::pass, fmt::format("{}", fmt::join(f.names, ", ")), ""};
+    std::string ev = fmt::format("no phase {} in order; phases seen: {}", f.names[want], join_limited(seen, 16));
+    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    return {Outcome::fail, ev, ""};
+}
+
+FactResult eval_fact(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    switch (f.kind) {
+        case Fact::Kind::chain:
+            return eval_chain(ctx, f, phase);
+        case Fact::Kind::ioctl:
+            return eval_ioctl(ctx, f, phase);
+        case Fact::Kind::ioctls:
+            return eval_ioctls(ctx, f, phase);
+        case Fact::Kind::log:
+            return eval_log(ctx, f, phase);
+        case Fact::Kind::result:
+            return eval_result(ctx, f);
+        case Fact::Kind::phases:
+            return eval_phases(ctx, f);
+    }
+    return {};
+}
+
+// A fact with its own "when": not applicable -> nullopt (skipped); unknown condition turns a fail into
+// inconclusive.
+std::optional<FactResult> eval_conditional(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    Tri t = all_hold(f.when, ctx.env);
+    if (t == Tri::no) return std::nullopt;
+    FactResult r = eval_fact(ctx, f, phase);
+    if (t == Tri::unknown && r.outcome == Outcome::fail) {
+        r.outcome = Outcome::inconclusive;
+        r.missing = fmt::format("it applies only when {}, and this report does not say ({})", conditions_text(f.when),
+                                describe_env(f.when, ctx.env));
+    }
+    return r;
+}
+
+std::string fact_label(const Fact& f) {
+    return fmt::format("line {}: {}", f.line, f.text);
+}
+
+Check run_check(const Context& ctx, const Expectation& e) {
+    Check out;
+    out.id = e.id;
+    std::string sources = e.sources.empty() ? std::string() : fmt::format(" [source: {}]", fmt::join(e.sources, "; "));
+    std::string title = e.title.empty() ? e.id : e.title;
+    Tri applies = all_hold(e.when, ctx.env);
+    if (applies == Tri::no) {
+        out.result = "inconclusive";
+        out.why = fmt::format("{}: applies when {}; this run has {}{}", title, conditions_text(e.when),
+                              describe_env(e.when, ctx.env), sources);
+        return out;
+    }
+    if (e.phase) {
+        auto phases = phase_markers(ctx);
+        if (std::find(phases.begin(), phases.end(), *e.phase) == phases.end()) {
+            out.result = "inconclusive";
+            out.evidence =
+                phases.empty() ? "no phase markers" : fmt::format("phases seen: {}", join_limited(phases, 16));
+            out.why = fmt::format(
+                "{}: phase {} was never marked (the program did not reach it, or its marker was "
+                "not recorded){}",
+                title, *e.phase, sources);
+            return out;
+        }
+    }
+    // Groups: a fact and the "or" facts after it.
+    Outcome worst = Outcome::pass;
+    std::vector<std::string> evidence, why;
+    for (std::size_t i = 0; i < e.facts.size();) {
+        std::size_t j = i + 1;
+        while (j < e.facts.size() && e.facts[j].alternative)
+            ++j;
+        std::optional<FactResult> best;
+        std::vector<std::string> group_ev, group_missing;
+        std::size_t applicable = 0;
+        for (std::size_t k = i; k < j; ++k) {
+            auto r = eval_conditional(ctx, e.facts[k], e.phase);
+            if (!r) continue;
+            ++applicable;
+            if (!r->evidence.empty())
+                group_ev.push_back(j - i > 1 ? fmt::format("({}) {}", e.facts[k].text, r->evidence) : r->evidence);
+            if (r->outcome == Outcome::inconclusive) group_missing.push_back(r->missing);
+            if (r->outcome == Outcome::fail) group_missing.push_back("expected " + fact_label(e.facts[k]));
+            if (!best || r->outcome < best->outcome) best = r;
+        }
+        Outcome o = Outcome::inconclusive;
+        if (!applicable) {
+            std::vector<std::string> conds;
+            for (std::size_t k = i; k < j; ++k)
+                conds.push_back(conditions_text(e.facts[k].when));
+            why.push_back(fmt::format("no alternative of line {} applies to this run ({}; alternatives for: {})",
+                                      e.facts[i].line, describe_env(e.facts[i].when, ctx.env),
+                                      fmt::join(conds, " | ")));
+        } else {
+            o = best->outcome;
+            if (o == Outcome::pass) {
+                evidence.push_back(best->evidence);  // only the alternative that passed matters
+            } else {
+                for (const auto& m : group_missing)  // what each applicable alternative lacked
+                    if (!m.empty()) why.push_back(m);
+                evidence.insert(evidence.end(), group_ev.begin(), group_ev.end());
+            }
+        }
+        worst = std::max(worst, o);
+        i = j;
+    }
+    out.result = worst == Outcome::pass ? "pass" : worst == Outcome::fail ? "fail" : "inconclusive";
+    out.evidence = fmt::format("{}", fmt::join(evidence, "; "));
+    if (worst == Outcome::pass)
+        out.why = title + sources;
+    else
+        out.why = fmt::format("{}: {}{}", title, fmt::join(why, "; "), sources);
+    if (worst != Outcome::pass && applies == Tri::unknown && worst == Outcome::fail) {
+        out.result = "inconclusive";
+        out.why += fmt::format("; the check applies only when {}, and this report does not say ({})",
+                               conditions_text(e.when), describe_env(e.when, ctx.env));
+    }
+    return out;
+}
+
+}  // namespace
+
+CheckEnvironment check_environment(const Report& report) {
+    CheckEnvironment env;
+    const auto& e = report.environment;
+    if (!e.is_object()) return env;
+    if (e.contains("kernel") && e["kernel"].is_string()) env.kernel = leading_version(e["kernel"].get<std::string>());
+    if (e.contains("nvidia_driver_version") && e["nvidia_driver_version"].is_string())
+        env.driver = parse_driver_version(e["nvidia_driver_version"].get<std::string>());
+    if (!env.driver && e.contains("modules") && e["modules"].is_object() && e["modules"].contains("nvidia") &&
+        e["modules"]["nvidia"].is_object() && e["modules"]["nvidia"].contains("version") &&
+        e["modules"]["nvidia"]["version"].is_string())
+        env.driver = parse_driver_version(e["modules"]["nvidia"]["version"].get<std::string>());
+    if (!env.driver && e.contains("nvidia_driver_banner") && e["nvidia_driver_banner"].is_string())
+        env.driver = banner_version(e["nvidia_driver_banner"].get<std::string>());
+    if (e.contains("nvidia_driver_flavour") && e["nvidia_driver_flavour"].is_string())
+        env.flavour = e["nvidia_driver_flavour"].get<std::string>();
+    return env;
+}
+
+std::vector<Check> check_report(const Report& report, const ExpectFile& expectations) {
+    Context ctx(report, expectations);
+    std::vector<Check> out;
+    out.reserve(expectations.checks.size());
+    for (const auto& e : expectations.checks)
+        out.push_back(run_check(ctx, e));
+    return out;
+}
+
+CheckSummary summarize(const std::vector<Check>& checks) {
+    CheckSummary s;
+    for (const auto& c : checks) {
+        if (c.result == "pass")
+            ++s.pass;
+        else if (c.result == "fail")
+            ++s.fail;
+        else
+            ++s.inconclusive;
+    }
+    return s;
+}
+
+}  // namespace nvtrace

@@ -1,0 +1,365 @@
+// The checker on recorded reports: every outcome (pass, fail with the nearest evidence, inconclusive with what was
+// missing). data/gem_mmap_vgem_6.1.report.json is the report of `nvtrace run scenarios/gem-mmap` in the qemu guest
+// (Debian 6.1.0-56-amd64, real vgem; data/README.md says how to record it again); the tests check it as recorded
+// and then take data away from it, as a lossy capture or another tracer mode would. The NVIDIA cases use small
+// synthetic reports (no GPU run recorded yet): version alternatives, untraced RM functions, status fields.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "nvtrace/expect.hpp"
+#include "nvtrace/report_io.hpp"
+
+namespace nvtrace {
+namespace {
+
+const std::string kData = NVTRACE_CHECK_DATA_DIR;
+const std::string kScenarios = NVTRACE_SCENARIOS_DIR;
+
+Report recorded() {
+    auto r = read_report_file(kData + "/gem_mmap_vgem_6.1.report.json");
+    if (!r) ADD_FAILURE() << r.error().message;
+    return r ? *r : Report{};
+}
+
+ExpectFile expectations(const std::string& scenario) {
+    auto e = read_expectations_file(kScenarios + "/" + scenario + "/path.expect");
+    if (!e) ADD_FAILURE() << e.error().message;
+    return e ? *e : ExpectFile{};
+}
+
+ExpectFile inline_expect(std::string_view text) {
+    auto e = parse_expectations(text, "inline.expect");
+    if (!e) ADD_FAILURE() << e.error().message;
+    return e ? *e : ExpectFile{};
+}
+
+std::map<std::string, Check> by_id(const std::vector<Check>& checks) {
+    std::map<std::string, Check> m;
+    for (const auto& c : checks)
+        m[c.id] = c;
+    return m;
+}
+
+std::string dump(const std::vector<Check>& checks) {
+    std::ostringstream s;
+    for (const auto& c : checks)
+        s << "\n  " << c.result << " " << c.id << " | " << c.evidence << " | " << c.why;
+    return s.str();
+}
+
+// ---- the recorded gem-mmap run ---------------------------------------------------------------------------
+
+TEST(CheckRecorded, EveryGemMmapCheckPassesOnTheRecordedRun) {
+    Report r = recorded();
+    ASSERT_FALSE(r.calls.empty());
+    auto checks = check_report(r, expectations("gem-mmap"));
+    auto s = summarize(checks);
+    EXPECT_EQ(s.pass, 16u) << dump(checks);
+    EXPECT_EQ(s.fail + s.inconclusive, 0u) << dump(checks);
+    auto m = by_id(checks);
+    EXPECT_NE(m["mmap-path"].evidence.find("drm_gem_mmap#"), std::string::npos) << m["mmap-path"].evidence;
+    EXPECT_NE(m["over-long-einval"].evidence.find("not among the"), std::string::npos);
+    EXPECT_NE(m["mmap-path"].why.find("[source: DESIGN.md section 1"), std::string::npos) << m["mmap-path"].why;
+}
+
+TEST(CheckRecorded, LostEventsMakeAbsenceInconclusiveButKeepWhatWasSeen) {
+    Report r = recorded();
+    r.completeness.complete = false;
+    r.completeness.lost_events = 7;
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    for (const char* id : {"over-long-einval", "middle-einval", "offset-0-einval", "other-file-eacces",
+                           "closed-bo-einval", "private-einval"}) {
+        EXPECT_EQ(m[id].result, "inconclusive") << id << ": " << m[id].why;
+        EXPECT_NE(m[id].why.find("data was lost (7 lost events)"), std::string::npos) << m[id].why;
+    }
+    // Seen is seen: chains and results that are in the data still pass.
+    EXPECT_EQ(m["mmap-path"].result, "pass");
+    EXPECT_EQ(m["zero-filled"].result, "pass");
+}
+
+TEST(CheckRecorded, WithoutFunctionGraphChainsAreInconclusiveAndResultsStillDecide) {
+    Report r = recorded();
+    r.calls.clear();
+    r.source["tracer_mode"] = "events";
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["mmap-path"].result, "inconclusive");
+    EXPECT_NE(m["mmap-path"].why.find("no function_graph calls (tracer mode: events)"), std::string::npos)
+        << m["mmap-path"].why;
+    EXPECT_EQ(m["over-long-einval"].result, "inconclusive");
+    EXPECT_EQ(m["create-dumb"].result, "inconclusive") << "calls= needs function_graph: " << m["create-dumb"].why;
+    EXPECT_EQ(m["phases-in-order"].result, "pass");
+}
+
+TEST(CheckRecorded, AWrongResultFailsWithWhatWasSeen) {
+    Report r = recorded();
+    int changed = 0;
+    for (auto& mk : r.markers)
+        if (mk.text.rfind("nvtrace-result: mmap-private=", 0) == 0) {
+            mk.text = "nvtrace-result: mmap-private=ok";
+            ++changed;
+        }
+    ASSERT_EQ(changed, 1);
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["private-einval"].result, "fail");
+    EXPECT_NE(m["private-einval"].evidence.find("mmap-private=ok"), std::string::npos) << m["private-einval"].evidence;
+    EXPECT_EQ(m["private-ro-einval"].result, "pass");
+}
+
+TEST(CheckRecorded, AMissingChainLinkFailsWithTheNearestEvidence) {
+    Report r = recorded();
+    std::erase_if(r.calls, [](const Call& c) { return c.function == "drm_gem_shmem_mmap"; });
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["mmap-path"].result, "fail");
+    EXPECT_NE(m["mmap-path"].evidence.find("closest: drm_gem_mmap#"), std::string::npos) << m["mmap-path"].evidence;
+    EXPECT_NE(m["mmap-path"].evidence.find("> drm_gem_mmap_obj#"), std::string::npos) << m["mmap-path"].evidence;
+    EXPECT_NE(m["mmap-path"].evidence.find("no drm_gem_shmem_mmap directly below it"), std::string::npos)
+        << m["mmap-path"].evidence;
+    EXPECT_NE(m["mmap-path"].why.find("expected line "), std::string::npos) << m["mmap-path"].why;
+}
+
+TEST(CheckRecorded, AbsenceOfAFunctionSeenNowhereIsInconclusive) {
+    Report r = recorded();
+    std::erase_if(r.calls, [](const Call& c) { return c.function == "drm_gem_mmap_obj"; });
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["over-long-einval"].result, "inconclusive");
+    EXPECT_NE(m["over-long-einval"].why.find("drm_gem_mmap_obj appears nowhere in this report"), std::string::npos)
+        << m["over-long-einval"].why;
+}
+
+TEST(CheckRecorded, APresentFunctionFailsAnAbsentRule) {
+    auto m = by_id(check_report(recorded(), inline_expect("check no-faults\n  phase mmap-shared\n"
+                                                          "  absent call drm_gem_shmem_fault\n")));
+    EXPECT_EQ(m["no-faults"].result, "fail");
+    EXPECT_NE(m["no-faults"].evidence.find("seen "), std::string::npos) << m["no-faults"].evidence;
+    EXPECT_NE(m["no-faults"].evidence.find("drm_gem_shmem_fault#"), std::string::npos);
+}
+
+TEST(CheckRecorded, AnUnmarkedPhaseIsInconclusiveAndBreaksThePhaseOrder) {
+    Report r = recorded();
+    std::erase_if(r.markers, [](const MarkerEntry& mk) { return mk.text == "nvtrace-phase: mmap-middle"; });
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["middle-einval"].result, "inconclusive");
+    EXPECT_NE(m["middle-einval"].why.find("phase mmap-middle was never marked"), std::string::npos);
+    EXPECT_EQ(m["phases-in-order"].result, "fail");
+    EXPECT_NE(m["phases-in-order"].evidence.find("no phase mmap-middle in order"), std::string::npos);
+}
+
+TEST(CheckRecorded, IoctlFactsSeeNamesReturnValuesAndTheCallsInside) {
+    auto m = by_id(check_report(recorded(), inline_expect(R"(check good
+  ioctls DRM_IOCTL_MODE_CREATE_DUMB, DRM_IOCTL_MODE_MAP_DUMB, DRM_IOCTL_MODE_DESTROY_DUMB
+  ioctl DRM_IOCTL_MODE_MAP_DUMB ret=0 calls=drm_gem_dumb_map_offset fd=/dev/dri/card
+check wrong-order
+  ioctls DRM_IOCTL_MODE_DESTROY_DUMB, DRM_IOCTL_MODE_CREATE_DUMB, DRM_IOCTL_MODE_MAP_DUMB
+check wrong-ret
+  ioctl DRM_IOCTL_MODE_MAP_DUMB ret=EINVAL
+check never
+  absent ioctl DRM_IOCTL_GEM_CLOSE
+)")));
+    EXPECT_EQ(m["good"].result, "pass") << m["good"].why << " | " << m["good"].evidence;
+    EXPECT_EQ(m["wrong-order"].result, "fail");
+    EXPECT_NE(
+        m["wrong-order"].evidence.find("found DRM_IOCTL_MODE_DESTROY_DUMB@6; no DRM_IOCTL_MODE_CREATE_DUMB after that"),
+        std::string::npos)
+        << m["wrong-order"].evidence;
+    EXPECT_EQ(m["wrong-ret"].result, "fail");
+    EXPECT_NE(m["wrong-ret"].evidence.find("ret=0"), std::string::npos) << m["wrong-ret"].evidence;
+    EXPECT_EQ(m["never"].result, "pass") << m["never"].why;
+}
+
+// ---- synthetic NVIDIA reports --------------------------------------------------------------------------------
+
+struct NvReport {
+    std::optional<std::string> driver = "580.65.06";
+    bool frontend = false;  // <=535 call chain
+    bool with_calls = true;
+    std::optional<std::string> status = std::nullopt;
+    bool bar_overlap_line = false;
+
+    Report build() const {
+        Report r;
+        r.source = {{"kind", "live"}, {"tracer_mode", "function_graph (top level)"}};
+        r.environment = {{"kernel", "6.18.0-1-amd64"}, {"nvidia_driver_flavour", "open"}};
+        if (driver) r.environment["modules"] = {{"nvidia", {{"version", *driver}}}};
+        r.markers = {{1, 10, "nvtrace-phase: cudaHostRegister"},
+                     {9, 10, "nvtrace-result: cudaHostRegister=cudaErrorInvalidValue"},
+                     {10, 10, "nvtrace-phase-end"}};
+        std::uint64_t id = 1;
+        auto call = [&](const char* fn, std::optional<std::uint64_t> parent, int depth) {
+            Call c;
+            c.id = id++;
+            c.parent = parent;
+            c.depth = depth;
+            c.function = fn;
+            c.entry_ns = 2 + c.id;
+            c.duration_ns = 1;
+            c.phase = "cudaHostRegister";
+            r.calls.push_back(c);
+            return c.id;
+        };
+        std::uint64_t root = 0;
+        if (with_calls) {
+            std::uint64_t ioctl_fn = 0;
+            if (frontend) {
+                root = call("nvidia_frontend_unlocked_ioctl", std::nullopt, 0);
+                ioctl_fn = call("nvidia_ioctl", call("nvidia_frontend_ioctl", root, 1), 2);
+            } else {
+                root = call("nvidia_unlocked_ioctl", std::nullopt, 0);
+                ioctl_fn = call("nvidia_ioctl", root, 1);
+            }
+            call("os_lock_user_pages", ioctl_fn, 2);
+            call("os_lookup_user_io_memory", ioctl_fn, 2);
+        }
+        IoctlRecord io;
+        io.fd_path = "/dev/nvidia0";
+        io.cmd = 0xC0384627;
+        io.name = "NV_ESC_RM_ALLOC_MEMORY";
+        io.hclass = 0x71;
+        io.status = status;
+        io.ret = 0;
+        io.enter_ns = 2;
+        io.exit_ns = 8;
+        if (root) io.calls = {root};
+        io.phase = "cudaHostRegister";
+        r.ioctls.push_back(io);
+        if (bar_overlap_line) {
+            KernelLogMessage k;
+            k.source = "NVRM";
+            k.kind = "bar_overlap";
+            k.text = "NVRM: osCheckGpuBarsOverlapAddrRange(): phys range 0x..-0x.. overlaps with FB or GPU BAR2";
+            r.kernel_log.push_back(k);
+        }
+        return r;
+    }
+};
+
+TEST(CheckNvidia, HostRegisterBarOnA580DriverWithoutUserSideDecoding) {
+    auto m = by_id(check_report(NvReport{}.build(), expectations("hostregister-bar")));
+    EXPECT_EQ(m["register-fails-invalid-argument"].result, "pass");
+    EXPECT_EQ(m["rm-ioctl-entry"].result, "pass") << m["rm-ioctl-entry"].why;
+    EXPECT_EQ(m["io-memory-path"].result, "pass") << m["io-memory-path"].evidence;
+    // The status is in the parameter struct: without user-side decoding it is unknown, never a pass.
+    EXPECT_EQ(m["rm-status-invalid-address"].result, "inconclusive");
+    EXPECT_NE(m["rm-status-invalid-address"].why.find("lack status"), std::string::npos)
+        << m["rm-status-invalid-address"].why;
+    EXPECT_EQ(m["no-permission-problem"].result, "inconclusive");
+    // The decision is made in the RM core: visible part seen, the rest cannot be.
+    EXPECT_EQ(m["bar-overlap-check"].result, "inconclusive");
+    EXPECT_NE(m["bar-overlap-check"].why.find("ftrace cannot see osCheckGpuBarsOverlapAddrRange"), std::string::npos)
+        << m["bar-overlap-check"].why;
+    // 580 predates the log line: inconclusive, not fail.
+    EXPECT_EQ(m["bar-overlap-logged"].result, "inconclusive");
+    EXPECT_NE(m["bar-overlap-logged"].why.find("applies when driver >= 595.44.02; this run has driver 580.65.06"),
+              std::string::npos)
+        << m["bar-overlap-logged"].why;
+}
+
+TEST(CheckNvidia, StatusFromTheParameterStructDecides) {
+    NvReport n;
+    n.status = "NV_ERR_INVALID_ADDRESS";
+    auto m = by_id(check_report(n.build(), expectations("hostregister-bar")));
+    EXPECT_EQ(m["rm-status-invalid-address"].result, "pass");
+    EXPECT_EQ(m["no-permission-problem"].result, "pass");
+    n.status = "0x1e";  // numbers and names compare by value
+    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["rm-status-invalid-address"].result,
+              "pass");
+    n.status = "NV_ERR_INSUFFICIENT_PERMISSIONS";
+    m = by_id(check_report(n.build(), expectations("hostregister-bar")));
+    EXPECT_EQ(m["rm-status-invalid-address"].result, "fail");
+    EXPECT_NE(m["rm-status-invalid-address"].evidence.find("status=NV_ERR_INSUFFICIENT_PERMISSIONS"), std::string::npos)
+        << m["rm-status-invalid-address"].evidence;
+    EXPECT_EQ(m["no-permission-problem"].result, "fail");
+}
+
+TEST(CheckNvidia, TheBarOverlapLineIsRequiredFrom595) {
+    NvReport n;
+    n.driver = "595.45.04";
+    auto m = by_id(check_report(n.build(), expectations("hostregister-bar")));
+    EXPECT_EQ(m["bar-overlap-logged"].result, "fail");
+    EXPECT_NE(m["bar-overlap-logged"].evidence.find("no bar_overlap message"), std::string::npos)
+        << m["bar-overlap-logged"].evidence;
+    n.bar_overlap_line = true;
+    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["bar-overlap-logged"].result, "pass");
+    // Unknown driver version: seen is a pass, not seen is inconclusive.
+    n.driver = std::nullopt;
+    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["bar-overlap-logged"].result, "pass");
+    n.bar_overlap_line = false;
+    m = by_id(check_report(n.build(), expectations("hostregister-bar")));
+    EXPECT_EQ(m["bar-overlap-logged"].result, "inconclusive");
+    EXPECT_NE(m["bar-overlap-logged"].why.find("driver version unknown"), std::string::npos)
+        << m["bar-overlap-logged"].why;
+}
+
+TEST(CheckNvidia, ChainAlternativesFollowTheDriverVersion) {
+    NvReport n;
+    n.driver = "535.104.05";
+    n.frontend = true;
+    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["rm-ioctl-entry"].result, "pass");
+    n.frontend = false;  // a 535 driver without the nv-frontend frames: the applicable alternative is missing
+    auto m = by_id(check_report(n.build(), expectations("hostregister-bar")));
+    EXPECT_EQ(m["rm-ioctl-entry"].result, "fail");
+    EXPECT_NE(m["rm-ioctl-entry"].evidence.find("nvidia_frontend_unlocked_ioctl is never called"), std::string::npos)
+        << m["rm-ioctl-entry"].evidence;
+    n.driver = "580.65.06";
+    n.frontend = true;  // a >=545 driver showing nv-frontend frames contradicts the documented path
+    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["rm-ioctl-entry"].result, "fail");
+}
+
+TEST(CheckNvidia, EventsOnlyCaptureOnAGpuMachine) {
+    NvReport n;
+    n.with_calls = false;
+    Report r = n.build();
+    r.source["tracer_mode"] = "events";
+    auto m = by_id(check_report(r, expectations("hostregister-bar")));
+    EXPECT_EQ(m["register-fails-invalid-argument"].result, "pass");
+    for (const char* id : {"rm-ioctl-entry", "io-memory-path", "bar-overlap-check"}) {
+        EXPECT_EQ(m[id].result, "inconclusive") << id;
+        EXPECT_NE(m[id].why.find("no function_graph calls (tracer mode: events)"), std::string::npos) << m[id].why;
+    }
+}
+
+TEST(CheckNvidia, KernelLogFieldsCompareByValue) {
+    Report r = NvReport{}.build();
+    KernelLogMessage k;
+    k.kind = "xid";
+    k.fields = {{"xid", "79"}, {"pci", "0000:01:00"}};
+    k.text = "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.";
+    r.kernel_log.push_back(k);
+    auto m = by_id(check_report(r, inline_expect("check x31\n  log xid xid=31\ncheck x79\n  log xid xid=0x4f\n"
+                                                 "check none\n  absent log fallen_off_bus\n")));
+    EXPECT_EQ(m["x31"].result, "fail");
+    EXPECT_NE(m["x31"].evidence.find("1 xid message(s), none with these fields"), std::string::npos)
+        << m["x31"].evidence;
+    EXPECT_EQ(m["x79"].result, "pass");
+    EXPECT_EQ(m["none"].result, "pass");
+}
+
+TEST(CheckNvidia, MissingResultMarkerIsInconclusive) {
+    Report r = NvReport{}.build();
+    r.markers.erase(r.markers.begin() + 1);
+    auto m = by_id(check_report(r, expectations("hostregister-bar")));
+    EXPECT_EQ(m["register-fails-invalid-argument"].result, "inconclusive");
+    EXPECT_NE(m["register-fails-invalid-argument"].why.find("wrote no \"nvtrace-result: cudaHostRegister=...\""),
+              std::string::npos)
+        << m["register-fails-invalid-argument"].why;
+}
+
+TEST(CheckEnvironment, VersionsComeFromModulesTheBannerAndTheKernelRelease) {
+    Report r;
+    r.environment = {
+        {"kernel", "6.1.0-56-amd64"},
+        {"nvidia_driver_banner",
+         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22)"},
+        {"nvidia_driver_flavour", "open"}};
+    auto env = check_environment(r);
+    ASSERT_TRUE(env.kernel && env.driver && env.flavour);
+    EXPECT_EQ(*env.kernel, *parse_driver_version("6.1.0"));
+    EXPECT_EQ(*env.driver, *parse_driver_version("580.95.05"));
+    EXPECT_EQ(*env.flavour, "open");
+    EXPECT_FALSE(check_environment(Report{}).driver);
+}
+
+}  // namespace
+}  // namespace nvtrace

@@ -1,0 +1,125 @@
+// The expectations format (docs/expectations.md): what parses, into what, and the file:line:col errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "nvtrace/expect.hpp"
+
+namespace nvtrace {
+namespace {
+
+Result<ExpectFile> parse(std::string_view text) {
+    return parse_expectations(text, "t.expect");
+}
+
+std::string error_of(std::string_view text) {
+    auto r = parse(text);
+    return r ? std::string("<parsed>") : r.error().message;
+}
+
+TEST(ExpectParse, EveryScenarioFileParses) {
+    int files = 0;
+    for (const auto& d : std::filesystem::directory_iterator(NVTRACE_SCENARIOS_DIR)) {
+        auto p = d.path() / "path.expect";
+        if (!std::filesystem::exists(p)) continue;
+        ++files;
+        auto r = read_expectations_file(p.string());
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_FALSE(r->checks.empty()) << p;
+        EXPECT_FALSE(r->title.empty()) << p;
+    }
+    EXPECT_EQ(files, 7) << "gem-mmap and the six CUDA scenarios";
+}
+
+TEST(ExpectParse, ChecksFactsAndTheirParts) {
+    auto r = parse(R"(format nvtrace.expect/1
+title demo
+untraced rm_ioctl RmIoctl when flavour open -- RM core, no ftrace hooks
+check one -- a title
+  source a.c: where it comes from -- with dashes
+  phase mmap-shared
+  when kernel >= 6.1 and driver < 600
+  chain a > b >> c   # comment
+  or call d when driver <= 535.104.05
+  absent call e
+  ioctls X, Y,Z
+  ioctl NV_ESC_RM_ALLOC_MEMORY hclass=0x71 status=NV_ERR_INVALID_ADDRESS ret=0
+  log bar_overlap pci=0000:01:00.0
+  result mmap-private = EINVAL
+  result k=v
+  phases open,create
+)");
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->title, "demo");
+    ASSERT_EQ(r->untraced.size(), 1u);
+    EXPECT_EQ(r->untraced[0].functions, (std::vector<std::string>{"rm_ioctl", "RmIoctl"}));
+    EXPECT_EQ(r->untraced[0].reason, "RM core, no ftrace hooks");
+    ASSERT_EQ(r->untraced[0].when.size(), 1u);
+    EXPECT_EQ(r->untraced[0].when[0].flavour, "open");
+    ASSERT_EQ(r->checks.size(), 1u);
+    const Expectation& e = r->checks[0];
+    EXPECT_EQ(e.id, "one");
+    EXPECT_EQ(e.title, "a title");
+    EXPECT_EQ(e.sources, (std::vector<std::string>{"a.c: where it comes from -- with dashes"}));
+    EXPECT_EQ(e.phase, "mmap-shared");
+    ASSERT_EQ(e.when.size(), 2u);
+    EXPECT_EQ(e.when[0].subject, Condition::Subject::kernel);
+    EXPECT_EQ(e.when[1].op, Condition::Op::lt);
+    ASSERT_EQ(e.facts.size(), 9u);
+    const Fact& chain = e.facts[0];
+    ASSERT_EQ(chain.chain.size(), 3u);
+    EXPECT_TRUE(chain.chain[1].direct);
+    EXPECT_FALSE(chain.chain[2].direct);
+    EXPECT_EQ(chain.line, 8u);
+    EXPECT_TRUE(e.facts[1].alternative);
+    ASSERT_EQ(e.facts[1].when.size(), 1u);
+    EXPECT_EQ(to_string(e.facts[1].when[0].version), "535.104.05");
+    EXPECT_TRUE(e.facts[2].absent);
+    EXPECT_EQ(e.facts[3].names, (std::vector<std::string>{"X", "Y", "Z"}));
+    EXPECT_EQ(e.facts[4].fields.size(), 3u);
+    EXPECT_EQ(e.facts[5].kind, Fact::Kind::log);
+    EXPECT_EQ(e.facts[6].names[0], "mmap-private");
+    EXPECT_EQ(e.facts[6].fields[0].second, "EINVAL");
+    EXPECT_EQ(e.facts[7].names[0], "k");
+    EXPECT_EQ(e.facts[8].names, (std::vector<std::string>{"open", "create"}));
+}
+
+TEST(ExpectParse, ErrorsNameFileLineAndColumn) {
+    EXPECT_EQ(error_of("check a\n  chian x\n"),
+              "t.expect:2:3: expected chain, call, ioctl, ioctls, log, result or phases, found 'chian'");
+    EXPECT_EQ(error_of("check a\n  chain x > \n"), "t.expect:2:12: expected a function name, found end of line");
+    EXPECT_EQ(error_of("check a\n  chain x y\n"), "t.expect:2:11: expected '>' or '>>', found 'y'");
+    EXPECT_EQ(error_of("check a\n  call x when driver => 5\n"),
+              "t.expect:2:22: expected <, <=, ==, !=, >= or >, found '=>'");
+    EXPECT_EQ(error_of("check a\n  call x when driver >= five\n"),
+              "t.expect:2:25: expected a version (e.g. 595.44.02), found 'five'");
+    EXPECT_EQ(error_of("check a\n  call x when os linux\n"),
+              "t.expect:2:15: expected driver, kernel or flavour, found 'os'");
+    EXPECT_EQ(error_of("  call x\n"), "t.expect:1:3: expected format, title, untraced or check, found 'call'");
+    EXPECT_EQ(error_of("format nvtrace.expect/2\n"),
+              "t.expect:1:8: expected nvtrace.expect/1, found 'nvtrace.expect/2'");
+    EXPECT_EQ(error_of("untraced f\n"),
+              "t.expect:1:11: expected ' -- REASON' (why ftrace cannot see these functions), found end of line");
+    EXPECT_EQ(error_of("check a\n  call x\ncheck a\n  call y\n"), "t.expect:3:7: check id 'a' already used on line 1");
+    EXPECT_EQ(error_of("check a\n  phase p\n"),
+              "t.expect:1:1: check 'a' has no fact (chain, call, ioctl, ioctls, log, result, phases)");
+    EXPECT_EQ(error_of("check a\n  or call x\n"), "t.expect:2:3: expected a fact before the first 'or', found 'or'");
+    EXPECT_EQ(error_of("check a\n  ioctl X size=3\n"),
+              "t.expect:2:11: expected hclass=, status=, ret=, calls= or fd=, found 'size=3'");
+    EXPECT_EQ(error_of("check a\n  absent result x = y\n"),
+              "t.expect:2:10: expected chain, call, ioctl or log after 'absent', found 'result'");
+    EXPECT_EQ(error_of("check a\n  result x\n"), "t.expect:2:10: expected KEY = VALUE, found 'x'");
+    EXPECT_EQ(error_of("check a b\n  call x\n"), "t.expect:1:9: expected ' -- TITLE' or end of line, found 'b'");
+    EXPECT_EQ(error_of("check a\n  call x > y\n"),
+              "t.expect:2:10: expected one function after 'call' (use 'chain' for several), found '>'");
+}
+
+TEST(ExpectParse, MissingFileIsAUsageError) {
+    auto r = read_expectations_file("/nonexistent/path.expect");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ExitCode::usage);
+    EXPECT_NE(r.error().message.find("/nonexistent/path.expect: cannot open"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvtrace

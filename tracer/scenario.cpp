@@ -1,0 +1,216 @@
+#include "scenario.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "nvtrace/expect.hpp"
+#include "procfs.hpp"
+
+namespace nvtrace::tracer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    std::string w;
+    while (in >> w)
+        out.push_back(w);
+    return out;
+}
+
+std::string rest_after_key(const std::string& line, const std::string& key) {
+    auto p = line.find(key);
+    std::string r = line.substr(p + key.size());
+    auto b = r.find_first_not_of(" \t");
+    auto e = r.find_last_not_of(" \t\r");
+    return b == std::string::npos ? "" : r.substr(b, e - b + 1);
+}
+
+std::optional<fs::path> self_exe_dir() {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return std::nullopt;
+    return exe.parent_path();
+}
+
+bool executable(const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+bool is_scenario_dir(const fs::path& dir) {
+    std::error_code ec;
+    return fs::is_directory(dir, ec) && fs::is_regular_file(dir / kScenarioFile, ec);
+}
+
+Result<Scenario> read_scenario(const fs::path& dir) {
+    const fs::path file = dir / kScenarioFile;
+    std::ifstream in(file);
+    if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno))));
+    Scenario s;
+    s.dir = dir;
+    s.name = fs::absolute(dir).lexically_normal().filename().string();
+    if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
+    std::string raw;
+    int line_no = 0;
+    auto err = [&](const std::string& what) {
+        return fail(Error::usage(fmt::format("{}:{}: {}", file.string(), line_no, what)));
+    };
+    while (std::getline(in, raw)) {
+        ++line_no;
+        std::string line = raw.substr(0, raw.find('#'));
+        auto w = words(line);
+        if (w.empty()) continue;
+        const std::string& key = w[0];
+        std::string value = rest_after_key(line, key);
+        auto one = [&](std::string& out) -> Result<void> {
+            if (w.size() != 2) return err(fmt::format("expected one value after '{}'", key));
+            out = w[1];
+            return {};
+        };
+        Result<void> ok;
+        if (key == "name")
+            ok = one(s.name);
+        else if (key == "summary")
+            s.summary = value;
+        else if (key == "program")
+            ok = one(s.program);
+        else if (key == "expect")
+            ok = one(s.expect);
+        else if (key == "args")
+            s.args.insert(s.args.end(), w.begin() + 1, w.end());
+        else if (key == "module")
+            s.modules.insert(s.modules.end(), w.begin() + 1, w.end());
+        else if (key == "filter")
+            s.filters.insert(s.filters.end(), w.begin() + 1, w.end());
+        else if (key == "notrace")
+            s.notrace.insert(s.notrace.end(), w.begin() + 1, w.end());
+        else if (key == "graph-function")
+            s.graph_functions.insert(s.graph_functions.end(), w.begin() + 1, w.end());
+        else if (key == "event")
+            s.events.insert(s.events.end(), w.begin() + 1, w.end());
+        else if (key == "as-root") {
+            if (w.size() != 1) return err("'as-root' takes no value");
+            s.as_root = true;
+        } else if (key == "requires") {
+            if (value.empty()) return err("expected a requirement after 'requires'");
+            s.requires_.push_back(value);
+        } else if (key == "max-depth" || key == "timeout") {
+            if (w.size() != 2) return err(fmt::format("expected one number after '{}'", key));
+            char* end = nullptr;
+            double v = std::strtod(w[1].c_str(), &end);
+            if (end == w[1].c_str() || *end != '\0' || v <= 0)
+                return err(fmt::format("expected a positive number after '{}', found '{}'", key, w[1]));
+            if (key == "timeout")
+                s.timeout_s = v;
+            else
+                s.max_depth = static_cast<int>(v);
+        } else {
+            return err(
+                fmt::format("unknown key '{}' (name, summary, program, args, expect, module, filter, notrace, "
+                            "graph-function, event, max-depth, timeout, as-root, requires)",
+                            key));
+        }
+        if (!ok) return fail(ok.error());
+    }
+    if (s.program.empty()) return fail(Error::usage(fmt::format("{}: no 'program' line", file.string())));
+    return s;
+}
+
+Result<fs::path> find_scenario_program(const Scenario& s, const std::optional<std::string>& bin_dir) {
+    std::vector<fs::path> tried;
+    std::optional<std::string> dir = bin_dir;
+    if (!dir)
+        if (const char* e = std::getenv("NVTRACE_SCENARIO_BIN_DIR"); e && *e) dir = e;
+    if (dir) {
+        tried.push_back(fs::path(*dir) / s.program);
+    } else if (auto exe = self_exe_dir()) {
+        tried.push_back(*exe / s.program);
+        tried.push_back(*exe / ".." / "scenarios" / s.name / s.program);
+        tried.push_back(*exe / ".." / "libexec" / "nvtrace" / s.program);
+    }
+    for (const auto& p : tried)
+        if (executable(p)) return p.lexically_normal();
+    std::vector<std::string> names;
+    for (const auto& p : tried)
+        names.push_back(p.lexically_normal().string());
+    return fail(Error::environment(fmt::format(
+        "scenario program {} is not built here (looked at {}); build it (cmake --build BUILD --target {}) or give "
+        "--bin-dir",
+        s.program, fmt::join(names, ", "), s.program)));
+}
+
+std::optional<std::string> unmet_requirement(const Scenario& s) {
+    for (const auto& r : s.requires_) {
+        auto w = words(r);
+        if (w.size() == 1 && w[0] == "root") {
+            if (::geteuid() != 0) return "tracing needs root (run nvtrace with sudo)";
+        } else if (w.size() == 2 && w[0] == "module") {
+            if (!module_loaded(w[1])) return fmt::format("module {} is not loaded (load it: modprobe {})", w[1], w[1]);
+        } else if (w.size() == 2 && w[0] == "device") {
+            std::error_code ec;
+            if (!fs::exists(w[1], ec)) return fmt::format("{} does not exist", w[1]);
+        }
+    }
+    return std::nullopt;
+}
+
+std::vector<fs::path> scenario_roots(const std::optional<std::string>& dir) {
+    std::vector<fs::path> c;
+    if (dir) {
+        c.emplace_back(*dir);
+    } else {
+        if (const char* e = std::getenv("NVTRACE_SCENARIOS_DIR"); e && *e) c.emplace_back(e);
+        c.emplace_back("scenarios");
+#ifdef NVTRACE_SOURCE_SCENARIOS
+        c.emplace_back(NVTRACE_SOURCE_SCENARIOS);
+#endif
+        if (auto exe = self_exe_dir()) c.push_back(*exe / ".." / "share" / "nvtrace" / "scenarios");
+    }
+    std::vector<fs::path> out;
+    for (auto& p : c) {
+        std::error_code ec;
+        if (!fs::is_directory(p, ec)) continue;
+        fs::path canon = fs::weakly_canonical(p, ec);
+        bool dup = false;
+        for (const auto& o : out)
+            dup = dup || fs::weakly_canonical(o, ec) == canon;
+        if (!dup) out.push_back(p);
+    }
+    return out;
+}
+
+void print_checks(const std::vector<Check>& checks, bool verbose) {
+    auto s = summarize(checks);
+    fmt::print("checks: {} pass, {} fail, {} inconclusive\n", s.pass, s.fail, s.inconclusive);
+    for (const auto& c : checks) {
+        const char* label = c.result == "pass" ? "pass" : c.result == "fail" ? "FAIL" : "inconclusive";
+        fmt::print("  {:<12}  {}\n", label, c.id);
+        if (c.result != "pass" || verbose) {
+            if (!c.evidence.empty()) fmt::print("      seen: {}\n", c.evidence);
+            if (!c.why.empty()) fmt::print("      why:  {}\n", c.why);
+        }
+    }
+}
+
+nlohmann::json checks_json(const std::vector<Check>& checks) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& c : checks)
+        a.push_back({{"id", c.id}, {"result", c.result}, {"evidence", c.evidence}, {"why", c.why}});
+    return a;
+}
+
+}  // namespace nvtrace::tracer
