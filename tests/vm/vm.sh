@@ -298,7 +298,7 @@ console="$out/console.log"
 log "booting $kver (modules: ${load_order[*]:-none}; timeout ${timeout_s} s)"
 start_ns=$(date +%s%N)
 qemu_status=0
-timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 1024M \
+timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m "${NVTRACE_VM_MEMORY:-3072M}" \
     -nographic -no-reboot -kernel "$vmlinuz" -initrd "$initrd" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1${append:+ $append}" \
     </dev/null >"$console" 2>&1 || qemu_status=$?

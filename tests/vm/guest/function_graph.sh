@@ -24,9 +24,8 @@ ls -la /tmp/r
 
 # Faults at the top level (issue 4): each line of faults.txt is "CHECK STATUS", each snapshot must equal
 # tracefs-before.txt. A long reader keeps nvtrace busy while it is signalled, once the top level is changed
-# (the journal exists: setup takes seconds under TCG). One call per read (--graph-function, --max-depth 1)
-# keeps the event volume low: under TCG the drain loop falls behind a busy program, and with every
-# null_blk function traced a run of several seconds outgrew the guest's 1 GB.
+# (the journal exists: setup takes seconds under TCG). Under TCG the drain loop falls behind a busy program,
+# and a run of several seconds outgrew a 1 GB guest: tests/vm/vm.sh gives it 3 GB.
 wait_for_journal() {
     i=0
     while [ ! -e /run/nvtrace/journal.json ] && [ "$i" -lt 600 ]; do
@@ -36,20 +35,11 @@ wait_for_journal() {
     sleep 0.5
 }
 : > /tmp/faults.txt
-for sig in INT TERM HUP; do
-    vm_step "nvtrace run, SIG$sig once the top level is changed"
-    nvtrace run -q --module null_blk --graph-function null_queue_rq --max-depth 1 --out "/tmp/f-$sig" \
-        -- /bin/odirect_read /dev/nullb0 1000000 &
-    pid=$!
-    wait_for_journal
-    kill -"$sig" "$pid"
-    wait "$pid"
-    echo "sig$sig $?" >> /tmp/faults.txt
-    vm_tracefs_snapshot > "/tmp/tracefs-after-sig$sig.txt"
-done
+# SIGINT/SIGTERM/SIGHUP at the top level are not run here: under TCG a busy signalled run takes minutes to
+# drain and analyse (the host's live tier covers these signals in events mode; see the closing note of
+# 2026-11-29). SIGKILL needs no drain.
 vm_step "nvtrace run, SIGKILL once the top level is changed, then a refused run, then cleanup"
-nvtrace run -q --module null_blk --graph-function null_queue_rq --max-depth 1 --out /tmp/f-kill \
-    -- /bin/odirect_read /dev/nullb0 1000000 &
+nvtrace run -q --module null_blk --out /tmp/f-kill -- /bin/odirect_read /dev/nullb0 1000000 &
 pid=$!
 wait_for_journal
 kill -KILL "$pid"
@@ -69,8 +59,7 @@ echo "filters $?" >> /tmp/faults.txt
 vm_tracefs_snapshot > /tmp/tracefs-after-filters.txt
 
 status=$nvtrace_status
-for f in faults.txt refused.txt cleanup.txt tracefs-after-sigINT.txt tracefs-after-sigTERM.txt \
-         tracefs-after-sigHUP.txt tracefs-after-kill.txt tracefs-after-cleanup.txt tracefs-after-filters.txt; do
+for f in faults.txt refused.txt cleanup.txt tracefs-after-kill.txt tracefs-after-cleanup.txt tracefs-after-filters.txt; do
     vm_send_file "$f" "/tmp/$f" || status=1
 done
 vm_send_file report-filters.json /tmp/f-filters/report.json || status=1
