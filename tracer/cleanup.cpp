@@ -42,7 +42,13 @@ Result<void> restore_journal(CleanupResult& res, bool dry_run) {
         return fail(Error::environment(fmt::format("{}: not a readable journal", kJournalPath)));
     const auto& files = j["files"];
     bool all_ok = true;
-    for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    // current_tracer first (see TopLevelJournal::restore), then the rest in reverse order.
+    std::vector<nlohmann::json> order;
+    for (const auto& f : files)
+        if (f.value("file", "") == "current_tracer") order.push_back(f);
+    for (auto it = files.rbegin(); it != files.rend(); ++it)
+        if ((*it).value("file", "") != "current_tracer") order.push_back(*it);
+    for (auto it = order.begin(); it != order.end(); ++it) {
         std::string file = (*it).value("file", ""), content = (*it).value("content", "");
         CleanupAction a{fmt::format("restore top-level {}", file), false, ""};
         if (!dry_run) {

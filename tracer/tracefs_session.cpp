@@ -151,8 +151,12 @@ Result<void> restore_file(const std::string& file, const std::string& content) {
 
 std::vector<std::string> TopLevelJournal::restore() {
     std::vector<std::string> failed;
+    // The tracer first: restoring an empty filter while function_graph still runs would make the kernel
+    // patch every function (minutes under qemu TCG, a soft lockup in our guest), then the rest in reverse.
+    for (const auto& [file, content] : saved_)
+        if (file == "current_tracer" && !restore_file(file, content)) failed.push_back(file);
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
-        if (!restore_file(it->first, it->second)) failed.push_back(it->first);
+        if (it->first != "current_tracer" && !restore_file(it->first, it->second)) failed.push_back(it->first);
     if (!saved_.empty() && failed.empty()) ::unlink(kJournalPath);
     saved_.clear();
     return failed;
