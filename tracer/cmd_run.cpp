@@ -18,6 +18,7 @@
 #include "nvtrace/report.hpp"
 #include "procfs.hpp"
 #include "scenario.hpp"
+#include "summary.hpp"
 
 namespace nvtrace::cli {
 
@@ -58,12 +59,6 @@ Result<void> write_text(const std::filesystem::path& p, const std::string& text)
     return {};
 }
 
-std::string fmt_ns(std::uint64_t ns) {
-    if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
-    if (ns >= 1'000'000) return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
-    return fmt::format("{:.3f} us", static_cast<double>(ns) / 1e3);
-}
-
 void print_summary(const Report& r, const tracer::CaptureResult& cap, const std::string& out_dir) {
     const auto& st = cap.status;
     std::string status = st.exit_code ? fmt::format("exit {}", *st.exit_code)
@@ -72,30 +67,7 @@ void print_summary(const Report& r, const tracer::CaptureResult& cap, const std:
     fmt::print("program: {} (pid {}, {})\n", fmt::join(cap.meta["command"].get<std::vector<std::string>>(), " "),
                cap.meta["pid"].get<int>(), status);
     fmt::print("tracer: {}\n", cap.meta["tracer_mode"].get<std::string>());
-    std::size_t roots = 0;
-    for (const auto& c : r.calls)
-        if (!c.parent) ++roots;
-    fmt::print("calls: {} ({} roots)\n", r.calls.size(), roots);
-    // The heaviest root paths by total time.
-    std::vector<const GraphNode*> top;
-    for (const auto& g : r.graph)
-        if (g.path.find(" > ") == std::string::npos) top.push_back(&g);
-    std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->total_ns > b->total_ns; });
-    for (std::size_t i = 0; i < top.size() && i < 5; ++i)
-        fmt::print("  {:>6}x  {:>12}  {}\n", top[i]->count, fmt_ns(top[i]->total_ns), top[i]->path);
-    std::map<std::string, std::size_t> by_name;
-    for (const auto& io : r.ioctls)
-        ++by_name[io.name.value_or(fmt::format("0x{:x}", io.cmd))];
-    fmt::print("ioctls: {}\n", r.ioctls.size());
-    for (const auto& [name, n] : by_name)
-        fmt::print("  {:>6}x  {}\n", n, name);
-    fmt::print("kernel log: {} message(s)\n", r.kernel_log.size());
-    for (std::size_t i = 0; i < r.kernel_log.size() && i < 5; ++i)
-        fmt::print("  [{}] {}\n", r.kernel_log[i].kind, r.kernel_log[i].text);
-    if (r.completeness.complete)
-        fmt::print("complete: yes\n");
-    else
-        fmt::print("complete: NO: {}\n", fmt::join(r.completeness.reasons, "; "));
+    print_report_body(r, false, false);
     fmt::print("report: {}/report.json\n", out_dir);
 }
 
