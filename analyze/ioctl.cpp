@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "nvtrace/knowledge.hpp"
 
@@ -180,6 +183,9 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
                     if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
                     if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
                     r.hclass = m->hclass;
+                    r.ctrl = m->ctrl;
+                    if (m->ctrl)  // NVXXXX_CTRL_CMD(class, category, index): the class is bits 31..16
+                        if (auto cls = rm_class_name(*m->ctrl >> 16)) r.ctrl_class = std::string(*cls);
                     marker_name = m->name;
                     v.erase(v.begin(), m.base());  // this one and the stale ones before it
                     break;
@@ -218,6 +224,138 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
         if (!r.call) r.call = c.id;
         r.calls.push_back(c.id);
     }
+    return out;
+}
+
+std::vector<IoctlKernelCost> ioctl_kernel_costs(const std::vector<IoctlRecord>& ioctls,
+                                                const std::vector<Call>& calls) {
+    std::unordered_map<std::uint64_t, std::size_t> index_of;
+    index_of.reserve(calls.size());
+    for (std::size_t i = 0; i < calls.size(); ++i)
+        index_of.emplace(calls[i].id, i);
+    // Root of every call (parents usually come first; otherwise walk up), and calls per root.
+    std::vector<std::uint64_t> root(calls.size(), 0);
+    std::unordered_map<std::uint64_t, std::uint64_t> subtree;  // root id -> calls in its tree
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        std::size_t at = i;
+        std::size_t guard = 0;
+        while (calls[at].parent && guard++ < calls.size()) {
+            auto p = index_of.find(*calls[at].parent);
+            if (p == index_of.end()) break;  // parent not in the data: this call heads its own tree
+            if (root[p->second] != 0) {
+                at = p->second;
+                break;
+            }
+            at = p->second;
+        }
+        root[i] = root[at] != 0 ? root[at] : calls[at].id;
+        ++subtree[root[i]];
+    }
+    std::vector<IoctlKernelCost> out;
+    out.reserve(ioctls.size());
+    for (const auto& io : ioctls) {
+        IoctlKernelCost c;
+        c.roots = io.calls.size();
+        for (std::uint64_t id : io.calls) {
+            if (auto s = subtree.find(id); s != subtree.end()) c.calls += s->second;
+            auto ix = index_of.find(id);
+            if (ix != index_of.end() && calls[ix->second].duration_ns)
+                c.total_ns += *calls[ix->second].duration_ns;
+            else
+                ++c.unfinished;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
+std::string ioctl_device_short_name(const IoctlRecord& io) {
+    if (!io.fd_path || io.fd_path->empty()) return fmt::format("fd{}", io.fd);
+    std::string_view p = *io.fd_path;
+    if (p.rfind("/dev/", 0) == 0) p.remove_prefix(5);
+    return std::string(p);
+}
+
+namespace {
+
+std::string short_duration(std::uint64_t ns) {
+    if (ns < 10'000'000) return fmt::format("{} us", (ns + 500) / 1000);
+    if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+    return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
+}
+
+std::string kernel_part(const IoctlKernelCost& c) {
+    std::string s = fmt::format("(kernel: {} call{}", c.calls, c.calls == 1 ? "" : "s");
+    if (c.roots > c.unfinished) s += ", " + short_duration(c.total_ns);
+    if (c.unfinished) s += fmt::format(", {} without exit", c.unfinished);
+    return s + ")";
+}
+
+}  // namespace
+
+std::string format_ioctl_line(const IoctlRecord& io, const std::optional<IoctlKernelCost>& cost) {
+    std::string s = ioctl_device_short_name(io);
+    s += ' ';
+    s += io.name ? *io.name : fmt::format("0x{:x}", io.cmd);
+    if (io.hclass) {
+        if (auto n = rm_class_name(*io.hclass))
+            s += fmt::format(" hClass={}(0x{:x})", *n, *io.hclass);
+        else
+            s += fmt::format(" hClass=0x{:x}", *io.hclass);
+    }
+    if (io.ctrl) {
+        s += fmt::format(" cmd=0x{:x}", *io.ctrl);
+        if (io.ctrl_class) s += fmt::format("({})", *io.ctrl_class);
+    }
+    if (io.status) s += " status=" + *io.status;
+    if (!io.ret) {
+        s += " ret=?";
+    } else {
+        s += fmt::format(" ret={}", *io.ret);
+        if (*io.ret < 0 && *io.ret >= -4095)
+            if (const char* e = strerrorname_np(static_cast<int>(-*io.ret))) s += fmt::format("({})", e);
+    }
+    if (cost) s += " " + kernel_part(*cost);
+    return s;
+}
+
+std::vector<std::string> summarize_ioctls(const std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls,
+                                          const IoctlSummaryOptions& options) {
+    std::vector<IoctlKernelCost> costs;
+    if (options.kernel_traced) costs = ioctl_kernel_costs(ioctls, calls);
+    auto cost_of = [&](std::size_t i) {
+        return options.kernel_traced ? std::optional<IoctlKernelCost>(costs[i]) : std::nullopt;
+    };
+    std::vector<std::string> out;
+    if (options.verbose) {
+        out.reserve(ioctls.size());
+        for (std::size_t i = 0; i < ioctls.size(); ++i)
+            out.push_back(format_ioctl_line(ioctls[i], cost_of(i)));
+        return out;
+    }
+    std::size_t lines = 0, hidden_ioctls = 0;
+    std::size_t i = 0;
+    while (i < ioctls.size()) {
+        std::string key = format_ioctl_line(ioctls[i], std::nullopt);
+        std::optional<IoctlKernelCost> sum = cost_of(i);
+        std::size_t j = i + 1;
+        for (; j < ioctls.size() && format_ioctl_line(ioctls[j], std::nullopt) == key; ++j)
+            if (sum) {
+                sum->calls += costs[j].calls;
+                sum->total_ns += costs[j].total_ns;
+                sum->unfinished += costs[j].unfinished;
+                sum->roots += costs[j].roots;
+            }
+        if (lines < options.max_lines)
+            out.push_back(fmt::format("{:>6}x {}{}", j - i, key, sum ? " " + kernel_part(*sum) : ""));
+        else
+            hidden_ioctls += j - i;
+        ++lines;
+        i = j;
+    }
+    if (lines > options.max_lines)
+        out.push_back(fmt::format("   ... {} more line(s) ({} ioctls); -v prints every ioctl",
+                                  lines - options.max_lines, hidden_ioctls));
     return out;
 }
 

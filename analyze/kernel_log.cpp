@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "klog/klog.hpp"
+#include "nvtrace/report.hpp"
 
 namespace nvtrace {
 
@@ -553,6 +555,79 @@ std::string kernel_log_json(const KernelLogParse& parse, int indent) {
     json doc = {{"schema", "nvtrace.kernel_log/1"}, {"format", parse.format},      {"lines", parse.lines},
                 {"log_lines", parse.log_lines},     {"messages", std::move(msgs)}, {"diagnostics", std::move(diags)}};
     return doc.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+void attach_kernel_log_by_time(std::vector<KernelLogMessage>& log, const std::vector<Call>& calls,
+                               const std::optional<KmsgClockOffset>& clock) {
+    // Closed calls only: a call whose exit was not seen has no known end, so "running at t" is unknown.
+    struct Span {
+        std::uint64_t begin, end;
+        std::size_t index;
+    };
+    std::vector<Span> roots;
+    std::unordered_map<std::uint64_t, std::size_t> index_of;
+    index_of.reserve(calls.size());
+    for (std::size_t i = 0; i < calls.size(); ++i)
+        index_of.emplace(calls[i].id, i);
+    std::unordered_map<std::uint64_t, std::vector<Span>> children;  // parent id -> closed children
+    std::uint64_t longest_root = 0;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        const Call& c = calls[i];
+        if (!c.entry_ns || !c.duration_ns) continue;
+        Span s{*c.entry_ns, *c.entry_ns + *c.duration_ns, i};
+        if (c.parent && index_of.count(*c.parent)) {
+            children[*c.parent].push_back(s);
+        } else if (!c.parent) {
+            roots.push_back(s);
+            longest_root = std::max(longest_root, *c.duration_ns);
+        }
+    }
+    std::sort(roots.begin(), roots.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+
+    const bool usable = clock && clock->offset_ns;
+    for (KernelLogMessage& m : log) {
+        if (!m.attached.empty()) continue;  // "console" (or "none") decided from the trace buffer
+        m.attached = "none";
+        if (!usable || !m.ts_ns) continue;
+        // The record's time is truncated to microseconds: the printk happened in [ts, ts + 999 ns].
+        std::int64_t t = static_cast<std::int64_t>(*m.ts_ns) + *clock->offset_ns;
+        auto unc = static_cast<std::int64_t>(clock->uncertainty_ns);
+        if (t + 999 + unc < 0) continue;
+        m.trace_ts_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(t, 0));
+        auto lo = static_cast<std::uint64_t>(std::max<std::int64_t>(t - unc, 0));
+        auto hi = static_cast<std::uint64_t>(t + 999 + unc);
+        // Roots that overlap [lo, hi] (entered at or before hi, no longer than the longest root): exactly one,
+        // holding the whole window, or the message cannot be placed.
+        auto end = std::upper_bound(roots.begin(), roots.end(), hi,
+                                    [](std::uint64_t v, const Span& s) { return v < s.begin; });
+        const Span* holder = nullptr;
+        std::size_t overlapping = 0;
+        for (auto it = end; it != roots.begin();) {
+            --it;
+            if (it->begin + longest_root < lo) break;
+            if (it->end < lo) continue;
+            ++overlapping;
+            holder = &*it;
+        }
+        if (overlapping != 1 || holder->begin > lo || holder->end < hi) continue;
+        // Down the chain while exactly one child overlaps the window and holds all of it.
+        std::size_t at = holder->index;
+        for (;;) {
+            auto ch = children.find(calls[at].id);
+            if (ch == children.end()) break;
+            const Span* next = nullptr;
+            std::size_t over = 0;
+            for (const Span& s : ch->second)
+                if (s.begin <= hi && s.end >= lo) {
+                    ++over;
+                    next = &s;
+                }
+            if (over != 1 || next->begin > lo || next->end < hi) break;
+            at = next->index;
+        }
+        m.call = calls[at].id;
+        m.attached = "time";
+    }
 }
 
 }  // namespace nvtrace

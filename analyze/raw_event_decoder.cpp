@@ -104,12 +104,24 @@ const RawEventDecoder::Fields& RawEventDecoder::fields_for(int type) {
         (f.kind == Kind::func_exit && (!f.func || !f.calltime || !f.rettime)) ||
         (f.kind == Kind::ioctl_enter && !f.cmd) || (f.kind == Kind::ioctl_exit && !f.ret))
         f.kind = Kind::unknown;  // a format nvtrace does not understand: counted, not guessed
+    for (tep_format_field* x : {f.func, f.depth, f.calltime, f.rettime, f.overrun, f.retval, f.fd, f.cmd, f.arg, f.ret})
+        if (x) f.min_size = std::max(f.min_size, x->offset + x->size);
+    if (f.text)  // a fixed text is clamped to the record by read_text; a __data_loc word must be there
+        f.min_size = std::max(f.min_size, f.text->offset + ((f.text->flags & TEP_FIELD_IS_DYNAMIC) ? f.text->size : 0));
     return f;
 }
 
 std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
+    if (rec->size < 8) {  // common_type, common_flags, common_preempt_count, common_pid
+        ++undecodable_;
+        return std::nullopt;
+    }
     int type = tep_data_type(tep_, rec);
     const Fields& f = fields_for(type);
+    if (f.kind != Kind::unknown && rec->size < f.min_size) {
+        ++undecodable_;
+        return std::nullopt;
+    }
     if (f.kind == Kind::unknown) {
         if (f.event) {
             std::string n = f.event->name ? f.event->name : "";

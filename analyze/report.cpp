@@ -51,7 +51,91 @@ void add_diag(Completeness& c, std::string name, std::string severity, std::uint
     c.diagnostics.push_back({std::move(name), std::move(severity), count, std::move(example)});
 }
 
+bool is_ident(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// "name=" at the start of `tok`: the length of name, 0 otherwise.
+std::size_t key_length(std::string_view tok) {
+    std::size_t i = 0;
+    while (i < tok.size() && is_ident(tok[i]))
+        ++i;
+    return i > 0 && i < tok.size() && tok[i] == '=' ? i : 0;
+}
+
+void add_event(std::vector<EventRecord>& out, const Event& ev, const OtherEvent& o,
+               const std::map<int, std::string>& comms) {
+    bool is_stack = o.system == "ftrace" && (o.name == "kernel_stack" || o.name == "user_stack");
+    std::vector<std::string> frames;
+    if (is_stack) {
+        std::size_t from = 0;
+        while (from <= o.fields.size() && !o.fields.empty()) {
+            std::size_t nl = o.fields.find('\n', from);
+            frames.push_back(o.fields.substr(from, nl == std::string::npos ? std::string::npos : nl - from));
+            if (nl == std::string::npos) break;
+            from = nl + 1;
+        }
+        // The stacktrace option records the stack right after the event it was taken for, on the same CPU
+        // and task (kernel/trace/trace.c, __ftrace_trace_stack): it belongs to that event.
+        if (!out.empty()) {
+            EventRecord& prev = out.back();
+            auto& slot = o.name == "kernel_stack" ? prev.stack : prev.user_stack;
+            if (prev.cpu == ev.cpu && prev.pid == ev.pid && slot.empty() && !frames.empty() &&
+                (!prev.ts_ns || !ev.ts_known || *prev.ts_ns <= ev.ts_ns)) {
+                slot = std::move(frames);
+                return;
+            }
+        }
+    }
+    EventRecord e;
+    e.name = o.system.empty() ? o.name : o.system + ":" + o.name;
+    if (ev.ts_known) e.ts_ns = ev.ts_ns;
+    e.cpu = ev.cpu;
+    e.pid = ev.pid;
+    if (auto it = comms.find(ev.pid); ev.pid >= 0 && it != comms.end()) e.comm = it->second;
+    if (ev.line) e.line = ev.line;
+    if (is_stack) {
+        (o.name == "kernel_stack" ? e.stack : e.user_stack) = std::move(frames);
+    } else {
+        e.text = o.fields;
+        e.fields = parse_event_fields(o.fields);
+    }
+    out.push_back(std::move(e));
+}
+
 }  // namespace
+
+std::optional<std::map<std::string, std::string>> parse_event_fields(std::string_view text) {
+    auto next_token = [&](std::string_view& rest) {
+        while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t'))
+            rest.remove_prefix(1);
+        std::size_t end = 0;
+        while (end < rest.size() && rest[end] != ' ' && rest[end] != '\t')
+            ++end;
+        std::string_view tok = rest.substr(0, end);
+        rest.remove_prefix(end);
+        return tok;
+    };
+    std::string_view rest = text;
+    std::string_view tok = next_token(rest);
+    if (key_length(tok) == 0) return std::nullopt;
+    std::map<std::string, std::string> fields;
+    std::string* value = nullptr;
+    for (; !tok.empty(); tok = next_token(rest)) {
+        if (std::size_t k = key_length(tok)) {
+            value = &fields[std::string(tok.substr(0, k))];
+            value->assign(tok.substr(k + 1));
+            continue;
+        }
+        bool word = false;
+        for (char c : tok)
+            word = word || is_ident(c);
+        if (!word) continue;  // "==>" between sched_switch's prev and next halves
+        if (!value->empty()) value->push_back(' ');
+        value->append(tok);
+    }
+    return fields;
+}
 
 Report build_report(const EventStream& stream) {
     Report r;
@@ -77,17 +161,23 @@ Report build_report(const EventStream& stream) {
                 cm.lost_events += *l->count;
             else
                 ++unknown_loss_marks;
-            if (first_loss.empty()) first_loss = fmt::format("cpu {} before ts {}", ev.cpu, ev.ts_ns);
+            if (first_loss.empty())
+                first_loss = ev.line && !stream.file_name.empty()
+                                 ? fmt::format("{}:{}", stream.file_name, ev.line)
+                                 : fmt::format("cpu {} before ts {} ns", ev.cpu, ev.ts_ns);
         } else if (const auto* m = std::get_if<Marker>(&ev.body)) {
             // The preload library's per-ioctl lines are folded into `ioctls`, not listed again.
             if (m->text.rfind("nvtrace-ioctl ", 0) == 0 || m->text.rfind("nvtrace-preload ", 0) == 0) continue;
             r.markers.push_back({ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt, ev.pid, m->text});
+        } else if (const auto* o = std::get_if<OtherEvent>(&ev.body)) {
+            add_event(r.events, ev, *o, stream.comms);
         } else if (const auto* con = std::get_if<ConsoleLine>(&ev.body)) {
             KernelLogMessage msg;
             if (ev.ts_known) msg.ts_ns = ev.ts_ns;
             msg.text = con->text;
             classify_kernel_message(msg);
             if (auto it = g.open_call_at.find(idx); it != g.open_call_at.end()) msg.call = it->second;
+            msg.attached = msg.call ? "console" : "none";  // its own time says no call was open on its task
             r.kernel_log.push_back(std::move(msg));
         }
     }
@@ -122,6 +212,10 @@ Report build_report(const EventStream& stream) {
         r.kernel_log.push_back(std::move(msg));
     }
 
+    // /dev/kmsg lines not seen through printk:console: by time, with the offset recorded at capture.
+    attach_kernel_log_by_time(r.kernel_log, g.calls, stream.kmsg_clock);
+    r.kmsg_clock = stream.kmsg_clock;
+
     for (const auto& s : stream.buffer_stats) {
         cm.overruns += s.overrun;
         cm.dropped_events += s.dropped_events;
@@ -143,10 +237,13 @@ Report build_report(const EventStream& stream) {
     if (stream.kmsg_overwritten) cm.reasons.push_back("kernel log records were overwritten before they were read");
 
     add_diag(cm, "lost_event_marks", "data_loss", unknown_loss_marks + (cm.lost_events ? 1 : 0), first_loss);
-    add_diag(cm, "orphan_return", "data_loss", g.orphan_returns, "");
-    add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls, "");
-    add_diag(cm, "depth_gap", "data_loss", g.depth_gaps, "");
-    add_diag(cm, "starts_mid_tree", "info", g.starts_mid_tree, "");
+    add_diag(cm, "orphan_return", "data_loss", g.orphan_returns,
+             describe_place(g.first_orphan_return, stream.file_name));
+    add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls,
+             describe_place(g.first_unclosed_call, stream.file_name));
+    add_diag(cm, "depth_gap", "data_loss", g.depth_gaps, describe_place(g.first_depth_gap, stream.file_name));
+    add_diag(cm, "starts_mid_tree", "info", g.starts_mid_tree,
+             describe_place(g.first_starts_mid_tree, stream.file_name));
     if (g.depth_gaps)
         cm.reasons.push_back(fmt::format("{} calls whose parent entries are missing (depth gaps)", g.depth_gaps));
     add_diag(cm, "malformed_kmsg_record", "error", bad_kmsg, first_bad_kmsg);

@@ -1,5 +1,6 @@
 #include <ostream>
 
+#include "import/json_write.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace {
@@ -53,8 +54,16 @@ json graph_json(const GraphNode& n) {
 }
 
 json log_json(const KernelLogMessage& m) {
-    return {{"ts", opt(m.ts_ns)}, {"level", m.level}, {"source", m.source}, {"kind", m.kind},
-            {"fields", m.fields}, {"text", m.text},   {"seq", opt(m.seq)},  {"call", opt(m.call)}};
+    return {{"ts", opt(m.ts_ns)},
+            {"level", m.level},
+            {"source", m.source},
+            {"kind", m.kind},
+            {"fields", m.fields},
+            {"text", m.text},
+            {"seq", opt(m.seq)},
+            {"call", opt(m.call)},
+            {"attached", m.attached.empty() ? std::string("none") : m.attached},
+            {"trace_ts", opt(m.trace_ts_ns)}};
 }
 
 json ioctl_json(const IoctlRecord& i) {
@@ -66,6 +75,8 @@ json ioctl_json(const IoctlRecord& i) {
             {"name", opt(i.name)},
             {"hclass", opt(i.hclass)},
             {"status", opt(i.status)},
+            {"ctrl", opt(i.ctrl)},
+            {"ctrl_class", opt(i.ctrl_class)},
             {"ret", opt(i.ret)},
             {"enter_ns", i.enter_ns},
             {"exit_ns", opt(i.exit_ns)},
@@ -74,8 +85,55 @@ json ioctl_json(const IoctlRecord& i) {
             {"phase", opt(i.phase)}};
 }
 
+json kmsg_clock_json(const std::optional<KmsgClockOffset>& c) {
+    if (!c) return nullptr;
+    return {{"trace_clock", c->trace_clock},
+            {"offset_ns", opt(c->offset_ns)},
+            {"uncertainty_ns", c->uncertainty_ns},
+            {"basis", c->basis}};
+}
+
+json source_link_json(const SourceLink& l) {
+    json cands = json::array();
+    for (const auto& c : l.candidates)
+        cands.push_back({{"file", c.file}, {"line", c.line}});
+    return {{"function", l.function}, {"lookup", l.lookup}, {"candidates", cands}};
+}
+
+json source_links_json(const std::optional<SourceLinks>& s) {
+    if (!s) return nullptr;
+    json found = json::array(), ambiguous = json::array();
+    for (const auto& l : s->found) {
+        json j = source_link_json(l);
+        j["file"] = l.candidates.empty() ? json(nullptr) : json(l.candidates[0].file);
+        j["line"] = l.candidates.empty() ? json(nullptr) : json(l.candidates[0].line);
+        j.erase("candidates");
+        found.push_back(std::move(j));
+    }
+    for (const auto& l : s->ambiguous)
+        ambiguous.push_back(source_link_json(l));
+    return {{"root", s->root},
+            {"files_scanned", s->files_scanned},
+            {"found", found},
+            {"ambiguous", ambiguous},
+            {"missing", s->missing}};
+}
+
 json marker_json(const MarkerEntry& m) {
     return {{"ts", opt(m.ts_ns)}, {"pid", m.pid}, {"text", m.text}};
+}
+
+json event_json(const EventRecord& e) {
+    return {{"name", e.name},
+            {"ts", opt(e.ts_ns)},
+            {"cpu", e.cpu},
+            {"pid", e.pid},
+            {"comm", e.comm},
+            {"fields", opt(e.fields)},
+            {"text", e.text},
+            {"stack", e.stack.empty() ? json(nullptr) : json(e.stack)},
+            {"user_stack", e.user_stack.empty() ? json(nullptr) : json(e.user_stack)},
+            {"line", opt(e.line)}};
 }
 
 json check_json(const Check& k) {
@@ -95,7 +153,7 @@ template <class T, class F>
 void stream_array(std::ostream& out, const char* key, const std::vector<T>& v, F f, bool last) {
     out << " \"" << key << "\": [";
     for (std::size_t i = 0; i < v.size(); ++i)
-        out << (i ? ",\n  " : "\n  ") << f(v[i]).dump();
+        out << (i ? ",\n  " : "\n  ") << f(v[i]).dump(-1, ' ', false, json::error_handler_t::replace);
     out << (v.empty() ? "]" : "\n ]") << (last ? "\n" : ",\n");
 }
 
@@ -112,6 +170,9 @@ json to_json(const Report& r) {
     j["kernel_log"] = array_of(r.kernel_log, log_json);
     j["ioctls"] = array_of(r.ioctls, ioctl_json);
     j["markers"] = array_of(r.markers, marker_json);
+    j["events"] = array_of(r.events, event_json);
+    j["kmsg_clock"] = kmsg_clock_json(r.kmsg_clock);
+    j["source_links"] = source_links_json(r.source_links);
     j["checks"] = array_of(r.checks, check_json);
     return j;
 }
@@ -119,16 +180,22 @@ json to_json(const Report& r) {
 void write_json(const Report& r, std::ostream& out) {
     // Keys in the order nlohmann::json uses for to_json(), so both spellings list the same way.
     out << "{\n";
-    stream_array(out, "calls", r.calls, call_json, false);
+    import::write_calls_array(out, r.calls);  // the largest array: written directly, not through a DOM
     stream_array(out, "checks", r.checks, check_json, false);
-    out << " \"completeness\": " << completeness_json(r.completeness).dump() << ",\n";
-    out << " \"environment\": " << r.environment.dump() << ",\n";
+    out << " \"completeness\": "
+        << completeness_json(r.completeness).dump(-1, ' ', false, json::error_handler_t::replace) << ",\n";
+    out << " \"environment\": " << r.environment.dump(-1, ' ', false, json::error_handler_t::replace) << ",\n";
+    stream_array(out, "events", r.events, event_json, false);
     stream_array(out, "graph", r.graph, graph_json, false);
     stream_array(out, "ioctls", r.ioctls, ioctl_json, false);
     stream_array(out, "kernel_log", r.kernel_log, log_json, false);
+    out << " \"kmsg_clock\": " << kmsg_clock_json(r.kmsg_clock).dump(-1, ' ', false, json::error_handler_t::replace)
+        << ",\n";
     stream_array(out, "markers", r.markers, marker_json, false);
-    out << " \"schema\": " << json(kReportSchema).dump() << ",\n";
-    out << " \"source\": " << r.source.dump() << "\n}\n";
+    out << " \"schema\": " << json(kReportSchema).dump(-1, ' ', false, json::error_handler_t::replace) << ",\n";
+    out << " \"source\": " << r.source.dump(-1, ' ', false, json::error_handler_t::replace) << ",\n";
+    out << " \"source_links\": "
+        << source_links_json(r.source_links).dump(-1, ' ', false, json::error_handler_t::replace) << "\n}\n";
 }
 
 }  // namespace nvtrace

@@ -11,13 +11,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "cleanup.hpp"
+#include "clock_offset.hpp"
 #include "kmsg_reader.hpp"
+#include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
@@ -31,24 +34,155 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct DrainContext {
-    RawEventDecoder* decoder;
-    std::vector<Event>* events;
+namespace fs = std::filesystem;
+
+// The raw side of the capture (docs/formats.md, "Capture directory"): every sub-buffer read from
+// per_cpu/cpuN/trace_pipe_raw (tracefs_cpu_read, non-blocking: partial pages too) is appended to
+// raw/<buffer>/cpuN and decoded by PageDecoder into that source's events. Sources are kept apart and
+// merged at the end in source order (buffer, then CPU), as the offline reader does.
+class RawRecorder {
+public:
+    struct Source {
+        std::string buffer;  // "instance" or "top"
+        int cpu = -1;
+        tracefs_cpu* tcpu = nullptr;
+        std::FILE* out = nullptr;
+        std::size_t page_size = 0;
+        std::vector<Event> events;
+        std::size_t pids_scanned = 0;  // events already looked at for new pids
+        std::uint64_t records = 0;
+        std::uint64_t pages = 0;
+    };
+    RawRecorder() = default;
+    RawRecorder(const RawRecorder&) = delete;
+    RawRecorder& operator=(const RawRecorder&) = delete;
+    ~RawRecorder() { close(); }
+
+    // Opens trace_pipe_raw of every CPU of `inst` (nullptr = top level) and raw/<buffer>/cpuN under `dir`.
+    Result<void> open(tracefs_instance* inst, const std::string& buffer, const fs::path& dir) {
+        std::error_code ec;
+        fs::create_directories(dir / "raw" / buffer, ec);
+        if (ec)
+            return fail(
+                Error::environment(fmt::format("cannot create {}: {}", (dir / "raw" / buffer).string(), ec.message())));
+        long ncpu = ::sysconf(_SC_NPROCESSORS_CONF);
+        for (int cpu = 0; cpu < ncpu; ++cpu) {
+            tracefs_cpu* t = tracefs_cpu_open(inst, cpu, true);
+            if (!t) continue;  // a CPU without a buffer (not possible on this machine)
+            Source src;
+            src.buffer = buffer;
+            src.cpu = cpu;
+            src.tcpu = t;
+            src.page_size = static_cast<std::size_t>(std::max(0, tracefs_cpu_read_size(t)));
+            auto path = dir / "raw" / buffer / fmt::format("cpu{}", cpu);
+            src.out = std::fopen(path.c_str(), "wb");
+            if (!src.out) {
+                tracefs_cpu_close(t);
+                return fail(
+                    Error::environment(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno))));
+            }
+            std::setvbuf(src.out, nullptr, _IOFBF, 1 << 16);
+            sources_.push_back(std::move(src));
+            page_.resize(std::max(page_.size(), sources_.back().page_size + PageDecoder::kPageSlack));
+        }
+        if (sources_.empty() || sources_.back().buffer != buffer)
+            return fail(Error::environment(fmt::format("cannot open per_cpu/cpuN/trace_pipe_raw of the {} buffer: {}",
+                                                       buffer, std::strerror(errno))));
+        return {};
+    }
+
+    // Reads every page available now from every source.
+    void drain(PageDecoder& dec) {
+        for (auto& src : sources_) {
+            for (;;) {
+                int n = tracefs_cpu_read(src.tcpu, page_.data(), true);
+                if (n <= 0) break;
+                // trace_pipe_raw returns whole sub-buffers; pad anything shorter so the file stays page-aligned.
+                if (static_cast<std::size_t>(n) < src.page_size)
+                    std::memset(page_.data() + n, 0, src.page_size - static_cast<std::size_t>(n));
+                if (std::fwrite(page_.data(), 1, src.page_size, src.out) != src.page_size && write_error.empty())
+                    write_error = fmt::format("raw/{}/cpu{}: {}", src.buffer, src.cpu, std::strerror(errno));
+                ++src.pages;
+                std::uint64_t before = dec.records();
+                if (auto r = dec.decode(page_.data(), src.page_size, src.cpu, src.events); !r && decode_error.empty())
+                    decode_error =
+                        fmt::format("raw/{}/cpu{} page {}: {}", src.buffer, src.cpu, src.pages - 1, r.error().message);
+                src.records += dec.records() - before;
+            }
+        }
+    }
+
+    void close() {
+        for (auto& src : sources_) {
+            if (src.out && std::fclose(src.out) != 0 && write_error.empty())
+                write_error = fmt::format("raw/{}/cpu{}: {}", src.buffer, src.cpu, std::strerror(errno));
+            src.out = nullptr;
+            if (src.tcpu) tracefs_cpu_close(src.tcpu);
+            src.tcpu = nullptr;
+        }
+    }
+
+    std::vector<Source>& sources() { return sources_; }
+    std::string write_error;
+    std::string decode_error;
+
+private:
+    std::vector<Source> sources_;
+    std::vector<unsigned char> page_;
 };
 
-int on_record(tep_event*, tep_record* rec, int, void* ctx) {
-    auto* d = static_cast<DrainContext*>(ctx);
-    if (rec->missed_events != 0) {
-        Event lost;
-        lost.ts_ns = rec->ts;
-        lost.cpu = rec->cpu;
-        LostEvents l;
-        if (rec->missed_events > 0) l.count = static_cast<std::uint64_t>(rec->missed_events);
-        lost.body = l;
-        d->events->push_back(std::move(lost));
+Result<void> write_file(const fs::path& p, const std::string& text) {
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    if (!f) return fail(Error::environment(fmt::format("cannot write {}: {}", p.string(), std::strerror(errno))));
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok) return fail(Error::environment(fmt::format("cannot write {}: {}", p.string(), std::strerror(errno))));
+    return {};
+}
+
+std::string dump_json(const nlohmann::json& j) {
+    return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+nlohmann::json stats_json(const std::vector<CpuBufferStats>& stats) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& s : stats)
+        a.push_back(
+            {{"cpu", s.cpu}, {"buffer", s.buffer}, {"overrun", s.overrun}, {"dropped_events", s.dropped_events}});
+    return a;
+}
+
+// Event formats (events/header_page, header_event, <system>/<event>/format) for every type seen in the
+// pages plus the ones nvtrace enables; names them in meta "event_formats".
+Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int> types,
+                          const std::vector<std::pair<std::string, std::string>>& always, const fs::path& dir,
+                          nlohmann::json& meta) {
+    std::error_code ec;
+    fs::create_directories(dir / "events", ec);
+    for (const char* h : {"header_page", "header_event"}) {
+        int size = 0;
+        char* text = tracefs_instance_file_read(nullptr, (std::string("events/") + h).c_str(), &size);
+        if (!text) return fail(Error::environment(fmt::format("cannot read events/{} from tracefs", h)));
+        std::string t(text, static_cast<std::size_t>(std::max(size, 0)));
+        std::free(text);
+        if (auto r = write_file(dir / "events" / h, t); !r) return r;
     }
-    if (auto ev = d->decoder->decode(rec)) d->events->push_back(std::move(*ev));
-    return 0;
+    std::set<std::pair<std::string, std::string>> names(always.begin(), always.end());
+    for (int type : types)
+        if (tep_event* ev = tep_find_event(tep, type); ev && ev->system && ev->name)
+            names.emplace(ev->system, ev->name);
+    meta["event_formats"] = nlohmann::json::array();
+    for (const auto& [sys, name] : names) {
+        int size = 0;
+        char* text = tracefs_event_file_read(inst, sys.c_str(), name.c_str(), "format", &size);
+        if (!text) continue;  // an event of the "always" list this kernel lacks
+        std::string t(text, static_cast<std::size_t>(std::max(size, 0)));
+        std::free(text);
+        fs::create_directories(dir / "events" / sys / name, ec);
+        if (auto r = write_file(dir / "events" / sys / name / "format", t); !r) return r;
+        meta["event_formats"].push_back(sys + ":" + name);
+    }
+    return {};
 }
 
 std::string top_file(const char* name) {
@@ -73,20 +207,6 @@ std::size_t count_filter_lines(tracefs_instance* inst) {
     while (std::getline(in, line))
         if (!line.empty() && line[0] != '#') ++n;
     return n;
-}
-
-std::vector<CpuBufferStats> delta(const std::vector<CpuBufferStats>& before, const std::vector<CpuBufferStats>& after) {
-    std::vector<CpuBufferStats> out;
-    for (const auto& a : after) {
-        CpuBufferStats d = a;
-        for (const auto& b : before)
-            if (b.cpu == a.cpu && b.buffer == a.buffer) {
-                d.overrun = a.overrun >= b.overrun ? a.overrun - b.overrun : 0;
-                d.dropped_events = a.dropped_events >= b.dropped_events ? a.dropped_events - b.dropped_events : 0;
-            }
-        out.push_back(d);
-    }
-    return out;
 }
 
 std::string utc_now() {
@@ -153,25 +273,35 @@ void poll_fd_paths(const std::set<int>& pids, std::map<std::pair<int, int>, std:
     }
 }
 
-std::size_t count_matches(const char* filter, const char* module) {
-    char** list = nullptr;
-    // libtracefs 1.6.4 returns an empty list for a NULL filter with a module: match everything explicitly.
-    if (tracefs_filter_functions(filter ? filter : "*", module, &list) < 0) return 0;
-    std::size_t n = static_cast<std::size_t>(std::max(0, tracefs_list_size(list)));
-    tracefs_list_free(list);
-    return n;
-}
-
 bool event_exists(const char* tracing_dir, const char* system, const char* event) {
     return ::access(fmt::format("{}/events/{}/{}", tracing_dir, system, event).c_str(), F_OK) == 0;
 }
 
 }  // namespace
 
+Result<void> require_root() {
+    if (::geteuid() != 0)
+        return fail(Error::environment("needs root: tracefs is writable by root only (run it with sudo)"));
+    return {};
+}
+
+Check scenario_program_check(std::optional<int> exit_code, std::optional<int> signal) {
+    Check prog{"program-exit", "pass", "", "the scenario program's own tests (TAP on its stdout)"};
+    if (exit_code && *exit_code == 0) {
+        prog.evidence = "exit 0";
+    } else {
+        prog.result = "fail";
+        prog.evidence = exit_code ? fmt::format("exit {}", *exit_code)
+                        : signal  ? fmt::format("killed by signal {}", *signal)
+                                  : "exit status unknown";
+        prog.why += ": a test failed (see the \"not ok\" lines above)";
+    }
+    return prog;
+}
+
 Result<CaptureResult> capture(const CaptureOptions& opts) {
     if (opts.argv.empty()) return fail(Error::usage("no command given: nvtrace run [options] -- CMD [ARGS]"));
-    if (::geteuid() != 0)
-        return fail(Error::environment("nvtrace run needs root: tracefs is writable by root only (run it with sudo)"));
+    if (auto root = require_root(); !root) return fail(root.error());
     const char* tracing_dir = nullptr;
     if (tracefs_tracing_dir_is_mounted(false, &tracing_dir) != 1)
         return fail(Error::environment("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"));
@@ -199,6 +329,15 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     if (!inst_r) return fail(inst_r.error());
     Instance& inst = *inst_r;
     meta["instance"] = inst.name();
+    if (opts.out_dir.empty()) return fail(Error::internal("capture: no capture directory"));
+    const fs::path out_dir(opts.out_dir);
+    meta["buffer_size_kb"] = nullptr;
+    if (opts.buffer_size_kb) {
+        if (tracefs_instance_set_buffer_size(inst.get(), static_cast<std::size_t>(*opts.buffer_size_kb), -1) < 0)
+            return fail(Error::environment(
+                fmt::format("cannot set buffer_size_kb to {}: {}", *opts.buffer_size_kb, kernel_error(inst.get()))));
+        meta["buffer_size_kb"] = *opts.buffer_size_kb;
+    }
     // One clock for both buffers: a new instance starts with `local`, while the top level may use another
     // (the kernel makes `global` the default where the TSC is unstable, e.g. under qemu TCG), and the
     // function_graph calls at the top level would not line up with the instance's markers and ioctls.
@@ -208,6 +347,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         std::string clock = (lb != std::string::npos && rb > lb) ? clocks.substr(lb + 1, rb - lb - 1) : "local";
         if (tracefs_instance_file_write(inst.get(), "trace_clock", clock.c_str()) < 0) clock = "local";
         meta["clock"] = clock;
+        // Before KmsgReader::start, so that a probe record never shows in the report (clock_offset.hpp).
+        res.stream.kmsg_clock = kmsg_clock_offset(clock);
+        meta["kmsg_clock"] = to_json(*res.stream.kmsg_clock);
     }
 
     // Where function_graph can run: the instance (>= ~6.11) or the top level under a journal.
@@ -349,6 +491,13 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     std::optional<GatedChild::Identity> run_as = opts.as_root ? std::nullopt : GatedChild::sudo_invoker();
     meta["run_as_uid"] = run_as ? run_as->uid : 0u;
 
+    // The program is a process tree: its orphans come back to nvtrace, which ends them before the instance
+    // goes (runner.hpp, docs/run.md "Processes").
+    if (auto r = become_subreaper(); !r) return fail(r.error());
+    struct SubreaperGuard {
+        ~SubreaperGuard() { stop_being_subreaper(); }
+    } subreaper_guard;
+    meta["timed_out"] = false;
     auto child_r = GatedChild::spawn(opts.argv, env, signals.old(), run_as);
     if (!child_r) return fail(child_r.error());
     GatedChild& child = *child_r;
@@ -443,16 +592,28 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     KmsgReader kmsg;
     if (auto r = kmsg.start(); !r) return fail(r.error());
 
+    // The sub-buffer layout (long size, endianness, page size) for kbuffer, from the top-level header_page
+    // as libtracefs itself does in tracefs_cpu_open.
+    {
+        int size = 0;
+        char* hp = tracefs_instance_file_read(nullptr, "events/header_page", &size);
+        if (!hp || tep_parse_header_page(tep, hp, static_cast<unsigned long>(std::max(size, 0)),
+                                         static_cast<int>(sizeof(long))) < 0) {
+            std::free(hp);
+            return fail(Error::environment("cannot read or parse events/header_page"));
+        }
+        std::free(hp);
+    }
+    meta["kept_events"] = kept_events;
     RawEventDecoder decoder(tep, kept_events);
-    std::vector<Event> events;
-    DrainContext dctx{&decoder, &events};
-    auto drain = [&] {
-        tracefs_iterate_raw_events(tep, inst.get(), nullptr, 0, on_record, &dctx);
-        if (use_fgraph && !fgraph) tracefs_iterate_raw_events(tep, nullptr, nullptr, 0, on_record, &dctx);
-    };
+    PageDecoder page_decoder(tep, decoder);
+    RawRecorder raw;  // creates the capture directory (and raw/<buffer>/)
+    if (auto r = raw.open(inst.get(), "instance", out_dir); !r) return fail(r.error());
+    if (use_fgraph && !fgraph)
+        if (auto r = raw.open(nullptr, "top", out_dir); !r) return fail(r.error());
+    auto drain = [&] { raw.drain(page_decoder); };
     // Pids whose open files are followed: the program and every task seen in its events (its children).
     std::set<int> pids{child.pid()};
-    std::size_t pids_scanned = 0;
     std::map<std::pair<int, int>, std::string> fd_paths;
 
     tracefs_trace_on(inst.get());
@@ -463,22 +624,23 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     std::optional<ExitStatus> status;
     std::optional<Clock::time_point> kill_deadline;
     while (!status) {
-        timespec tick{0, 10'000'000};  // 10 ms: keeps 100% of 2 M events at the default buffer size
+        timespec tick{0, 10'000'000};  // 10 ms drain; what it keeps at 2 M events: docs/performance.md
         int sig = ::sigtimedwait(&signals.set(), nullptr, &tick);
         if (sig > 0 && !res.interrupted_by) {
             res.interrupted_by = sig;
-            child.kill(sig);
+            child.kill_group(sig);
             kill_deadline = Clock::now() + std::chrono::seconds(2);
         }
         if (opts.timeout_s && !kill_deadline && Clock::now() - t0 > std::chrono::duration<double>(*opts.timeout_s)) {
             meta["timed_out"] = true;
-            child.kill(SIGTERM);
+            child.kill_group(SIGTERM);
             kill_deadline = Clock::now() + std::chrono::seconds(2);
         }
-        if (kill_deadline && Clock::now() > *kill_deadline) child.kill(SIGKILL);
-        drain();
-        for (; pids_scanned < events.size(); ++pids_scanned)
-            if (events[pids_scanned].pid > 0) pids.insert(events[pids_scanned].pid);
+        if (kill_deadline && Clock::now() > *kill_deadline) child.kill_group(SIGKILL);
+        if (opts.drain_while_running) drain();
+        for (auto& src : raw.sources())
+            for (; src.pids_scanned < src.events.size(); ++src.pids_scanned)
+                if (src.events[src.pids_scanned].pid > 0) pids.insert(src.events[src.pids_scanned].pid);
         poll_fd_paths(pids, fd_paths);
         kmsg.poll();
         status = child.poll_exit();
@@ -487,6 +649,30 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     if (!res.interrupted_by) {
         timespec zero{0, 0};
         if (int sig = ::sigtimedwait(&signals.set(), nullptr, &zero); sig > 0) res.interrupted_by = sig;
+    }
+    // What is left of the program's tree (background jobs, daemons it started) ends with it: SIGTERM, SIGKILL
+    // after 2 s. They hold the instance's trace_marker (inherited), which would keep it from being removed.
+    {
+        auto ended = end_descendants(child.pgid(), std::chrono::seconds(2), [&] {
+            if (opts.drain_while_running) drain();
+        });
+        auto list = [](const std::vector<ProcessInfo>& ps, const char* how) {
+            nlohmann::json j = nlohmann::json::array();
+            for (const auto& p : ps)
+                j.push_back({{"pid", p.pid}, {"comm", p.comm}, {"signal", how}});
+            return j;
+        };
+        meta["descendants_ended"] = list(ended.terminated, "SIGTERM");
+        for (auto& k : list(ended.killed, "SIGKILL"))
+            meta["descendants_ended"].push_back(k);
+        meta["descendants_left"] = list(ended.survivors, "none");
+        if (opts.progress && !meta["descendants_ended"].empty()) {
+            std::vector<std::string> names;
+            for (const auto& p : meta["descendants_ended"])
+                names.push_back(fmt::format("{} ({}, {})", p["pid"].get<int>(), p["comm"].get<std::string>(),
+                                            p["signal"].get<std::string>()));
+            fmt::print(stderr, "nvtrace: ended what the program left running: {}\n", fmt::join(names, ", "));
+        }
     }
     auto t1 = Clock::now();
     tracefs_printf(inst.get(), "nvtrace-end pid=%d\n", child.pid());
@@ -500,6 +686,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     tracefs_trace_off(inst.get());
     if (use_fgraph && !fgraph) (void)journal.write("tracing_on", "0");  // journaled: restored just below
     drain();
+    raw.close();
     kmsg.poll();
     res.restore_failures = journal.restore();
 
@@ -508,14 +695,45 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     meta["exit_code"] = status->exit_code ? nlohmann::json(*status->exit_code) : nlohmann::json(nullptr);
     meta["signal"] = status->signal ? nlohmann::json(*status->signal) : nlohmann::json(nullptr);
     meta["undecodable_records"] = decoder.undecodable();
+    meta["capture_format"] = kCaptureDirFormat;
+    {
+        nlohmann::json r;
+        r["long_size"] = sizeof(long);
+        r["endianness"] = tep_is_file_bigendian(tep) ? "big" : "little";
+        r["page_size"] = tep_get_sub_buffer_size(tep);
+        r["buffers"] = nlohmann::json::array();
+        for (const auto& src : raw.sources()) {
+            if (r["buffers"].empty() || r["buffers"].back()["name"] != src.buffer)
+                r["buffers"].push_back({{"name", src.buffer},
+                                        {"page_size", src.page_size},
+                                        {"cpus", nlohmann::json::array()},
+                                        {"pages", 0},
+                                        {"records", 0}});
+            auto& b = r["buffers"].back();
+            b["cpus"].push_back(src.cpu);
+            b["pages"] = b["pages"].get<std::uint64_t>() + src.pages;
+            b["records"] = b["records"].get<std::uint64_t>() + src.records;
+        }
+        r["drained_while_running"] = opts.drain_while_running;
+        r["write_error"] = raw.write_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(raw.write_error);
+        r["decode_error"] = raw.decode_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(raw.decode_error);
+        meta["raw"] = r;
+    }
+    if (!raw.write_error.empty() && opts.progress)
+        fmt::print(stderr,
+                   "nvtrace: the raw data could not be written ({}): `nvtrace report DIR` cannot redo "
+                   "this capture\n",
+                   raw.write_error);
 
     EventStream& st = res.stream;
-    st.buffer_stats = delta(stats_before, stats_after);
+    st.buffer_stats = buffer_stats_delta(stats_before, stats_after);
     st.kmsg = std::move(kmsg.records());
     st.kmsg_overwritten = kmsg.overwritten();
     st.fd_paths = std::move(fd_paths);
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
-    st.events = std::move(events);
+    std::vector<std::vector<Event>> per_source;
+    for (auto& src : raw.sources())
+        per_source.push_back(std::move(src.events));
+    st.events = merge_sources(per_source);
 
     tracefs_load_cmdlines(tracing_dir, tep);
     std::string child_comm = opts.argv[0].substr(opts.argv[0].find_last_of('/') + 1).substr(0, 15);
@@ -530,6 +748,54 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         if (!ks) return fail(ks.error());
         SymbolTable syms = SymbolTable::from_kallsyms(*ks);
         meta["unresolved_functions"] = syms.resolve(st);
+        // The kallsyms subset: the symbol each recorded address resolved to (a lookup in the subset then
+        // finds the same symbol: it is the nearest one at or below the address in both tables).
+        std::map<std::uint64_t, const Symbol*> used;
+        for (const auto& ev : st.events) {
+            std::uint64_t addr = 0;
+            if (const auto* e = std::get_if<FuncEntry>(&ev.body))
+                addr = e->func_addr;
+            else if (const auto* x = std::get_if<FuncExit>(&ev.body))
+                addr = x->func_addr;
+            else
+                continue;
+            if (const Symbol* sym = syms.lookup(addr)) used.emplace(sym->addr, sym);
+        }
+        std::string text;
+        for (const auto& [addr, sym] : used)
+            text += sym->module ? fmt::format("{:016x} t {}\t[{}]\n", addr, sym->name, *sym->module)
+                                : fmt::format("{:016x} t {}\n", addr, sym->name);
+        if (auto r = write_file(out_dir / "kallsyms", text); !r) return fail(r.error());
+    }
+
+    // The rest of the capture directory (docs/formats.md): what the offline reader needs besides the pages.
+    if (auto r = save_formats(inst.get(), tep, page_decoder.types_seen(),
+                              {{"syscalls", "sys_enter_ioctl"}, {"syscalls", "sys_exit_ioctl"}, {"ftrace", "print"}},
+                              out_dir, meta);
+        !r)
+        return fail(r.error());
+    {
+        nlohmann::json comms = nlohmann::json::object();
+        for (const auto& [pid, comm] : st.comms)
+            comms[std::to_string(pid)] = comm;
+        if (auto r = write_file(out_dir / "comms.json", dump_json(comms)); !r) return fail(r.error());
+        nlohmann::json fds = nlohmann::json::array();
+        for (const auto& [key, path] : st.fd_paths)
+            fds.push_back({key.first, key.second, path});
+        if (auto r = write_file(out_dir / "fd_paths.json", dump_json(fds)); !r) return fail(r.error());
+        nlohmann::json stats{{"before", stats_json(stats_before)}, {"after", stats_json(stats_after)}};
+        if (auto r = write_file(out_dir / "buffer_stats.json", dump_json(stats)); !r) return fail(r.error());
+        std::string kmsg_text;
+        for (const auto& k : st.kmsg)
+            kmsg_text += k.text + "\n";
+        if (auto r = write_file(out_dir / "kmsg", kmsg_text); !r) return fail(r.error());
+        meta["kmsg_overwritten"] = st.kmsg_overwritten;
+    }
+    // Removed here rather than by the destructor, so that a failure reaches the caller (and the exit code).
+    meta["instance_left"] = nullptr;
+    if (auto r = inst.remove(); !r) {
+        res.instance_left = r.error().message;
+        meta["instance_left"] = r.error().message;
     }
     return res;
 }

@@ -16,6 +16,7 @@
 
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
+#include "nvtrace/report.hpp"
 #include "runner.hpp"
 
 namespace nvtrace::tracer {
@@ -34,6 +35,11 @@ struct CaptureOptions {
     bool as_root = false;                      // under sudo, keep root for the program instead of SUDO_UID/SUDO_GID
     bool preload = true;   // inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)
     bool progress = true;  // progress lines on stderr
+    // Capture directory: the raw pages (raw/<buffer>/cpuN), event formats and the files of docs/formats.md
+    // "Capture directory" are written there (it must exist). meta.json and report.json are the caller's.
+    std::string out_dir;
+    std::optional<int> buffer_size_kb;  // the instance's per-CPU buffer_size_kb (default: the kernel's)
+    bool drain_while_running = true;    // false (tests only: NVTRACE_TEST_NO_DRAIN=1): read once, at the end
 };
 
 // How many available functions each filter matches (available_filter_functions), resolved before
@@ -49,9 +55,17 @@ struct CaptureResult {
     ExitStatus status;                          // the program's
     std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP)
     std::vector<std::string> restore_failures;  // top-level files that could not be restored
+    std::optional<std::string> instance_left;   // why nvtrace-<pid> could not be removed (who holds it open)
     std::vector<FilterCount> filter_counts;
 };
 
 Result<CaptureResult> capture(const CaptureOptions& opts);
+
+// Error::environment unless nvtrace runs as root (tracefs is writable by root only); capture() checks it too.
+Result<void> require_root();
+
+// The "program-exit" check of a scenario run: pass on exit 0, else fail with the exit status as evidence
+// (the scenario program's own TAP verdict). Used by `nvtrace run` and again by `nvtrace report DIR`.
+Check scenario_program_check(std::optional<int> exit_code, std::optional<int> signal);
 
 }  // namespace nvtrace::tracer

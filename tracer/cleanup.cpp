@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runner.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
 
@@ -40,16 +41,16 @@ Result<void> restore_journal(CleanupResult& res, bool dry_run) {
     auto j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.contains("files") || !j["files"].is_array())
         return fail(Error::environment(fmt::format("{}: not a readable journal", kJournalPath)));
-    const auto& files = j["files"];
+    std::vector<std::pair<std::string, std::string>> saved;
+    for (const auto& f : j["files"]) {
+        if (!f.is_object() || !f.contains("file") || !f["file"].is_string() || !f.contains("content") ||
+            !f["content"].is_string())
+            return fail(Error::environment(fmt::format(
+                "{}: not a readable journal (an entry of \"files\" is not {{file, content}})", kJournalPath)));
+        saved.emplace_back(f["file"].get<std::string>(), f["content"].get<std::string>());
+    }
     bool all_ok = true;
-    // current_tracer first (see TopLevelJournal::restore), then the rest in reverse order.
-    std::vector<nlohmann::json> order;
-    for (const auto& f : files)
-        if (f.value("file", "") == "current_tracer") order.push_back(f);
-    for (auto it = files.rbegin(); it != files.rend(); ++it)
-        if ((*it).value("file", "") != "current_tracer") order.push_back(*it);
-    for (auto it = order.begin(); it != order.end(); ++it) {
-        std::string file = (*it).value("file", ""), content = (*it).value("content", "");
+    for (const auto& [file, content] : restore_order(saved)) {
         CleanupAction a{fmt::format("restore top-level {}", file), false, ""};
         if (!dry_run) {
             auto r = restore_file(file, content);
@@ -97,6 +98,25 @@ Result<CleanupResult> cleanup(bool dry_run) {
             res.kept.push_back(fmt::format("instance {} of running pid {}", name, pid));
             continue;
         }
+        // What is left of the killed run's program tree holds the instance's trace_marker (inherited as
+        // NVTRACE_TRACE_MARKER_FD) and keeps it from being removed: those processes are ended first.
+        const std::string inst_dir = fmt::format("{}/instances/{}", dir, name);
+        const std::string marker = inst_dir + "/trace_marker";
+        if (dry_run) {
+            for (const auto& p : processes_holding(marker))
+                res.actions.push_back(
+                    {fmt::format("end pid {} ({}), left running by a killed run: it holds {}'s trace_marker", p.pid,
+                                 p.comm, name),
+                     false, ""});
+        } else {
+            for (const auto& [p, how] : end_holders(marker, std::chrono::seconds(2))) {
+                CleanupAction e{fmt::format("end pid {} ({}), left running by a killed run: it holds {}'s trace_marker",
+                                            p.pid, p.comm, name),
+                                how != "still holds it", ""};
+                if (!e.done) e.error = "still running after SIGTERM and SIGKILL (stuck in the kernel?)";
+                res.actions.push_back(std::move(e));
+            }
+        }
         CleanupAction a{fmt::format("remove instance {}", name), false, ""};
         if (!dry_run) {
             tracefs_instance* inst = tracefs_instance_alloc(nullptr, name.c_str());
@@ -118,6 +138,12 @@ Result<CleanupResult> cleanup(bool dry_run) {
                     ::usleep(50'000);
                 }
                 if (a.done) a.error.clear();
+                if (!a.done && a.error == std::strerror(EBUSY)) {
+                    std::vector<std::string> who;
+                    for (const auto& p : processes_holding(inst_dir))
+                        who.push_back(fmt::format("{} ({})", p.pid, p.comm));
+                    if (!who.empty()) a.error += fmt::format(" (held open by pid {})", fmt::join(who, ", "));
+                }
                 tracefs_instance_free(inst);
             }
         }

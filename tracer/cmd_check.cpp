@@ -1,4 +1,6 @@
 // nvtrace check REPORT --expect FILE [--json] [-v]   (docs/check.md)
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -27,6 +29,13 @@ int do_check(const CheckArgs& a) {
             return static_cast<int>(sc.error().code);
         }
         expect_path = (sc->dir / sc->expect).string();
+    } else if (std::error_code ec; std::filesystem::is_directory(expect_path, ec)) {
+        // Read as a file, a directory is empty: it would pass with zero checks.
+        fmt::print(stderr,
+                   "nvtrace check: {}: a directory without scenario.conf is not a scenario; --expect takes an "
+                   "expectations file or a scenario directory\n",
+                   expect_path);
+        return static_cast<int>(ExitCode::usage);
     }
     auto ex = read_expectations_file(expect_path);
     if (!ex) {
@@ -42,7 +51,7 @@ int do_check(const CheckArgs& a) {
     if (a.json) {
         nlohmann::json out = {
             {"report", a.report}, {"expectations", expect_path}, {"checks", tracer::checks_json(checks)}};
-        fmt::print("{}\n", out.dump(1));
+        fmt::print("{}\n", out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
         fmt::print("report: {}\nexpectations: {}{}\n", a.report, expect_path,
                    ex->title.empty() ? std::string() : " (" + ex->title + ")");
@@ -57,7 +66,8 @@ void add_check(CLI::App& app, int& exit_code) {
     cmd->footer(
         "Example: nvtrace check runs/gem-mmap-20250101T000000Z --expect scenarios/gem-mmap/path.expect\n"
         "Each check is pass, fail (with the closest evidence) or inconclusive (with the data that was missing).\n"
-        "Exit 0 when nothing fails, 1 when a check fails, 2 for unreadable input. Format: docs/expectations.md.");
+        "Exit 0 when nothing fails, 1 when a check fails, 2 for unreadable input (also a directory that is not a\n"
+        "scenario, or an expectations file without any check). Format: docs/expectations.md.");
     cmd->add_option("report", args->report, "report.json, a capture directory, or a trace file nvtrace report reads")
         ->required();
     cmd->add_option("-e,--expect", args->expect, "Expectations file, or a scenario directory")->required();

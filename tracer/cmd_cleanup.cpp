@@ -25,7 +25,7 @@ int do_cleanup(bool dry_run, bool json) {
         for (const auto& a : r->actions)
             j["actions"].push_back({{"what", a.what}, {"done", a.done}, {"error", a.error}});
         j["kept"] = r->kept;
-        fmt::print("{}\n", j.dump(1));
+        fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
         if (r->actions.empty() && r->kept.empty()) fmt::print("nothing to clean up\n");
         for (const auto& a : r->actions)
@@ -45,7 +45,9 @@ void add_cleanup(CLI::App& app, int& exit_code) {
     cmd->add_flag("--json", *json, "JSON output");
     cmd->footer(
         "Restores the top-level files listed in /run/nvtrace/journal.json when the run that wrote it is gone,\n"
-        "and removes instances/nvtrace-<pid> whose pid is gone. Leftovers of running nvtrace processes are kept.");
+        "and removes instances/nvtrace-<pid> whose pid is gone, after ending the processes the killed run left\n"
+        "running that hold its trace_marker open (SIGTERM, SIGKILL 2 s later). Leftovers of running nvtrace\n"
+        "processes are kept. Exit 3 when something could not be done (the line names who holds the instance).");
     cmd->callback([dry, json, &exit_code] { exit_code = do_cleanup(*dry, *json); });
 }
 

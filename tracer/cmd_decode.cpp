@@ -59,7 +59,7 @@ std::optional<DriverVersion> driver_arg(const DecodeArgs& a, int& rc) {
 }
 
 void print_json(const nlohmann::json& j) {
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 int do_ioctl(const DecodeArgs& a) {

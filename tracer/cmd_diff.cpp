@@ -74,10 +74,7 @@ int do_diff(const DiffArgs& args) {
     d.b.label = args.b;
     if (o.phase) {
         for (const auto* in : {&d.a, &d.b})
-            if (in->calls == 0)
-                return usage_error(Error::usage(fmt::format(
-                    "{}: no calls in phase '{}' (phases: {})", in->label, *o.phase,
-                    in->phases.empty() ? std::string("none") : fmt::format("{}", fmt::join(in->phases, ", ")))));
+            if (in->calls == 0) return usage_error(Error::usage(describe_empty_phase(*in, *o.phase)));
     }
     if (args.json) {
         fmt::print("{}\n", to_json(d).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -1,6 +1,7 @@
 // nvtrace dmesg [FILE|-] [--json]   (docs/dmesg.md)
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -31,6 +32,11 @@ int do_dmesg(const DmesgArgs& a) {
             return static_cast<int>(ExitCode::usage);
         }
     } else {
+        if (std::error_code ec; std::filesystem::is_directory(a.file, ec)) {
+            fmt::print(stderr, "nvtrace dmesg: {}: is a directory (expected a kernel log file, or - for stdin)\n",
+                       name);
+            return static_cast<int>(ExitCode::usage);
+        }
         std::ifstream in(a.file, std::ios::binary);
         if (!in) {
             fmt::print(stderr, "nvtrace dmesg: {}: cannot read ({})\n", name, std::strerror(errno));
@@ -71,6 +77,9 @@ void add_dmesg(CLI::App& app, int& exit_code) {
         "Parse a kernel log (dmesg, dmesg -T, journalctl -k, syslog, /dev/kmsg records) into classified messages");
     cmd->add_option("file", args->file, "Kernel log file, or - for standard input (default)");
     cmd->add_flag("--json", args->json, "Print nvtrace.kernel_log/1 JSON instead of one line per message");
+    cmd->footer(
+        "Exit codes: 0 kernel-log messages found, 2 unreadable input or not a single kernel-log line in it.\n"
+        "Docs: docs/dmesg.md");
     cmd->callback([args, &exit_code] { exit_code = do_dmesg(*args); });
 }
 

@@ -13,7 +13,7 @@ namespace {
 int do_doctor(const std::vector<std::string>& modules, bool json) {
     auto findings = tracer::doctor(modules);
     if (json) {
-        fmt::print("{}\n", tracer::to_json(findings).dump(1));
+        fmt::print("{}\n", tracer::to_json(findings).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
         for (const auto& f : findings)
             fmt::print("{:<5} {:<28} {}\n      -> {}\n", f.status, f.id, f.value, f.meaning);
@@ -27,7 +27,10 @@ void add_doctor(CLI::App& app, int& exit_code) {
     auto json = std::make_shared<bool>(false);
     cmd->add_option("-m,--module", *modules, "Also report this module; repeatable")->allow_extra_args(false);
     cmd->add_flag("--json", *json, "JSON output (schema nvtrace.doctor/1)");
-    cmd->footer("Each finding: status (ok, warn, fail, info), what was found, and what it means for nvtrace run.");
+    cmd->footer(
+        "Each finding: status (ok, warn, fail, info), what was found, and what it means for nvtrace run.\n"
+        "Not root: what tracefs or /dev/kmsg refuse to show (EACCES/EPERM) is 'info: cannot tell without root',\n"
+        "never a kernel limit; run `sudo nvtrace doctor` to know. See docs/doctor.md.");
     cmd->callback([modules, json, &exit_code] { exit_code = do_doctor(*modules, *json); });
 }
 

@@ -10,9 +10,14 @@
 
 #include <fmt/format.h>
 
+#include "capture.hpp"
 #include "commands.hpp"
+#include "nvtrace/capture_dir.hpp"
+#include "nvtrace/expect.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"
+#include "nvtrace/report_io.hpp"
+#include "nvtrace/stream_report.hpp"
 #include "summary.hpp"
 
 namespace nvtrace::cli {
@@ -25,6 +30,10 @@ struct ReportArgs {
     std::string format;
     std::string out;
     bool json = false;
+    bool reemit = false;      // --reemit: a capture directory's saved report.json instead of a re-analysis
+    std::string calls_jsonl;  // --calls-jsonl: calls streamed to this file, report.calls left empty
+    std::string source;       // --source DIR: driver sources for source_links
+    bool verbose = false;     // -v: every ioctl and kernel-log line in the summary
 };
 
 std::string dump(const nlohmann::json& j, int indent) {
@@ -32,9 +41,9 @@ std::string dump(const nlohmann::json& j, int indent) {
     return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void print_summary(const Report& r, std::string_view input, std::string_view format) {
+void print_summary(const Report& r, std::string_view input, std::string_view format, bool verbose = false) {
     fmt::print("input: {} ({})\n", input, format);
-    print_report_body(r, true, true);
+    print_report_body(r, true, true, verbose);
 }
 
 Result<std::string> read_small_file(const std::filesystem::path& p) {
@@ -55,9 +64,9 @@ Result<void> emit(const nlohmann::json& j, const ReportArgs& a) {
     return {};
 }
 
-// A capture directory from `nvtrace run`: its report.json is re-emitted (re-analysis of the raw data
-// arrives with the raw capture format).
-int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
+// A capture directory written before the raw format (no "capture_format" in meta.json): its report.json
+// is re-emitted as it is (docs/report.md).
+int reemit_report_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
     auto path = std::filesystem::path(a.input) / "report.json";
     auto text = read_small_file(path);
     if (!text) {
@@ -84,7 +93,7 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
     }
     if (!a.json) {
         std::size_t calls = j.contains("calls") && j["calls"].is_array() ? j["calls"].size() : 0;
-        fmt::print("input: {} (capture directory; report.json re-emitted)\n", a.input);
+        fmt::print("input: {} (capture directory without raw data; report.json re-emitted)\n", a.input);
         fmt::print("calls: {}\n", calls);
         if (j.contains("kernel_log") && j["kernel_log"].is_array())
             fmt::print("kernel log: {} message(s)\n", j["kernel_log"].size());
@@ -97,6 +106,158 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
     return 0;
 }
 
+// A raw capture directory (docs/formats.md): the whole analysis again from the saved pages and formats.
+int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
+    auto data = read_capture_dir(a.input);
+    if (!data) {
+        fmt::print(stderr, "nvtrace report: {}\n", data.error().message);
+        return static_cast<int>(data.error().code);
+    }
+    const nlohmann::json& meta = data->meta;
+    Report report = build_report(data->stream);
+    for (auto& m : extra_log)
+        report.kernel_log.push_back(std::move(m));
+    if (!a.source.empty())
+        if (int rc = add_source_links(report, a.source, "report")) return rc;
+    nlohmann::json captured = meta.value("report_source", nlohmann::json::object());
+    report.source = {{"kind", "capture-dir"}, {"path", a.input}, {"captured", captured}};
+    report.environment = meta.value("environment", nlohmann::json::object());
+    // The run's checks again: its expectations file (when still readable here) and, for a scenario, the
+    // program's own verdict from the recorded exit status.
+    if (captured.is_object() && !captured.contains("cannot_run")) {
+        if (captured.contains("expectations") && captured["expectations"].is_string()) {
+            auto ex = read_expectations_file(captured["expectations"].get<std::string>());
+            if (!ex) {
+                fmt::print(stderr, "nvtrace report: the run's expectations are not re-checked: {}\n",
+                           ex.error().message);
+            } else {
+                report.checks = check_report(report, *ex);
+            }
+        }
+        if (captured.contains("scenario")) {
+            auto code = meta.value("exit_code", nlohmann::json());
+            auto sig = meta.value("signal", nlohmann::json());
+            report.checks.insert(report.checks.begin(),
+                                 tracer::scenario_program_check(
+                                     code.is_number_integer() ? std::optional<int>(code.get<int>()) : std::nullopt,
+                                     sig.is_number_integer() ? std::optional<int>(sig.get<int>()) : std::nullopt));
+        }
+    }
+    if (!a.out.empty()) {
+        std::ofstream out(a.out, std::ios::trunc);
+        if (out) write_json(report, out);
+        if (!out || !out.flush()) {
+            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
+            return static_cast<int>(ExitCode::environment);
+        }
+    }
+    if (a.json) {
+        write_json(report, std::cout);
+        std::cout.flush();
+    } else {
+        // The summary counts kernel calls per ioctl as `nvtrace run` did: it needs the run's tracer mode (set
+        // after the JSON is written, so the report itself is unchanged).
+        if (meta.contains("tracer_mode")) report.source["tracer_mode"] = meta["tracer_mode"];
+        print_summary(report, a.input, "capture directory, re-analysed from its raw pages", a.verbose);
+        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
+    }
+    return 0;
+}
+
+// A saved report (nvtrace.report/1, the report.json `nvtrace run` writes): its summary, and the report again
+// with --json/-o (docs/report.md).
+bool looks_like_saved_report(const std::string& path) {
+    std::error_code ec;
+    if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return false;
+    std::ifstream in(path, std::ios::binary);
+    char ch = 0;
+    while (in.get(ch) && (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')) {
+    }
+    return in && ch == '{';
+}
+
+int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
+    if (!a.calls_jsonl.empty()) {
+        fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a saved report\n");
+        return static_cast<int>(ExitCode::usage);
+    }
+    auto report = read_report_file(a.input);
+    if (!report) {
+        fmt::print(stderr, "nvtrace report: {}\n", report.error().message);
+        return static_cast<int>(report.error().code);
+    }
+    for (auto& m : extra_log)
+        report->kernel_log.push_back(std::move(m));
+    if (!a.source.empty())
+        if (int rc = add_source_links(*report, a.source, "report")) return rc;
+    if (!a.out.empty()) {
+        std::ofstream out(a.out, std::ios::trunc);
+        if (out) write_json(*report, out);
+        if (!out || !out.flush()) {
+            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
+            return static_cast<int>(ExitCode::environment);
+        }
+    }
+    if (a.json) {
+        write_json(*report, std::cout);
+        std::cout.flush();
+    } else {
+        print_summary(*report, a.input, "saved report, nvtrace.report/1", a.verbose);
+        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
+    }
+    return 0;
+}
+
+// --calls-jsonl: the calls go to their own file as they end; memory stays bounded for function_graph text
+// (stream_report.hpp, docs/performance.md).
+int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, std::vector<KernelLogMessage> kmsg,
+                       std::vector<Diagnostic> kmsg_diags) {
+    std::ofstream calls(a.calls_jsonl, std::ios::trunc | std::ios::binary);
+    if (!calls) {
+        fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
+        return static_cast<int>(ExitCode::environment);
+    }
+    auto st = report_streaming(a.input, forced, calls);
+    if (!st) {
+        fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
+        return static_cast<int>(st.error().code);
+    }
+    if (!calls.flush()) {
+        fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
+        return static_cast<int>(ExitCode::environment);
+    }
+    Report& report = st->report;
+    for (auto& d : kmsg_diags)
+        report.completeness.diagnostics.push_back(std::move(d));
+    for (auto& m : st->kernel_log)
+        report.kernel_log.push_back(std::move(m));
+    for (auto& m : kmsg)
+        report.kernel_log.push_back(std::move(m));
+    report.source = {{"kind", "file"},
+                     {"path", a.input},
+                     {"format", std::string(format_name(st->format))},
+                     {"calls_jsonl", a.calls_jsonl},
+                     {"calls_count", st->calls}};
+    if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
+    if (!a.out.empty()) {
+        std::ofstream out(a.out, std::ios::trunc);
+        if (out) write_json(report, out);
+        if (!out || !out.flush()) {
+            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
+            return static_cast<int>(ExitCode::environment);
+        }
+    }
+    if (a.json) {
+        write_json(report, std::cout);
+        std::cout.flush();
+    } else {
+        print_summary(report, a.input, format_name(st->format));
+        fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl);
+        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
+    }
+    return 0;
+}
+
 int do_report(const ReportArgs& a) {
     std::optional<TraceFormat> forced;
     if (!a.format.empty()) {
@@ -104,7 +265,7 @@ int do_report(const ReportArgs& a) {
         if (!forced) {
             fmt::print(stderr,
                        "nvtrace report: unknown --format '{}' (expected fgraph-text, function-text, "
-                       "trace-cmd-report, trace-dat or kernel-log)\n",
+                       "trace-cmd-report, trace-dat, kernel-log or strace)\n",
                        a.format);
             return static_cast<int>(ExitCode::usage);
         }
@@ -121,7 +282,25 @@ int do_report(const ReportArgs& a) {
         kmsg_diags = std::move(k->stream.diagnostics);
     }
     std::error_code ec;
-    if (std::filesystem::is_directory(a.input, ec)) return report_capture_dir(a, std::move(kmsg_messages));
+    if (!a.calls_jsonl.empty() && std::filesystem::is_directory(a.input, ec)) {
+        fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a capture directory\n");
+        return static_cast<int>(ExitCode::usage);
+    }
+    if (std::filesystem::is_directory(a.input, ec)) {
+        if (!a.reemit && std::filesystem::exists(std::filesystem::path(a.input) / "meta.json") &&
+            !is_raw_capture_dir(a.input)) {
+            fmt::print(stderr,
+                       "nvtrace report: {}/meta.json has no \"capture_format\": a capture directory written before "
+                       "the raw format (or not by nvtrace run); --reemit prints its saved report.json\n",
+                       a.input);
+            return static_cast<int>(ExitCode::usage);
+        }
+        if (a.reemit) return reemit_report_json(a, std::move(kmsg_messages));
+        return report_capture_dir(a, std::move(kmsg_messages));
+    }
+
+    if (!forced && looks_like_saved_report(a.input)) return report_saved_json(a, std::move(kmsg_messages));
+    if (!a.calls_jsonl.empty()) return report_calls_jsonl(a, forced, std::move(kmsg_messages), std::move(kmsg_diags));
 
     auto in = import_file(a.input, forced);
     if (!in) {
@@ -137,6 +316,8 @@ int do_report(const ReportArgs& a) {
         report.kernel_log.push_back(std::move(m));
     report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(in->format))}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
+    if (!a.source.empty())
+        if (int rc = add_source_links(report, a.source, "report")) return rc;
 
     // Streamed: a report of millions of calls never exists as one JSON DOM.
     if (!a.out.empty()) {
@@ -152,7 +333,7 @@ int do_report(const ReportArgs& a) {
         std::cout.flush();
     }
     if (!a.json) {
-        print_summary(report, a.input, format_name(in->format));
+        print_summary(report, a.input, format_name(in->format), a.verbose);
         if (!a.out.empty()) fmt::print("report: {}\n", a.out);
     }
     return 0;
@@ -163,12 +344,28 @@ void add_report(CLI::App& app, int& exit_code) {
     CLI::App* cmd = app.add_subcommand("report", "Build the report offline from a trace file or a capture directory");
     cmd->footer(
         "INPUT: function_graph text (trace, trace_pipe, perf ftrace), function tracer text, trace-cmd report text,\n"
-        "a trace.dat, a kernel log, or a capture directory written by `nvtrace run`. The format is detected from\n"
-        "the content; --format forces it. Exit codes: 0 ok, 2 unreadable or unusable input. See docs/report.md.");
-    cmd->add_option("input", args->input, "Trace file or capture directory")->required();
+        "a trace.dat, strace output (its ioctls), a kernel log or test output with CUDA/driver errors (kernel_log\n"
+        "only, no calls), a saved report (report.json, nvtrace.report/1: its summary; --json/-o write it again),\n"
+        "a capture directory written by `nvtrace run` (re-analysed from its raw ring-buffer\n"
+        "pages, docs/formats.md), or - for standard input (a pipe is read whole). The format is detected from\n"
+        "the content and needs evidence (30% of the first 400 lines); --format forces it.\n"
+        "Exit codes: 0 ok, 2 unreadable or unusable input (random bytes, mostly unreadable lines). See "
+        "docs/report.md.");
+    cmd->add_option("input", args->input, "Trace file, saved report.json, capture directory, or - for standard input")
+        ->required();
+    cmd->add_option("--source", args->source,
+                    "Driver source tree (e.g. open-gpu-kernel-modules): file and line of each function's definition "
+                    "(report source_links; not with --calls-jsonl or --reemit)");
+    cmd->add_flag("-v,--verbose", args->verbose, "Summary: every ioctl and kernel-log line, not folded or capped");
+    cmd->add_option("--calls-jsonl", args->calls_jsonl,
+                    "Write the calls to this file as JSON Lines, as they end, and leave report.calls empty: memory "
+                    "bounded by the distinct call paths for function_graph text (not for a capture directory)");
+    cmd->add_flag("--reemit", args->reemit,
+                  "Capture directory: print its saved report.json instead of re-analysing the raw data "
+                  "(the only way for directories written before the raw format)");
     cmd->add_option("--kmsg", args->kmsg, "Kernel log (dmesg, journalctl -k, syslog, /dev/kmsg) to add to kernel_log");
     cmd->add_option("--format", args->format,
-                    "fgraph-text, function-text, trace-cmd-report, trace-dat or kernel-log (default: detect)");
+                    "fgraph-text, function-text, trace-cmd-report, trace-dat, kernel-log or strace (default: detect)");
     auto* json = cmd->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
     cmd->add_option("-o,--out", args->out, "Write the report JSON to this file (the summary still goes to stdout)")
         ->excludes(json);

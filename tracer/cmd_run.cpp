@@ -1,7 +1,11 @@
 // nvtrace run [options] -- CMD [ARGS]   and   nvtrace run [options] SCENARIO_DIR [-- PROGRAM ARGS]   (docs/run.md)
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -35,20 +39,67 @@ struct RunArgs {
     double timeout_s = 0;
     bool json = false;
     bool quiet = false;
-    std::string expect;     // --expect FILE (a scenario brings its own)
-    std::string bin_dir;    // --bin-dir: where the built scenario programs are
-    std::string device;     // --device: passed to the scenario program as "--device PATH"
-    bool no_graph = false;  // --no-graph: ioctls, markers and the kernel log only
+    std::string expect;      // --expect FILE (a scenario brings its own)
+    std::string bin_dir;     // --bin-dir: where the built scenario programs are
+    std::string device;      // --device: passed to the scenario program as "--device PATH"
+    bool no_graph = false;   // --no-graph: ioctls, markers and the kernel log only
+    int buffer_size_kb = 0;  // --buffer-size: the instance's per-CPU ring buffer, KiB
+    bool trace_dat = false;  // --trace-dat: also DIR/trace.dat through `trace-cmd restore`
+    std::string source;      // --source DIR: driver sources for source_links
+    bool verbose = false;    // -v: every ioctl and kernel-log line in the summary
 };
 
-std::string default_out_dir(const std::vector<std::string>& cmd) {
-    std::time_t t = std::time(nullptr);
+// A program or scenario name as a file-name part: letters, digits, '.', '_', '+', '-' (others become '_'),
+// at most 64 bytes, never empty, "." or "..".
+std::string sanitized_name(const std::string& raw) {
+    std::string n;
+    for (char c : raw.substr(0, 64))
+        n += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-') ? c : '_';
+    if (n.empty() || n == "." || n == "..") n = "run";
+    return n;
+}
+
+// runs/NAME-<UTC time with microseconds>Z-<nvtrace pid>, created here with mkdir (exclusive): a directory
+// that exists already is never reused; "-2", "-3", ... are appended until a new one is made.
+Result<std::string> make_default_out_dir(const std::string& raw_name) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
     std::tm tm{};
-    gmtime_r(&t, &tm);
+    gmtime_r(&now.tv_sec, &tm);
     char ts[32];
-    std::strftime(ts, sizeof ts, "%Y%m%dT%H%M%SZ", &tm);
-    std::string name = cmd.empty() ? "run" : std::filesystem::path(cmd[0]).filename().string();
-    return fmt::format("runs/{}-{}", name, ts);
+    std::strftime(ts, sizeof ts, "%Y%m%dT%H%M%S", &tm);
+    std::error_code ec;
+    std::filesystem::create_directories("runs", ec);
+    std::string base =
+        fmt::format("runs/{}-{}.{:06d}Z-{}", sanitized_name(raw_name), ts, now.tv_nsec / 1000, ::getpid());
+    for (int i = 1; i < 1000; ++i) {
+        std::string dir = i == 1 ? base : fmt::format("{}-{}", base, i);
+        if (::mkdir(dir.c_str(), 0755) == 0) return dir;
+        if (errno != EEXIST)
+            return fail(Error::environment(fmt::format("cannot create {}: {}", dir, std::strerror(errno))));
+    }
+    return fail(Error::environment(fmt::format("cannot create a new directory named {}[-N]", base)));
+}
+
+// --out DIR: created when missing; an existing directory is used only when it holds no capture (meta.json,
+// report.json or raw/): a capture is never overwritten.
+Result<std::string> prepare_out_dir(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(dir, ec)) {
+        if (!fs::is_directory(dir, ec))
+            return fail(Error::usage(fmt::format("--out {}: exists and is not a directory", dir)));
+        for (const char* f : {"meta.json", "report.json", "raw"})
+            if (fs::exists(fs::path(dir) / f, ec))
+                return fail(Error::usage(fmt::format(
+                    "--out {}: already holds a capture ({} exists); nvtrace never overwrites one: choose another "
+                    "directory or remove it",
+                    dir, f)));
+        return dir;
+    }
+    fs::create_directories(dir, ec);
+    if (ec) return fail(Error::environment(fmt::format("cannot create {}: {}", dir, ec.message())));
+    return dir;
 }
 
 Result<void> write_text(const std::filesystem::path& p, const std::string& text) {
@@ -59,16 +110,85 @@ Result<void> write_text(const std::filesystem::path& p, const std::string& text)
     return {};
 }
 
-void print_summary(const Report& r, const tracer::CaptureResult& cap, const std::string& out_dir) {
+void print_summary(const Report& r, const tracer::CaptureResult& cap, const std::string& out_dir,
+                   bool verbose = false) {
     const auto& st = cap.status;
     std::string status = st.exit_code ? fmt::format("exit {}", *st.exit_code)
                          : st.signal  ? fmt::format("killed by signal {} ({})", *st.signal, strsignal(*st.signal))
                                       : "unknown";
+    if (cap.meta.value("timed_out", false)) status += ", timed out";
+    if (cap.meta.contains("descendants_ended") && !cap.meta["descendants_ended"].empty())
+        status += fmt::format(", {} process(es) it left running ended", cap.meta["descendants_ended"].size());
     fmt::print("program: {} (pid {}, {})\n", fmt::join(cap.meta["command"].get<std::vector<std::string>>(), " "),
                cap.meta["pid"].get<int>(), status);
     fmt::print("tracer: {}\n", cap.meta["tracer_mode"].get<std::string>());
-    print_report_body(r, false, false);
+    print_report_body(r, false, false, verbose);
     fmt::print("report: {}/report.json\n", out_dir);
+}
+
+// Runs argv (no shell) with stdout and stderr appended to `log`; its exit code, or -1 when it did not run.
+int run_logged(const std::vector<std::string>& argv, const std::string& log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    std::vector<char*> a;
+    for (const auto& x : argv)
+        a.push_back(const_cast<char*>(x.c_str()));
+    a.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool in_path(const std::string& prog) {
+    const char* path = std::getenv("PATH");
+    std::string p = path ? path : "/usr/bin:/bin";
+    for (std::size_t pos = 0; pos <= p.size();) {
+        std::size_t colon = p.find(':', pos);
+        std::string dir = p.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+        if (!dir.empty() && ::access((dir + "/" + prog).c_str(), X_OK) == 0) return true;
+        if (colon == std::string::npos) break;
+        pos = colon + 1;
+    }
+    return false;
+}
+
+// --trace-dat: DIR/trace.dat (instance buffer) and DIR/trace-top.dat (top-level buffer, function_graph on
+// kernels without it in instances) from the saved pages through `trace-cmd restore` (docs/run.md). The
+// header (event formats, kallsyms, saved_cmdlines) is made by `trace-cmd restore -c` from this machine's
+// tracefs, so this runs right after the capture, on the machine that made it. Returns the files written.
+Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, const nlohmann::json& meta) {
+    if (!in_path("trace-cmd"))
+        return fail(Error::environment("--trace-dat needs trace-cmd in PATH (Debian package trace-cmd)"));
+    namespace fs = std::filesystem;
+    const std::string log = (fs::path(out_dir) / "trace-cmd-restore.log").string();
+    const std::string head = (fs::path(out_dir) / ".trace-dat-header").string();
+    if (int rc = run_logged({"trace-cmd", "restore", "-c", "-o", head}, log); rc != 0)
+        return fail(Error::environment(fmt::format("trace-cmd restore -c failed (exit {}): see {}", rc, log)));
+    std::vector<std::string> written;
+    for (const auto& b : meta["raw"]["buffers"]) {
+        std::string name = b["name"] == "instance" ? "trace.dat" : "trace-top.dat";
+        std::vector<std::string> argv{"trace-cmd", "restore", "-i", head, "-o", (fs::path(out_dir) / name).string()};
+        for (const auto& cpu : b["cpus"])
+            argv.push_back(
+                (fs::path(out_dir) / "raw" / b["name"].get<std::string>() / fmt::format("cpu{}", cpu.get<int>()))
+                    .string());
+        if (int rc = run_logged(argv, log); rc != 0) {
+            fs::remove(head);
+            return fail(Error::environment(fmt::format("trace-cmd restore -i failed (exit {}): see {}", rc, log)));
+        }
+        written.push_back(name);
+    }
+    std::error_code ec;
+    fs::remove(head, ec);
+    fs::remove(log, ec);
+    return written;
 }
 
 // The reason a scenario program gave for exiting kScenarioCannotRun ("nvtrace-cannot-run: REASON" marker).
@@ -86,8 +206,17 @@ std::string cannot_run_reason(const Report& r, const std::string& program) {
 }
 
 int do_run(RunArgs a) {
+    std::string default_name;  // of the default capture directory: the scenario's, else the program's
     std::optional<tracer::Scenario> scenario;
     std::optional<ExpectFile> expectations;
+    if (std::error_code ec; !a.command.empty() && std::filesystem::is_directory(a.command[0], ec) &&
+                            !tracer::is_scenario_dir(a.command[0])) {
+        fmt::print(stderr,
+                   "nvtrace run: {} is a directory but not a scenario (no scenario.conf in it; `nvtrace scenarios` "
+                   "lists them)\n",
+                   a.command[0]);
+        return static_cast<int>(ExitCode::usage);
+    }
     if (!a.command.empty() && tracer::is_scenario_dir(a.command[0])) {
         auto sc = tracer::read_scenario(a.command[0]);
         if (!sc) {
@@ -132,7 +261,7 @@ int do_run(RunArgs a) {
         }
         argv.insert(argv.end(), a.command.begin() + 1, a.command.end());
         a.command = argv;
-        if (a.out.empty()) a.out = default_out_dir({sc->name});
+        if (a.out.empty()) default_name = sc->name;
     } else if (!a.device.empty()) {
         fmt::print(stderr, "nvtrace run: --device is for scenario directories\n");
         return static_cast<int>(ExitCode::usage);
@@ -144,11 +273,29 @@ int do_run(RunArgs a) {
         a.graph_functions.clear();
         a.max_depth = 0;
     }
+    if (!a.expect.empty() && tracer::is_scenario_dir(a.expect)) {  // like `nvtrace check --expect`
+        auto sc = tracer::read_scenario(a.expect);
+        if (!sc) {
+            fmt::print(stderr, "nvtrace run: {}\n", sc.error().message);
+            return static_cast<int>(sc.error().code);
+        }
+        a.expect = (sc->dir / sc->expect).string();
+    } else if (!a.expect.empty() && std::filesystem::is_directory(a.expect)) {
+        fmt::print(stderr,
+                   "nvtrace run: --expect {}: a directory but not a scenario (no scenario.conf): give the "
+                   ".expect file\n",
+                   a.expect);
+        return static_cast<int>(ExitCode::usage);
+    }
     if (!a.expect.empty()) {
         auto ex = read_expectations_file(a.expect);
         if (!ex) {
             fmt::print(stderr, "nvtrace run: {}\n", ex.error().message);
             return static_cast<int>(ex.error().code);
+        }
+        if (ex->checks.empty()) {
+            fmt::print(stderr, "nvtrace run: --expect {}: holds no checks, so nothing would be checked\n", a.expect);
+            return static_cast<int>(ExitCode::usage);
         }
         expectations = std::move(*ex);
     }
@@ -168,15 +315,51 @@ int do_run(RunArgs a) {
     if (a.timeout_s > 0) opts.timeout_s = a.timeout_s;
     opts.progress = !a.quiet;
 
+    // The capture directory is made before the capture (the raw pages are written while the program runs),
+    // after the root check so that a refused run leaves nothing; a failed capture removes it again when
+    // nvtrace made it.
+    if (auto root = tracer::require_root(); !root) {
+        fmt::print(stderr, "nvtrace run: {}\n", root.error().message);
+        return static_cast<int>(root.error().code);
+    }
+    std::error_code ec;
+    bool out_existed = !a.out.empty() && std::filesystem::exists(a.out, ec);
+    if (default_name.empty() && !a.command.empty())
+        default_name = std::filesystem::path(a.command[0]).filename().string();
+    auto dir_r = a.out.empty() ? make_default_out_dir(default_name) : prepare_out_dir(a.out);
+    if (!dir_r) {
+        fmt::print(stderr, "nvtrace run: {}\n", dir_r.error().message);
+        return static_cast<int>(dir_r.error().code);
+    }
+    const std::string out_dir = *dir_r;
+    if (!a.quiet) fmt::print(stderr, "nvtrace: tracing {}; capture directory {}\n", fmt::join(a.command, " "), out_dir);
+    opts.out_dir = out_dir;
+    if (a.buffer_size_kb > 0) opts.buffer_size_kb = a.buffer_size_kb;
+    // Test hook (docs/testing.md): no reading while the program runs, only the final drain.
+    if (const char* nd = std::getenv("NVTRACE_TEST_NO_DRAIN"); nd && std::string(nd) == "1")
+        opts.drain_while_running = false;
+
     auto cap = tracer::capture(opts);
+    if (!cap && !out_existed) std::filesystem::remove_all(out_dir, ec);
     if (!cap) {
         fmt::print(stderr, "nvtrace run: {}\n", cap.error().message);
         return static_cast<int>(cap.error().code);
     }
     for (const auto& f : cap->restore_failures)
         fmt::print(stderr, "nvtrace run: could not restore {} (the journal is kept for `nvtrace cleanup`)\n", f);
+    if (cap->instance_left) fmt::print(stderr, "nvtrace run: {}\n", *cap->instance_left);
+    if (!a.quiet) {
+        const auto& s = cap->status;
+        fmt::print(stderr, "nvtrace: program ended ({}{}); writing {}/report.json\n",
+                   s.exit_code ? fmt::format("exit {}", *s.exit_code)
+                   : s.signal  ? fmt::format("signal {}", *s.signal)
+                               : "status unknown",
+                   cap->meta.value("timed_out", false) ? ", timed out" : "", out_dir);
+    }
 
     Report report = build_report(cap->stream);
+    if (!a.source.empty())
+        if (int rc = add_source_links(report, a.source, "run")) return rc;
     report.source = {
         {"kind", "live"}, {"command", a.command}, {"pid", cap->meta["pid"]}, {"tracer_mode", cap->meta["tracer_mode"]}};
     report.source["modules"] = a.modules;
@@ -200,26 +383,19 @@ int do_run(RunArgs a) {
         report.checks = check_report(report, *expectations);
         if (scenario) {
             // The program's own verdict (its TAP output): a scenario that fails its own tests fails the run.
-            Check prog{"program-exit", "pass", "", "the scenario program's own tests (TAP on its stdout)"};
-            if (st.exit_code && *st.exit_code == 0) {
-                prog.evidence = "exit 0";
-            } else {
-                prog.result = "fail";
-                prog.evidence = st.exit_code ? fmt::format("exit {}", *st.exit_code)
-                                : st.signal  ? fmt::format("killed by signal {}", *st.signal)
-                                             : "exit status unknown";
-                prog.why += ": a test failed (see the \"not ok\" lines above)";
-            }
+            Check prog = tracer::scenario_program_check(st.exit_code, st.signal);
             report.checks.insert(report.checks.begin(), prog);
         }
     }
-
-    std::string out_dir = a.out.empty() ? default_out_dir(a.command) : a.out;
-    std::error_code ec;
-    std::filesystem::create_directories(out_dir, ec);
-    if (ec) {
-        fmt::print(stderr, "nvtrace run: cannot create {}: {}\n", out_dir, ec.message());
-        return static_cast<int>(ExitCode::environment);
+    // What `nvtrace report DIR` needs to rebuild the same report offline (docs/formats.md).
+    cap->meta["report_source"] = report.source;
+    cap->meta["environment"] = report.environment;
+    cap->meta["trace_dat"] = nlohmann::json::array();
+    if (a.trace_dat) {
+        if (auto td = write_trace_dat(out_dir, cap->meta); !td)
+            fmt::print(stderr, "nvtrace run: no trace.dat: {}\n", td.error().message);
+        else
+            cap->meta["trace_dat"] = *td;
     }
     nlohmann::json kmsg = nlohmann::json::array();
     for (const auto& k : cap->stream.kmsg)
@@ -239,7 +415,9 @@ int do_run(RunArgs a) {
             return static_cast<int>(ExitCode::environment);
         }
     }
-    if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json", cap->meta.dump(1) + "\n"); !w) {
+    if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json",
+                            cap->meta.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+        !w) {
         fmt::print(stderr, "nvtrace run: {}\n", w.error().message);
         return static_cast<int>(ExitCode::environment);
     }
@@ -247,12 +425,12 @@ int do_run(RunArgs a) {
         write_json(report, std::cout);
         std::cout.flush();
     } else if (!a.quiet) {
-        print_summary(report, *cap, out_dir);
+        print_summary(report, *cap, out_dir, a.verbose);
         if (!report.checks.empty()) tracer::print_checks(report.checks, false);
     }
     if (cannot_run_why) fmt::print("cannot run here: {}\n", *cannot_run_why);
     if (cap->interrupted_by) return 128 + *cap->interrupted_by;
-    if (!cap->restore_failures.empty()) return static_cast<int>(ExitCode::environment);
+    if (!cap->restore_failures.empty() || cap->instance_left) return static_cast<int>(ExitCode::environment);
     if (cannot_run_why) return static_cast<int>(ExitCode::environment);
     if (summarize(report.checks).fail) return static_cast<int>(ExitCode::expectation_failed);
     return 0;
@@ -264,21 +442,30 @@ void add_run(CLI::App& app, int& exit_code) {
     run->footer(
         "Example: sudo nvtrace run --module null_blk -- dd if=/dev/nullb0 of=/dev/null bs=4k count=4 iflag=direct\n"
         "         sudo nvtrace run scenarios/gem-mmap\n"
-        "Writes DIR/report.json and DIR/meta.json (DIR defaults to runs/<program or scenario>-<UTC time>).\n"
+        "Writes DIR/report.json, DIR/meta.json and the raw ring-buffer pages with what decodes them, so that\n"
+        "`nvtrace report DIR` redoes the analysis offline (docs/formats.md); DIR defaults to a new\n"
+        "runs/<program or scenario>-<UTC time, us>Z-<nvtrace pid>; an existing capture is never overwritten.\n"
+        "The program is a process tree: what it leaves running is ended (SIGTERM, SIGKILL after 2 s) before\n"
+        "the instance is removed; meta.json lists it (descendants_ended). Progress lines go to stderr.\n"
         "A scenario directory brings its program, tracing options and expectations (docs/scenarios.md);\n"
         "exit 1 when a check fails, 3 with \"cannot run here: ...\" when the machine lacks what it needs.");
     run->add_option("command", args->command,
                     "Program and arguments (after --), or a scenario directory [-- its program's arguments]")
         ->required()
         ->expected(-1);
-    run->add_option("--expect", args->expect, "Check the report against this expectations file (docs/expectations.md)");
+    run->add_option(
+        "--expect", args->expect,
+        "Check the report against this expectations file, or a scenario directory's (docs/expectations.md); "
+        "a file without checks is an error");
     run->add_option("--bin-dir", args->bin_dir,
                     "Where the built scenario programs are (default: found from nvtrace's own path)");
     run->add_flag("--no-graph", args->no_graph,
                   "No function_graph (drop modules and filters, also a scenario's): ioctls, markers, kernel log only");
     run->add_option("--device", args->device,
                     "Scenario only: pass --device PATH to its program (e.g. another GEM driver)");
-    run->add_option("-o,--out", args->out, "Capture directory (default runs/<program>-<UTC time>)");
+    run->add_option("-o,--out", args->out,
+                    "Capture directory: created, or an existing one without a capture (default: a new "
+                    "runs/<program>-<UTC time>-<pid>)");
     run->add_option("-m,--module", args->modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
@@ -292,7 +479,7 @@ void add_run(CLI::App& app, int& exit_code) {
                     "Start graphs only at these functions (set_graph_function); repeatable")
         ->allow_extra_args(false);
     run->add_option("--max-depth", args->max_depth, "Cap the graph depth (max_graph_depth)")
-        ->check(CLI::PositiveNumber);
+        ->check(nvtrace::cli::positive_number);
     run->add_flag("--future", args->future, "Arm :mod:M for a module that is not loaded yet (applied when it loads)");
     run->add_flag("--force", args->force,
                   "Take the top level although another tracer is set or a journal exists (it is still restored)");
@@ -301,10 +488,22 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Do not inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)");
     run->add_option("-e,--event", args->events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
         ->allow_extra_args(false);
-    run->add_option("--timeout", args->timeout_s, "Stop the program after this many seconds (SIGTERM, then SIGKILL)")
-        ->check(CLI::PositiveNumber);
+    run->add_option("--buffer-size", args->buffer_size_kb,
+                    "Per-CPU ring-buffer size of nvtrace's instance in KiB (buffer_size_kb; default: the kernel's)")
+        ->check(nvtrace::cli::positive_number);
+    run->add_flag("--trace-dat", args->trace_dat,
+                  "Also write DIR/trace.dat (and trace-top.dat) from the raw pages with `trace-cmd restore` "
+                  "(needs trace-cmd)");
+    run->add_option("--timeout", args->timeout_s,
+                    "Stop the program and its process group after this many seconds (SIGTERM, then SIGKILL 2 s later)")
+        ->check(nvtrace::cli::positive_number);
     run->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
     run->add_flag("-q,--quiet", args->quiet, "No summary and no progress lines");
+    run->add_option("--source", args->source,
+                    "Driver source tree (e.g. open-gpu-kernel-modules): file and line of each function's definition "
+                    "in the report (source_links)")
+        ->check(CLI::ExistingDirectory);
+    run->add_flag("-v,--verbose", args->verbose, "Summary: every ioctl and kernel-log line, not folded or capped");
     run->callback([args, &exit_code] { exit_code = do_run(*args); });
 }
 

@@ -32,6 +32,11 @@ int do_scenarios(const ScenariosArgs& a) {
     for (const auto& e : fs::directory_iterator(roots.front()))
         if (tracer::is_scenario_dir(e.path())) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
+    if (dirs.empty()) {
+        fmt::print(stderr, "nvtrace scenarios: no scenario in {} (a scenario is a directory with a scenario.conf)\n",
+                   roots.front().string());
+        return static_cast<int>(ExitCode::usage);
+    }
     int status = 0;
     for (const auto& d : dirs) {
         auto sc = tracer::read_scenario(d);
@@ -72,7 +77,7 @@ int do_scenarios(const ScenariosArgs& a) {
         if (fs::exists(path_doc, ec)) fmt::print("    for people: {}\n", path_doc.lexically_normal().string());
         fmt::print("    program:  {}\n", prog ? prog->string() : "not built here");
     }
-    if (a.json) fmt::print("{}\n", out.dump(1));
+    if (a.json) fmt::print("{}\n", out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     return status;
 }
 

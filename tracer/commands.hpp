@@ -2,6 +2,8 @@
 // CLI11, call the libraries, print) and registers itself with NVTRACE_COMMAND; main.cpp adds them in order.
 #pragma once
 
+#include <exception>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,6 +17,19 @@ using AddCommand = void (*)(CLI::App& app, int& exit_code);
 // (order in --help, adder). Orders: run 10, report 20, check 30, diff 40, export 50, dmesg 60,
 // decode 70, doctor 80, cleanup 90, scenarios 100.
 std::vector<std::pair<int, AddCommand>>& command_table();
+
+// A number greater than 0, with a message that says so (CLI::PositiveNumber prints its whole double range).
+inline const CLI::Validator positive_number(
+    [](std::string& value) -> std::string {
+        try {
+            std::size_t used = 0;
+            double v = std::stod(value, &used);
+            if (used == value.size() && v > 0) return {};
+        } catch (const std::exception&) {
+        }
+        return "expected a number greater than 0, got '" + value + "'";
+    },
+    "NUMBER>0");
 
 struct CommandRegistrar {
     CommandRegistrar(int order, AddCommand add) { command_table().emplace_back(order, add); }

@@ -3,8 +3,10 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "cleanup.hpp"
 #include "procfs.hpp"
 #include "tracefs_cxx.h"
+#include "tracefs_session.hpp"
 
 namespace nvtrace::tracer {
 
@@ -28,6 +31,45 @@ std::string trim(std::string s) {
 std::string first_line(const std::string& path) {
     auto t = read_file(path);
     return t ? trim(t->substr(0, t->find('\n'))) : std::string();
+}
+
+// EACCES/EPERM for a user that is not root say nothing about the kernel: the finding says it could not look.
+bool denied(int err) {
+    return err == EACCES || err == EPERM;
+}
+
+const char* const kAskRoot = "run `sudo nvtrace doctor` to know";
+
+// The first line of a file, or the errno of the failed open/read (0 when it was read).
+struct Line {
+    std::string text;
+    int err = 0;
+};
+
+Line read_line(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {{}, errno};
+    std::string text;
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.find('\n') == std::string::npos)
+        text.append(buf, static_cast<std::size_t>(n));
+    int err = n < 0 ? errno : 0;
+    ::close(fd);
+    if (err) return {{}, err};
+    return {trim(text.substr(0, text.find('\n'))), 0};
+}
+
+// Whether a tracefs path exists: 1 yes, 0 no, -1 this user may not look (EACCES/EPERM, in *err).
+int exists(const std::string& path, int* err) {
+    if (::access(path.c_str(), F_OK) == 0) return 1;
+    *err = errno;
+    return denied(*err) ? -1 : 0;
+}
+
+std::string kernel_release() {
+    utsname u{};
+    return ::uname(&u) == 0 ? std::string(u.release) : std::string("unknown");
 }
 
 std::vector<std::string> list_dir(const std::string& dir, const std::string& prefix) {
@@ -52,33 +94,72 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
 
     const char* dir = nullptr;
     bool mounted = tracefs_tracing_dir_is_mounted(false, &dir) == 1;
-    f.push_back(
-        {"tracefs", mounted ? "ok" : "fail", mounted ? dir : "not mounted",
-         mounted ? "trace events can be recorded" : "mount it as root: mount -t tracefs nodev /sys/kernel/tracing"});
+    // nvtrace run creates instances/nvtrace-<pid> and writes control files: the directory must be writable.
+    bool writable = mounted && ::access((std::string(dir) + "/instances").c_str(), W_OK) == 0;
+    f.push_back({"tracefs",
+                 !mounted   ? "fail"
+                 : writable ? "ok"
+                            : "fail",
+                 mounted ? fmt::format("{} ({})", dir, writable ? "writable" : "not writable") : "not mounted",
+                 !mounted   ? "nvtrace run cannot trace: mount it as root: mount -t tracefs nodev /sys/kernel/tracing"
+                 : writable ? "nvtrace run can create its private instance and enable events"
+                            : "nvtrace run cannot configure tracing as this user: run it as root"});
 
-    std::string lockdown = first_line("/sys/kernel/security/lockdown");
+    Line lock = read_line("/sys/kernel/security/lockdown");
+    const std::string& lockdown = lock.text;
     bool locked = lockdown.find("[none]") == std::string::npos && !lockdown.empty();
-    f.push_back({"lockdown", lockdown.empty() ? "info" : (locked ? "warn" : "ok"),
-                 lockdown.empty() ? "unknown" : lockdown,
-                 lockdown.empty() ? "cannot tell (no /sys/kernel/security/lockdown)"
-                 : locked         ? "kernel lockdown can refuse tracing features"
-                                  : "no lockdown restrictions"});
+    if (lockdown.empty() && denied(lock.err) && !root) {
+        f.push_back({"lockdown", "info", fmt::format("not readable without root ({})", std::strerror(lock.err)),
+                     fmt::format("cannot tell without root whether kernel lockdown restricts tracing: {}", kAskRoot)});
+    } else {
+        f.push_back({"lockdown", lockdown.empty() ? "info" : (locked ? "warn" : "ok"),
+                     lockdown.empty() ? "unknown" : lockdown,
+                     lockdown.empty() ? "cannot tell (no /sys/kernel/security/lockdown)"
+                     : locked         ? "kernel lockdown can refuse tracing features"
+                                      : "no lockdown restrictions"});
+    }
 
+    // Whether --module, --filter and --graph-function can work: function_graph exists and filters are accepted.
+    bool fgraph_usable = false;
+    // Without root tracefs (mode 0700) cannot be read: whether function_graph works is then unknown, not refused.
+    bool fgraph_unknown = false;
     if (mounted) {
         std::string base = dir;
-        std::string tracers = first_line(base + "/available_tracers");
+        Line tl = read_line(base + "/available_tracers");
+        const std::string& tracers = tl.text;
         bool has_fgraph = tracers.find("function_graph") != std::string::npos;
-        f.push_back({"tracers", has_fgraph ? "ok" : "warn", tracers,
-                     has_fgraph ? "--module (function_graph) is possible"
-                                : "no function_graph: --module cannot work; events and the kernel log still do"});
-        // The function tracer can exist and still be refused (EPERM on our CI kernels).
+        if (denied(tl.err) && !root) {
+            fgraph_unknown = true;
+            f.push_back({"tracers", "info",
+                         fmt::format("available_tracers not readable without root ({})", std::strerror(tl.err)),
+                         fmt::format("cannot tell without root whether this kernel has function_graph (--module, "
+                                     "--filter, --graph-function): {}",
+                                     kAskRoot)});
+        } else {
+            f.push_back({"tracers", has_fgraph ? "ok" : "warn", tracers,
+                         has_fgraph ? "--module, --filter and --graph-function can use function_graph"
+                                    : "no function_graph in this kernel: --module, --filter and --graph-function "
+                                      "cannot work; ioctl events and the kernel log still do"});
+        }
+        // The function tracer can exist and still be refused (EPERM on our CI kernels, as root).
         int fd = ::open((base + "/set_ftrace_filter").c_str(), O_RDONLY | O_CLOEXEC);
         int err = errno;
         if (fd >= 0) ::close(fd);
-        f.push_back({"function_filters", fd >= 0 ? "ok" : "fail",
-                     fd >= 0 ? "set_ftrace_filter readable" : fmt::format("set_ftrace_filter: {}", std::strerror(err)),
-                     fd >= 0 ? "module filters (:mod:) can be set"
-                             : "this kernel refuses function tracing: --module cannot work here"});
+        if (fd < 0 && denied(err) && !root) {
+            fgraph_unknown = true;
+            f.push_back(
+                {"function_filters", "info",
+                 fmt::format("set_ftrace_filter not readable without root ({})", std::strerror(err)),
+                 fmt::format("cannot tell without root whether this kernel allows function tracing: {}", kAskRoot)});
+        } else {
+            f.push_back(
+                {"function_filters", fd >= 0 ? "ok" : "fail",
+                 fd >= 0 ? "set_ftrace_filter readable" : fmt::format("set_ftrace_filter: {}", std::strerror(err)),
+                 fd >= 0 ? "function filters (:mod:M, --filter) can be set and counted before the run"
+                         : "this kernel refuses function tracing: --module, --filter and --graph-function "
+                           "cannot work here"});
+        }
+        fgraph_usable = has_fgraph && fd >= 0;
         if (root) {
             std::string name = fmt::format("nvtrace-{}", ::getpid());
             if (tracefs_instance* inst = tracefs_instance_create(name.c_str())) {
@@ -87,48 +168,127 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
                 std::string in_inst = t ? trim(std::string(t, static_cast<std::size_t>(sz))) : "";
                 std::free(t);
                 bool ok = in_inst.find("function_graph") != std::string::npos;
-                f.push_back({"function_graph_in_instance", ok ? "ok" : "info", in_inst,
-                             ok ? "function_graph runs in nvtrace's private instance"
-                                : "function_graph needs the top level: nvtrace journals and restores it"});
+                f.push_back({"function_graph_in_instance",
+                             ok           ? "ok"
+                             : has_fgraph ? "info"
+                                          : "fail",
+                             in_inst,
+                             ok ? "function_graph runs in nvtrace's private instance: the top level is not touched"
+                             : has_fgraph
+                                 ? "instances refuse function_graph: nvtrace run uses the top level, journals "
+                                   "every file it changes in /run/nvtrace/journal.json and restores them; one such "
+                                   "run at a time"
+                                 : "function_graph is available neither in an instance nor at the top level: "
+                                   "--module cannot work here"});
                 tracefs_instance_destroy(inst);
                 tracefs_instance_free(inst);
             } else {
                 f.push_back({"instances", "fail", std::strerror(errno), "nvtrace run needs a private instance"});
             }
         }
-        bool sys = ::access((base + "/events/syscalls/sys_enter_ioctl").c_str(), F_OK) == 0;
-        f.push_back({"syscall_events", sys ? "ok" : "fail", sys ? "syscalls:sys_enter_ioctl present" : "absent",
-                     sys ? "ioctls are recorded"
+        // An event this user may not look for: unknown, never "absent".
+        int eerr = 0;
+        auto unknown_event = [&](const char* id, const char* event) {
+            f.push_back({id, "info", fmt::format("{} not visible without root ({})", event, std::strerror(eerr)),
+                         fmt::format("cannot tell without root whether this kernel has {}: {}", event, kAskRoot)});
+        };
+        int sys = exists(base + "/events/syscalls/sys_enter_ioctl", &eerr);
+        if (sys < 0 && !root) {
+            unknown_event("syscall_events", "syscalls:sys_enter_ioctl");
+        } else {
+            f.push_back(
+                {"syscall_events", sys > 0 ? "ok" : "fail", sys > 0 ? "syscalls:sys_enter_ioctl present" : "absent",
+                 sys > 0 ? "ioctls are recorded"
                          : "no syscall tracepoints (CONFIG_FTRACE_SYSCALLS): nvtrace run cannot record ioctls"});
-        bool console = ::access((base + "/events/printk/console").c_str(), F_OK) == 0;
-        f.push_back({"printk_console", console ? "ok" : "info", console ? "present" : "absent",
-                     console ? "kernel-log lines can be recorded in the trace buffer"
-                             : "kernel log comes from /dev/kmsg only"});
-        bool xid = ::access((base + "/events/nvidia/nvidia_dev_xid").c_str(), F_OK) == 0;
-        f.push_back({"nvidia_xid_event", xid ? "ok" : "info", xid ? "nvidia:nvidia_dev_xid present" : "absent",
-                     xid ? "Xid errors can be recorded as events" : "Xids come from the kernel log"});
+        }
+        int console = exists(base + "/events/printk/console", &eerr);
+        if (console < 0 && !root) {
+            unknown_event("printk_console", "printk:console");
+        } else {
+            f.push_back({"printk_console", console > 0 ? "ok" : "info", console > 0 ? "present" : "absent",
+                         console > 0 ? "--event printk:console puts kernel-log lines in the trace buffer (opt-in: off "
+                                       "by default, it panicked Debian's 6.1 kernel with function_graph); without it "
+                                       "the kernel log comes from /dev/kmsg"
+                                     : "--event printk:console cannot work; the kernel log comes from /dev/kmsg"});
+        }
+        int xid = exists(base + "/events/nvidia/nvidia_dev_xid", &eerr);
+        if (xid < 0 && !root) {
+            unknown_event("nvidia_xid_event", "nvidia:nvidia_dev_xid");
+        } else {
+            f.push_back({"nvidia_xid_event", xid > 0 ? "ok" : "info",
+                         xid > 0 ? "nvidia:nvidia_dev_xid present" : "absent",
+                         xid > 0 ? "nvtrace run enables it: Xid errors are recorded as trace events"
+                                 : "Xids come from the kernel log only"});
+        }
     }
 
     int kfd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     int kerr = errno;
     if (kfd >= 0) ::close(kfd);
-    f.push_back({"kmsg", kfd >= 0 ? "ok" : "warn", kfd >= 0 ? "/dev/kmsg readable" : std::strerror(kerr),
-                 kfd >= 0 ? "kernel-log lines of the run are captured" : "no kernel log in reports"});
+    if (kfd < 0 && denied(kerr) && !root) {
+        // dmesg_restrict: nvtrace run reads /dev/kmsg as root.
+        f.push_back(
+            {"kmsg", "info", fmt::format("/dev/kmsg not readable without root ({})", std::strerror(kerr)),
+             fmt::format("cannot tell without root whether the run's kernel-log lines can be captured: {}", kAskRoot)});
+    } else {
+        f.push_back({"kmsg", kfd >= 0 ? "ok" : "warn", kfd >= 0 ? "/dev/kmsg readable" : std::strerror(kerr),
+                     kfd >= 0 ? "kernel-log lines of the run are captured" : "no kernel log in reports"});
+    }
 
     std::vector<std::string> modules{"nvidia",         "nvidia_uvm", "nvidia_modeset", "nvidia_drm",
                                      "nvidia_peermem", "gdrdrv",     "vgem",           "null_blk"};
     for (const auto& m : extra_modules)
         if (std::find(modules.begin(), modules.end(), m) == modules.end()) modules.push_back(m);
     for (const auto& m : modules) {
-        bool loaded = module_loaded(m);
-        std::string v = first_line("/sys/module/" + m + "/version");
-        std::string taint = first_line("/sys/module/" + m + "/taint");
+        std::string name = m;
+        for (char& c : name)
+            if (c == '-') c = '_';
+        const std::string sys = "/sys/module/" + name;
+        bool loaded = module_loaded(name);
+        std::string id = "module:" + m;
+        if (!loaded) {
+            // Built-in modules have /sys/module/M (when they have parameters) but no initstate.
+            bool builtin = ::access(sys.c_str(), F_OK) == 0;
+            f.push_back({id, "info", builtin ? "built into the kernel" : "not loaded",
+                         builtin ? fmt::format("--module {} matches nothing (built-in functions carry no [module]); "
+                                               "use --filter GLOB",
+                                               m)
+                         : fgraph_usable
+                             ? fmt::format("--module {} is refused until it is loaded (modprobe {}), or armed "
+                                           "with --future",
+                                           m, m)
+                         : fgraph_unknown
+                             ? fmt::format("--module {} needs the module loaded (modprobe {}) or armed with --future; "
+                                           "whether function_graph works here needs root to tell: {}",
+                                           m, m, kAskRoot)
+                             : fmt::format("--module {} cannot work here (no usable function_graph); where it can, it "
+                                           "needs the module loaded (modprobe {}) or armed with --future",
+                                           m, m)});
+            continue;
+        }
+        // In-tree modules have no version file (no MODULE_VERSION): they are the running kernel's.
+        std::string v = first_line(sys + "/version");
+        std::string src = first_line(sys + "/srcversion");
+        std::string taint = first_line(sys + "/taint");
+        std::string value =
+            fmt::format("loaded, version {}{}{}", v.empty() ? fmt::format("of the kernel ({})", kernel_release()) : v,
+                        src.empty() ? "" : ", srcversion " + src, taint.empty() ? "" : ", taint " + taint);
+        if (fgraph_unknown) {
+            f.push_back({id, "info", value,
+                         fmt::format("cannot tell without root whether --module {} can trace it: {}", m, kAskRoot)});
+            continue;
+        }
+        if (!fgraph_usable) {
+            f.push_back({id, "warn", value, fmt::format("--module {} cannot work here (no usable function_graph)", m)});
+            continue;
+        }
+        // The same dry-run count nvtrace run makes before it changes anything.
+        std::size_t n = count_matches(nullptr, name.c_str());
+        value += fmt::format(", {} traceable functions", n);
         f.push_back(
-            {"module:" + m, loaded ? "ok" : "info",
-             loaded
-                 ? fmt::format("loaded{}{}", v.empty() ? "" : " version " + v, taint.empty() ? "" : " taint " + taint)
-                 : "not loaded",
-             loaded ? fmt::format("--module {} can trace it", m) : fmt::format("--module {} needs it loaded", m)});
+            {id, n > 0 ? "ok" : "fail", value,
+             n > 0 ? fmt::format("--module {} traces these functions with function_graph", m)
+                   : fmt::format("--module {} is refused: no function of it is in available_filter_functions", m)});
     }
     std::string banner = first_line("/proc/driver/nvidia/version");
     if (!banner.empty()) {
@@ -155,8 +315,10 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
         auto fn = reinterpret_cast<GetVersion>(::dlsym(h, "cuDriverGetVersion"));
         bool ok = fn && fn(&ver) == 0;
         f.push_back({"cuda_driver", ok ? "ok" : "warn",
-                     ok ? fmt::format("libcuda.so.1, CUDA {}.{}", ver / 1000, (ver % 1000) / 10) : "libcuda.so.1 found",
-                     "CUDA programs can reach the driver"});
+                     ok ? fmt::format("libcuda.so.1, CUDA {}.{}", ver / 1000, (ver % 1000) / 10)
+                        : "libcuda.so.1 loads, cuDriverGetVersion failed",
+                     ok ? "CUDA programs (the CUDA scenarios) can reach the driver"
+                        : "CUDA programs may fail before they reach the driver"});
         ::dlclose(h);
     } else {
         f.push_back(
@@ -165,13 +327,18 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
 
     auto owner = journal_owner();
     if (!owner) {
-        f.push_back({"journal", "fail", owner.error().message, "inspect it by hand"});
+        f.push_back({"journal", "fail", owner.error().message,
+                     "a top-level run (function_graph) refuses to start until it is inspected by hand"});
     } else if (*owner) {
         bool alive = (*owner)->alive;
         f.push_back({"journal", alive ? "warn" : "fail",
-                     fmt::format("/run/nvtrace/journal.json of pid {} ({})", (*owner)->pid, alive ? "running" : "gone"),
-                     alive ? "another nvtrace run holds the top-level state"
-                           : "a killed run left changes: run nvtrace cleanup"});
+                     fmt::format("{} of pid {} ({})", kJournalPath, (*owner)->pid, alive ? "running" : "gone"),
+                     alive ? "another nvtrace run holds the top-level state: a top-level run waits for it (or --force)"
+                           : "a killed run left top-level changes: a top-level run is refused until `nvtrace cleanup` "
+                             "restores them"});
+    } else {
+        f.push_back({"journal", "ok", "none",
+                     "no run holds or left the top-level state: nothing for `nvtrace cleanup` to restore"});
     }
     return f;
 }

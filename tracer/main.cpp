@@ -1,7 +1,10 @@
 // nvtrace: investigate what a kernel driver does for a program (docs/README.md).
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -31,11 +34,24 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        int rc = app.exit(e);
-        return rc == 0 ? 0 : 2;
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+        // "nvtrace CMD: message" like every other error, and where to look.
+        std::string where = "nvtrace";
+        for (const CLI::App* sub : app.get_subcommands())
+            where += " " + sub->get_name();
+        fmt::print(stderr, "{}: {}\nRun '{} --help' for the options.\n", where, e.what(), where);
+        return 2;
     } catch (const std::exception& e) {
         fmt::print(stderr, "nvtrace: internal error: {}\n", e.what());
         return 4;
+    }
+    // Output that did not reach stdout (a full disk, a closed pipe, /dev/full) is an error, not a success.
+    std::cout.flush();
+    bool lost = !std::cout.good();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) lost = true;
+    if (lost) {
+        fmt::print(stderr, "nvtrace: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
+        return exit_code == 0 ? 3 : exit_code;
     }
     return exit_code;
 }

@@ -1,14 +1,21 @@
 #include "runner.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -33,6 +40,9 @@ Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
     pid_t pid = ::fork();
     if (pid < 0) return fail(Error::environment(fmt::format("fork: {}", std::strerror(errno))));
     if (pid == 0) {
+        // Its own process group, before anything else: the whole tree can be signalled at once, and a
+        // terminal's signals reach nvtrace only (nvtrace passes them on). The parent does the same call.
+        ::setpgid(0, 0);
         ::close(gate[1]);
         ::close(err[0]);
         char c;
@@ -59,6 +69,7 @@ Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
         (void)w;
         ::_exit(127);
     }
+    ::setpgid(pid, pid);  // also here: whichever runs first, the group exists before release()
     ::close(gate[0]);
     ::close(err[1]);
     GatedChild c;
@@ -78,6 +89,7 @@ GatedChild::~GatedChild() {
     if (gate_fd_ >= 0) ::close(gate_fd_);
     if (error_fd_ >= 0) ::close(error_fd_);
     if (pid_ > 0 && !reaped_) {
+        ::kill(-pid_, SIGKILL);  // the process group: the program and what it started
         ::kill(pid_, SIGKILL);
         int st;
         while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
@@ -130,6 +142,205 @@ std::optional<ExitStatus> GatedChild::poll_exit() {
 
 void GatedChild::kill(int sig) {
     if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+void GatedChild::kill_group(int sig) {
+    if (pid_ > 0) ::kill(-pid_, sig);  // the group may outlive its leader
+}
+
+Result<void> become_subreaper() {
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+        return fail(Error::environment(fmt::format("prctl(PR_SET_CHILD_SUBREAPER): {}", std::strerror(errno))));
+    return {};
+}
+
+void stop_being_subreaper() {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+}
+
+namespace {
+
+struct ProcStat {
+    pid_t ppid = 0, pgrp = 0;
+    char state = '?';
+};
+
+// "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses, so fields start after the last ')'.
+bool read_stat(pid_t pid, ProcStat& st) {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(in, line)) return false;
+    auto close = line.rfind(')');
+    if (close == std::string::npos || close + 2 >= line.size()) return false;
+    int ppid = 0, pgrp = 0;
+    char state = '?';
+    if (std::sscanf(line.c_str() + close + 2, "%c %d %d", &state, &ppid, &pgrp) != 3) return false;
+    st = {ppid, pgrp, state};
+    return true;
+}
+
+std::string read_comm(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/comm", pid));
+    std::string c;
+    std::getline(in, c);
+    return c;
+}
+
+std::vector<pid_t> proc_pids() {
+    std::vector<pid_t> pids;
+    DIR* d = ::opendir("/proc");
+    if (!d) return pids;
+    while (dirent* e = ::readdir(d)) {
+        char* end = nullptr;
+        long p = std::strtol(e->d_name, &end, 10);
+        if (end && *end == '\0' && p > 0) pids.push_back(static_cast<pid_t>(p));
+    }
+    ::closedir(d);
+    return pids;
+}
+
+void reap_children() {
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+}
+
+}  // namespace
+
+std::vector<ProcessInfo> list_descendants(pid_t pgid) {
+    const pid_t self = ::getpid();
+    std::map<pid_t, ProcStat> stats;
+    for (pid_t p : proc_pids()) {
+        ProcStat st;
+        if (read_stat(p, st)) stats[p] = st;
+    }
+    std::vector<ProcessInfo> out;
+    for (const auto& [pid, st] : stats) {
+        if (pid == self || st.state == 'Z' || st.state == 'X') continue;
+        bool mine = pgid > 0 && st.pgrp == pgid;
+        // Walk the parent chain up to self (or init / a process that vanished); depth-capped against cycles
+        // that a pid reused mid-scan could make.
+        pid_t up = st.ppid;
+        for (int depth = 0; !mine && up > 1 && depth < 4096; ++depth) {
+            if (up == self) {
+                mine = true;
+                break;
+            }
+            auto it = stats.find(up);
+            if (it == stats.end()) break;
+            up = it->second.ppid;
+        }
+        if (mine) out.push_back({pid, read_comm(pid)});
+    }
+    return out;
+}
+
+EndedProcesses end_descendants(pid_t pgid, std::chrono::milliseconds grace, const std::function<void()>& tick) {
+    using Clock = std::chrono::steady_clock;
+    EndedProcesses res;
+    std::map<pid_t, std::string> seen, killed;
+    auto wait_a_bit = [&] {
+        if (tick) tick();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        reap_children();
+    };
+    reap_children();
+    auto left = list_descendants(pgid);
+    auto deadline = Clock::now() + grace;
+    while (!left.empty() && Clock::now() < deadline) {
+        // New ones (forked since the last look) get their SIGTERM too.
+        for (const auto& p : left)
+            if (seen.emplace(p.pid, p.comm).second) {
+                ::kill(p.pid, SIGTERM);
+                ::kill(p.pid, SIGCONT);  // a stopped process (e.g. SIGTTIN) acts on SIGTERM only once continued
+            }
+        wait_a_bit();
+        left = list_descendants(pgid);
+    }
+    // SIGKILL until the tree is empty: a killed process forks no more, so this ends; capped for processes
+    // that a signal cannot end (uninterruptible sleep).
+    auto kill_deadline = Clock::now() + std::chrono::seconds(2);
+    while (!left.empty() && Clock::now() < kill_deadline) {
+        for (const auto& p : left) {
+            seen.emplace(p.pid, p.comm);
+            killed.emplace(p.pid, p.comm);
+            ::kill(p.pid, SIGKILL);
+        }
+        wait_a_bit();
+        left = list_descendants(pgid);
+    }
+    res.survivors = left;
+    std::set<pid_t> surviving;
+    for (const auto& p : left)
+        surviving.insert(p.pid);
+    for (const auto& [pid, comm] : seen) {
+        if (surviving.count(pid)) continue;
+        (killed.count(pid) ? res.killed : res.terminated).push_back({pid, comm});
+    }
+    return res;
+}
+
+std::vector<ProcessInfo> processes_holding(const std::string& path) {
+    std::vector<ProcessInfo> out;
+    if (path.empty()) return out;
+    std::string exact = path;
+    while (exact.size() > 1 && exact.back() == '/')
+        exact.pop_back();
+    const std::string prefix = exact + "/";
+    const pid_t self = ::getpid();
+    for (pid_t p : proc_pids()) {
+        if (p == self) continue;
+        std::string fd_dir = fmt::format("/proc/{}/fd", p);
+        DIR* d = ::opendir(fd_dir.c_str());
+        if (!d) continue;
+        bool holds = false;
+        while (dirent* e = ::readdir(d)) {
+            if (e->d_name[0] == '.') continue;
+            char target[PATH_MAX];
+            ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+            if (n <= 0) continue;
+            std::string t(target, static_cast<std::size_t>(n));
+            if (t == exact || t.rfind(prefix, 0) == 0) {
+                holds = true;
+                break;
+            }
+        }
+        ::closedir(d);
+        if (holds) out.push_back({p, read_comm(p)});
+    }
+    return out;
+}
+
+std::vector<std::pair<ProcessInfo, std::string>> end_holders(const std::string& path, std::chrono::milliseconds grace) {
+    using Clock = std::chrono::steady_clock;
+    std::map<pid_t, std::string> comm, how;
+    auto left = processes_holding(path);
+    for (const auto& p : left) {
+        comm[p.pid] = p.comm;
+        how[p.pid] = "SIGTERM";
+        ::kill(p.pid, SIGTERM);
+    }
+    auto wait_until = [&](Clock::time_point deadline) {
+        while (!left.empty() && Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            reap_children();
+            left = processes_holding(path);
+        }
+    };
+    wait_until(Clock::now() + grace);
+    for (const auto& p : left) {
+        comm.emplace(p.pid, p.comm);
+        how[p.pid] = "SIGKILL";
+        ::kill(p.pid, SIGKILL);
+    }
+    wait_until(Clock::now() + std::chrono::seconds(2));
+    for (const auto& p : left) {
+        comm.emplace(p.pid, p.comm);
+        how[p.pid] = "still holds it";
+    }
+    std::vector<std::pair<ProcessInfo, std::string>> out;
+    for (const auto& [pid, h] : how)
+        out.push_back({ProcessInfo{pid, comm[pid]}, h});
+    return out;
 }
 
 }  // namespace nvtrace::tracer

@@ -2,12 +2,20 @@
 //
 // The child blocks on a pipe after fork(); the parent writes its pid into set_event_pid /
 // set_ftrace_pid, then release() lets it execvp() (same pid). No shell is involved: argv is passed as is.
+//
+// The traced program is a process tree: the child leads its own process group (pgid == its pid), and the
+// caller makes itself a child subreaper (become_subreaper) so that every orphaned descendant is reparented
+// to it instead of init. end_descendants() then finds what is left of the tree (the process group, and every
+// process whose parent chain leads back to the caller) and ends it: SIGTERM, then SIGKILL after a grace
+// period (docs/run.md "Processes").
 // Thread-safety: one thread.
 #pragma once
 
 #include <signal.h>
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,11 +53,14 @@ public:
     ~GatedChild();  // a child still running is killed and reaped
 
     pid_t pid() const { return pid_; }
+    pid_t pgid() const { return pid_; }  // the program leads its own process group
     // Opens the gate; fails when execvp failed (e.g. no such program), with its errno text.
     Result<void> release();
     // Non-blocking: the exit status once the child has ended.
     std::optional<ExitStatus> poll_exit();
     void kill(int sig);
+    // Sends `sig` to the program's whole process group (the program and the descendants that stayed in it).
+    void kill_group(int sig);
 
 private:
     GatedChild() = default;
@@ -58,5 +69,40 @@ private:
     int error_fd_ = -1;  // read end: errno of a failed execvp, EOF on success
     bool reaped_ = false;
 };
+
+// Makes the calling process a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of its descendants are
+// reparented to it. Fails with the errno text.
+Result<void> become_subreaper();
+void stop_being_subreaper();
+
+struct ProcessInfo {
+    pid_t pid = -1;
+    std::string comm;  // /proc/PID/comm, without the newline
+};
+
+// The live (not zombie) descendants of the calling process, from /proc/*/stat (parent chains), plus the
+// members of process group `pgid` when it is > 0. Sorted by pid; the caller itself is never included.
+std::vector<ProcessInfo> list_descendants(pid_t pgid);
+
+struct EndedProcesses {
+    std::vector<ProcessInfo> terminated;  // ended by SIGTERM within the grace period
+    std::vector<ProcessInfo> killed;      // still there after the grace period: SIGKILL
+    std::vector<ProcessInfo> survivors;   // still alive after SIGKILL (e.g. stuck in the kernel, D state)
+};
+
+// Ends every remaining descendant (list_descendants(pgid)): SIGTERM to each, reaping the orphans reparented
+// to the caller, then SIGKILL to what is left after `grace`. `tick` runs about every 10 ms while it waits
+// (the capture keeps draining the ring buffer). Call it only after the program itself was reaped: it reaps
+// any child of the caller (waitpid(-1)).
+EndedProcesses end_descendants(pid_t pgid, std::chrono::milliseconds grace, const std::function<void()>& tick = {});
+
+// The processes (other than the caller) that have `path` open, or a file under it when it is a directory,
+// from the /proc/*/fd links. Processes whose fds cannot be read are not listed.
+std::vector<ProcessInfo> processes_holding(const std::string& path);
+
+// Ends the processes that hold `path` open (SIGTERM, then SIGKILL to those still holding it after `grace`).
+// Returns each with the signal that ended it ("SIGTERM", "SIGKILL"), or "still holds it" when even SIGKILL
+// did not within 2 s. For leftovers of a killed run (nvtrace cleanup): they are not our children.
+std::vector<std::pair<ProcessInfo, std::string>> end_holders(const std::string& path, std::chrono::milliseconds grace);
 
 }  // namespace nvtrace::tracer

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "nvtrace/ioctl.hpp"
+#include "nvtrace/source_links.hpp"
+
 namespace nvtrace::cli {
 
 std::string format_ns(std::uint64_t ns) {
@@ -14,27 +17,95 @@ std::string format_ns(std::uint64_t ns) {
     return fmt::format("{:.3f} us", static_cast<double>(ns) / 1e3);
 }
 
-void print_report_body(const Report& r, bool markers, bool diagnostics) {
+void print_report_body(const Report& r, bool markers, bool diagnostics, bool verbose) {
     std::size_t roots = 0;
     for (const auto& c : r.calls)
         if (!c.parent) ++roots;
     fmt::print("calls: {} ({} roots)\n", r.calls.size(), roots);
+    // An input that cannot hold calls: say so rather than let "0" read as "the driver did nothing".
+    if (auto f = r.source.find("format"); r.calls.empty() && r.graph.empty() && f != r.source.end() && f->is_string()) {
+        if (*f == "kernel-log") fmt::print("  no calls were traced: the input is a kernel log\n");
+        if (*f == "strace") fmt::print("  no kernel calls were traced: the input is strace output (ioctls only)\n");
+    }
     std::vector<const GraphNode*> top;
     for (const auto& g : r.graph)
         if (g.path.find(" > ") == std::string::npos) top.push_back(&g);
     std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->total_ns > b->total_ns; });
-    for (std::size_t i = 0; i < top.size() && i < 5; ++i)
-        fmt::print("  {:>6}x  {:>12}  {}\n", top[i]->count, format_ns(top[i]->total_ns), top[i]->path);
-    std::map<std::string, std::size_t> by_name;
-    for (const auto& io : r.ioctls)
-        ++by_name[io.name.value_or(fmt::format("0x{:x}", io.cmd))];
+    // Roots whose duration is not known (unclosed, function tracer hits, orphans without a time): the graph's
+    // total_ns counts only known durations, so say "unknown" rather than print 0 as a time.
+    std::map<std::string, std::size_t> known_roots;
+    for (const auto& c : r.calls)
+        if (!c.parent && c.duration_ns) ++known_roots[c.function];
+    for (std::size_t i = 0; i < top.size() && i < 5; ++i) {
+        std::size_t known = top[i]->count;
+        if (!r.calls.empty()) known = known_roots.count(top[i]->path) ? known_roots[top[i]->path] : 0;
+        std::string total = known == 0 ? std::string("unknown") : format_ns(top[i]->total_ns);
+        std::string note = known != 0 && known < top[i]->count
+                               ? fmt::format(" ({} without a duration)", top[i]->count - known)
+                               : std::string();
+        fmt::print("  {:>6}x  {:>12}  {}{}\n", top[i]->count, total, top[i]->path, note);
+    }
     fmt::print("ioctls: {}\n", r.ioctls.size());
-    for (const auto& [name, n] : by_name)
-        fmt::print("  {:>6}x  {}\n", n, name);
+    IoctlSummaryOptions io_opts;
+    io_opts.verbose = verbose;
+    // Without function tracing there are no kernel calls to count: the "(kernel: ...)" part is left out.
+    auto mode = r.source.find("tracer_mode");
+    io_opts.kernel_traced = !r.calls.empty() || (mode != r.source.end() && mode->is_string() &&
+                                                 mode->get<std::string>().rfind("function_graph", 0) == 0);
+    for (const auto& line : summarize_ioctls(r.ioctls, r.calls, io_opts))
+        fmt::print("  {}\n", line);
     if (markers) fmt::print("markers: {}\n", r.markers.size());
     fmt::print("kernel log: {} message(s)\n", r.kernel_log.size());
-    for (std::size_t i = 0; i < r.kernel_log.size() && i < 5; ++i)
-        fmt::print("  [{}] {}\n", r.kernel_log[i].kind, r.kernel_log[i].text);
+    for (std::size_t i = 0; i < r.kernel_log.size() && (verbose || i < 5); ++i) {
+        const auto& m = r.kernel_log[i];
+        std::string where;
+        if (m.call) {
+            // Ids are index + 1 in a built report; a report read from elsewhere is searched.
+            const Call* c = *m.call >= 1 && *m.call <= r.calls.size() && r.calls[*m.call - 1].id == *m.call
+                                ? &r.calls[*m.call - 1]
+                                : nullptr;
+            for (std::size_t k = 0; !c && k < r.calls.size(); ++k)
+                if (r.calls[k].id == *m.call) c = &r.calls[k];
+            if (c) where = fmt::format(" (in {}, by {})", c->function, m.attached.empty() ? "console" : m.attached);
+        }
+        std::string text = m.text;  // continuation lines indented under the first
+        for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
+            text.insert(nl + 1, "      ");
+        fmt::print("  [{}] {}{}\n", m.kind, text, where);
+    }
+    if (!verbose && r.kernel_log.size() > 5) fmt::print("  ... {} more; -v prints them all\n", r.kernel_log.size() - 5);
+    if (r.source_links) {
+        const auto& sl = *r.source_links;
+        fmt::print("source links: {} found, {} ambiguous, {} missing ({} files under {})\n", sl.found.size(),
+                   sl.ambiguous.size(), sl.missing.size(), sl.files_scanned, sl.root);
+        std::size_t shown = 0;
+        for (const auto& l : sl.ambiguous) {
+            if (!verbose && shown++ == 5) break;
+            std::vector<std::string> where;
+            for (const auto& c : l.candidates)
+                where.push_back(fmt::format("{}:{}", c.file, c.line));
+            fmt::print("  ambiguous: {} ({})\n", l.function, fmt::join(where, ", "));
+        }
+        shown = 0;
+        for (const auto& f : sl.missing) {
+            if (!verbose && shown++ == 5) break;
+            fmt::print("  missing: {}\n", f);
+        }
+        if (verbose)
+            for (const auto& l : sl.found)
+                fmt::print("  {}: {}:{}\n", l.function, l.candidates[0].file, l.candidates[0].line);
+    }
+    if (!r.events.empty()) {
+        std::map<std::string, std::size_t> by_name;
+        for (const auto& e : r.events)
+            ++by_name[e.name];
+        std::vector<std::pair<std::string, std::size_t>> names(by_name.begin(), by_name.end());
+        std::stable_sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
+        fmt::print("events: {}\n", r.events.size());
+        for (std::size_t i = 0; i < names.size() && (verbose || i < 10); ++i)
+            fmt::print("  {:>6}x  {}\n", names[i].second, names[i].first);
+        if (!verbose && names.size() > 10) fmt::print("  ... {} more names; -v prints them all\n", names.size() - 10);
+    }
     if (diagnostics)
         for (const auto& d : r.completeness.diagnostics)
             fmt::print("diagnostic: {} ({}) x{}{}{}\n", d.name, d.severity, d.count,
@@ -43,6 +114,16 @@ void print_report_body(const Report& r, bool markers, bool diagnostics) {
         fmt::print("complete: yes\n");
     else
         fmt::print("complete: NO: {}\n", fmt::join(r.completeness.reasons, "; "));
+}
+
+int add_source_links(Report& report, const std::string& dir, std::string_view command) {
+    auto links = link_report_sources(dir, report);
+    if (!links) {
+        fmt::print(stderr, "nvtrace {}: {}\n", command, links.error().message);
+        return static_cast<int>(links.error().code);
+    }
+    report.source_links = std::move(*links);
+    return 0;
 }
 
 }  // namespace nvtrace::cli

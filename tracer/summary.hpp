@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "nvtrace/report.hpp"
 
@@ -11,8 +12,14 @@ namespace nvtrace::cli {
 // "82.823 us", "1.204 ms", "3.594 s".
 std::string format_ns(std::uint64_t ns);
 
-// Calls and the five heaviest root paths, ioctls by name, markers (when `markers`), the first kernel-log
-// messages, diagnostics (when `diagnostics`) and completeness with its reasons.
-void print_report_body(const Report& r, bool markers, bool diagnostics);
+// Calls and the five heaviest root paths, one line per ioctl (summarize_ioctls in nvtrace/ioctl.hpp: folded
+// and capped at 40 lines unless `verbose`), markers (when `markers`), the first five kernel-log messages
+// (all when `verbose`) with the call each was attached to, diagnostics (when `diagnostics`) and completeness
+// with its reasons.
+void print_report_body(const Report& r, bool markers, bool diagnostics, bool verbose = false);
+
+// `--source DIR` of run and report: fills report.source_links (nvtrace/source_links.hpp). On an unusable DIR
+// prints "nvtrace COMMAND: ..." on stderr and returns the exit code (usage); 0 otherwise.
+int add_source_links(Report& report, const std::string& dir, std::string_view command);
 
 }  // namespace nvtrace::cli

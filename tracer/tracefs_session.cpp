@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runner.hpp"
 #include "tracefs_cxx.h"
 
 namespace nvtrace::tracer {
@@ -61,12 +63,32 @@ Instance::Instance(Instance&& o) noexcept : inst_(std::exchange(o.inst_, nullptr
 
 Instance::~Instance() {
     if (!inst_) return;
+    if (auto r = remove(); !r) fmt::print(stderr, "nvtrace: {}\n", r.error().message);
+}
+
+Result<void> Instance::remove() {
+    if (!inst_) return {};
     tracefs_trace_off(inst_);
     tracefs_event_disable(inst_, nullptr, nullptr);
     tracefs_instance_file_clear(inst_, "set_event_pid");
     tracefs_print_close(inst_);  // the marker fd makes rmdir fail with EBUSY
-    tracefs_instance_destroy(inst_);
+    std::string d = dir(), n = name();
+    if (tracefs_instance_destroy(inst_) != 0) {
+        int e = errno;
+        std::vector<std::string> who;
+        for (const auto& p : processes_holding(d))
+            who.push_back(fmt::format("{} ({})", p.pid, p.comm));
+        std::string held = who.empty() ? "" : fmt::format(" (held open by pid {})", fmt::join(who, ", "));
+        tracefs_instance_free(inst_);  // given up: the error says so once, the destructor does not retry
+        inst_ = nullptr;
+        return fail(
+            Error::environment(fmt::format("cannot remove instance {}: {}{}; once that has ended, run "
+                                           "sudo nvtrace cleanup",
+                                           n, std::strerror(e), held)));
+    }
     tracefs_instance_free(inst_);
+    inst_ = nullptr;
+    return {};
 }
 
 std::string Instance::name() const {
@@ -101,24 +123,25 @@ Result<void> TopLevelJournal::write(const std::string& file, const std::string& 
 
 Result<void> TopLevelJournal::persist() const {
     std::error_code ec;
-    std::filesystem::create_directories(kJournalDir, ec);  // also /run itself in minimal systems (initramfs)
+    // Also /run itself in minimal systems (initramfs).
+    std::filesystem::create_directories(std::filesystem::path(journal_path_).parent_path(), ec);
     nlohmann::json j;
     j["pid"] = ::getpid();
     j["files"] = nlohmann::json::array();
     for (const auto& [f, v] : saved_)
         j["files"].push_back({{"file", f}, {"content", v}});
-    std::string tmp = std::string(kJournalPath) + ".tmp";
+    std::string tmp = journal_path_ + ".tmp";
     {
         std::ofstream out(tmp, std::ios::trunc);
         if (!out)
             return fail(
                 Error::environment(fmt::format("cannot write the state journal {}: {}", tmp, std::strerror(errno))));
-        out << j.dump(1) << '\n';
+        out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         if (!out.flush()) return fail(Error::environment(fmt::format("cannot write the state journal {}", tmp)));
     }
-    if (::rename(tmp.c_str(), kJournalPath) != 0)
+    if (::rename(tmp.c_str(), journal_path_.c_str()) != 0)
         return fail(Error::environment(
-            fmt::format("cannot write the state journal {}: {}", kJournalPath, std::strerror(errno))));
+            fmt::format("cannot write the state journal {}: {}", journal_path_, std::strerror(errno))));
     return {};
 }
 
@@ -149,17 +172,34 @@ Result<void> restore_file(const std::string& file, const std::string& content) {
     return {};
 }
 
-std::vector<std::string> TopLevelJournal::restore() {
-    std::vector<std::string> failed;
+std::vector<std::pair<std::string, std::string>> restore_order(
+    const std::vector<std::pair<std::string, std::string>>& saved) {
     // The tracer first: restoring an empty filter while function_graph still runs would make the kernel
     // patch every function (minutes under qemu TCG, a soft lockup in our guest), then the rest in reverse.
-    for (const auto& [file, content] : saved_)
-        if (file == "current_tracer" && !restore_file(file, content)) failed.push_back(file);
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
-        if (it->first != "current_tracer" && !restore_file(it->first, it->second)) failed.push_back(it->first);
-    if (!saved_.empty() && failed.empty()) ::unlink(kJournalPath);
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const auto& entry : saved)
+        if (entry.first == "current_tracer") order.push_back(entry);
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+        if (it->first != "current_tracer") order.push_back(*it);
+    return order;
+}
+
+std::vector<std::string> TopLevelJournal::restore() {
+    std::vector<std::string> failed;
+    for (const auto& [file, content] : restore_order(saved_))
+        if (!restore_file(file, content)) failed.push_back(file);
+    if (!saved_.empty() && failed.empty()) ::unlink(journal_path_.c_str());
     saved_.clear();
     return failed;
+}
+
+std::size_t count_matches(const char* filter, const char* module) {
+    char** list = nullptr;
+    // libtracefs 1.6.4 returns an empty list for a NULL filter with a module: match everything explicitly.
+    if (tracefs_filter_functions(filter ? filter : "*", module, &list) < 0) return 0;
+    std::size_t n = static_cast<std::size_t>(std::max(0, tracefs_list_size(list)));
+    tracefs_list_free(list);
+    return n;
 }
 
 std::vector<CpuBufferStats> read_buffer_stats(tracefs_instance* inst, const std::string& label) {

@@ -8,9 +8,11 @@
 // Thread-safety: one thread.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nvtrace/error.hpp"
@@ -33,7 +35,12 @@ public:
     Instance(Instance&& o) noexcept;
     Instance& operator=(Instance&&) = delete;
     Instance(const Instance&) = delete;
-    ~Instance();  // disables events, closes the marker fd, removes the instance
+    ~Instance();  // remove() when not done yet; a failure is printed to stderr
+
+    // Disables events, closes the marker fd, removes the instance. Fails (the instance stays) when a process
+    // still holds one of its files open (EBUSY): the error names them ("pid (comm)", from /proc/*/fd).
+    // Called once: afterwards (success or not) get() is nullptr and the destructor does nothing.
+    Result<void> remove();
 
     tracefs_instance* get() const { return inst_; }
     std::string name() const;
@@ -46,7 +53,9 @@ private:
 
 class TopLevelJournal {
 public:
-    TopLevelJournal() = default;
+    // `journal_path`: where the journal is persisted (its folder is created). Tests point it, and libtracefs's
+    // tracing dir (tracefs_set_tracing_dir), at a temporary directory standing in for tracefs.
+    explicit TopLevelJournal(std::string journal_path = kJournalPath) : journal_path_(std::move(journal_path)) {}
     TopLevelJournal(const TopLevelJournal&) = delete;
     TopLevelJournal& operator=(const TopLevelJournal&) = delete;
     ~TopLevelJournal() { restore(); }
@@ -61,8 +70,20 @@ public:
 
 private:
     Result<void> persist() const;
+    std::string journal_path_;
     std::vector<std::pair<std::string, std::string>> saved_;  // file, original content, in save order
 };
+
+// The order in which journaled files (file, content; in save order) are restored, by the journal and by
+// `nvtrace cleanup`: current_tracer first, then the others in reverse save order. Restoring an empty
+// set_ftrace_filter while function_graph still runs would make the kernel patch every traceable function.
+std::vector<std::pair<std::string, std::string>> restore_order(
+    const std::vector<std::pair<std::string, std::string>>& saved);
+
+// How many traceable functions (available_filter_functions) match `filter` (a glob; nullptr = all) in
+// `module` (nullptr = any); 0 when none or when the list cannot be read. libtracefs 1.6.4 matches nothing for
+// a NULL filter with a module, so "*" is passed instead.
+std::size_t count_matches(const char* filter, const char* module);
 
 // Cumulative per-CPU counters of a buffer (per_cpu/cpuN/stats); instance nullptr = top level.
 std::vector<CpuBufferStats> read_buffer_stats(tracefs_instance* inst, const std::string& label);

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -317,6 +318,11 @@ Result<ExpectFile> parse_expectations(std::string_view text, std::string_view fi
             cur->facts.push_back(std::move(*f));
         }
     }
+    // A file that checks nothing would let every report pass.
+    if (out.checks.empty())
+        return fail(Error::usage(
+            fmt::format("{}:{}:1: expected at least one check: the file holds no checks, so nothing would be checked",
+                        file_name, p.line_no)));
     for (const auto& c : out.checks)
         if (c.facts.empty())
             return fail(
@@ -327,6 +333,10 @@ Result<ExpectFile> parse_expectations(std::string_view text, std::string_view fi
 }
 
 Result<ExpectFile> read_expectations_file(const std::string& path) {
+    // An ifstream opens a directory and reads it as empty: that must not pass as a file without checks.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        return fail(Error::usage(fmt::format("{}: is a directory, not an expectations file", path)));
     std::ifstream in(path, std::ios::binary);
     if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
     std::ostringstream s;

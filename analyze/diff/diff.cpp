@@ -20,9 +20,16 @@ namespace {
 constexpr const char* kIrqRoot = "[irq]";
 
 // Return values fall into classes that are stable between runs: a pointer differs every time, an errno or an
-// NV_STATUS (a positive 32-bit value) does not.
+// NV_STATUS (a positive 32-bit value) does not. An int-sized error read back as 64 bits (0xffffffea: the upper
+// half of the register is zero, bit 31 set) is the errno it encodes, as the kernel decides in
+// print_graph_retval: funcgraph-retval prints it as -22, funcgraph-retval-hex as 0xffffffea
+// (/work/shared/reference/ftrace-formats.md 1.5), and the two must not differ.
 std::string retval_class(std::int64_t v) {
     if (v == 0) return "0";
+    if (v > 0 && v <= 0xffffffffLL && (v & 0x80000000LL)) {
+        std::int64_t s = static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+        if (s >= -4095) v = s;
+    }
     if (v < 0 && v >= -4095) {
         const char* name = strerrorname_np(static_cast<int>(-v));
         return name ? fmt::format("{} ({})", v, name) : std::to_string(v);
@@ -115,6 +122,15 @@ Trie build_trie(const Report& r, const DiffOptions& o, DiffInput& info) {
         }
         node[i] = t.child(parent_node, name);
     }
+    info.call_phases.assign(phases.begin(), phases.end());
+    info.report_calls = calls.size();
+    // Calls are not the only sections with phases: a run without function_graph has ioctls and markers only.
+    for (const auto& io : r.ioctls)
+        if (io.phase) phases.insert(*io.phase);
+    constexpr std::string_view kPhaseBegin = "nvtrace-phase: ";  // docs/markers.md
+    for (const auto& m : r.markers)
+        if (m.text.rfind(kPhaseBegin, 0) == 0 && m.text.size() > kPhaseBegin.size())
+            phases.insert(m.text.substr(kPhaseBegin.size()));
     info.phases.assign(phases.begin(), phases.end());
 
     std::vector<std::uint64_t> child_ns(calls.size(), 0);
@@ -303,6 +319,21 @@ std::string_view to_string(DiffStatus s) {
             return "removed";
     }
     return "same";
+}
+
+std::string describe_empty_phase(const DiffInput& in, const std::string& phase) {
+    auto list = [](const std::vector<std::string>& v) {
+        return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
+    };
+    if (in.report_calls == 0)
+        return fmt::format(
+            "{}: no calls in phase '{}' (the report has no calls: function_graph was not traced; "
+            "phases of its markers and ioctls: {})",
+            in.label, phase, list(in.phases));
+    if (std::find(in.phases.begin(), in.phases.end(), phase) == in.phases.end())
+        return fmt::format("{}: no phase '{}' in the report (phases: {})", in.label, phase, list(in.phases));
+    return fmt::format("{}: no calls in phase '{}' (phases: {}; with calls: {})", in.label, phase, list(in.phases),
+                       list(in.call_phases));
 }
 
 DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options) {

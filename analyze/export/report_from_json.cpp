@@ -97,6 +97,8 @@ KernelLogMessage log_from(const json& o, const std::string& w) {
     m.text = value_or<std::string>(o, "text", w, "");
     m.seq = maybe<std::uint64_t>(o, "seq", w);
     m.call = maybe<std::uint64_t>(o, "call", w);
+    m.attached = value_or<std::string>(o, "attached", w, "");
+    m.trace_ts_ns = maybe<std::uint64_t>(o, "trace_ts", w);
     return m;
 }
 
@@ -110,6 +112,8 @@ IoctlRecord ioctl_from(const json& o, const std::string& w) {
     i.name = maybe<std::string>(o, "name", w);
     i.hclass = maybe<std::uint32_t>(o, "hclass", w);
     i.status = maybe<std::string>(o, "status", w);
+    i.ctrl = maybe<std::uint32_t>(o, "ctrl", w);
+    i.ctrl_class = maybe<std::string>(o, "ctrl_class", w);
     i.ret = maybe<std::int64_t>(o, "ret", w);
     i.enter_ns = need<std::uint64_t>(o, "enter_ns", w);
     i.exit_ns = maybe<std::uint64_t>(o, "exit_ns", w);
@@ -126,6 +130,41 @@ IoctlRecord ioctl_from(const json& o, const std::string& w) {
 
 MarkerEntry marker_from(const json& o, const std::string& w) {
     return {maybe<std::uint64_t>(o, "ts", w), value_or<int>(o, "pid", w, -1), need<std::string>(o, "text", w)};
+}
+
+std::vector<std::string> strings_of(const json& o, const char* key, const std::string& w) {
+    std::vector<std::string> out;
+    const json* a = field(o, key);
+    if (!a || a->is_null()) return out;
+    if (!a->is_array()) throw FieldError{fmt::format("{}.{}: expected an array or null", w, key)};
+    for (std::size_t k = 0; k < a->size(); ++k) {
+        if (!(*a)[k].is_string()) throw FieldError{fmt::format("{}.{}[{}]: expected a string", w, key, k)};
+        out.push_back((*a)[k].get<std::string>());
+    }
+    return out;
+}
+
+EventRecord event_from(const json& o, const std::string& w) {
+    EventRecord e;
+    e.name = need<std::string>(o, "name", w);
+    e.ts_ns = maybe<std::uint64_t>(o, "ts", w);
+    e.cpu = value_or<int>(o, "cpu", w, -1);
+    e.pid = value_or<int>(o, "pid", w, -1);
+    e.comm = value_or<std::string>(o, "comm", w, "");
+    if (const json* f = field(o, "fields"); f && !f->is_null()) {
+        if (!f->is_object()) throw FieldError{w + ".fields: expected an object or null"};
+        std::map<std::string, std::string> m;
+        for (const auto& [k, v] : f->items()) {
+            if (!v.is_string()) throw FieldError{fmt::format("{}.fields.{}: expected a string", w, k)};
+            m[k] = v.get<std::string>();
+        }
+        e.fields = std::move(m);
+    }
+    e.text = value_or<std::string>(o, "text", w, "");
+    e.stack = strings_of(o, "stack", w);
+    e.user_stack = strings_of(o, "user_stack", w);
+    e.line = maybe<std::uint32_t>(o, "line", w);
+    return e;
 }
 
 Check check_from(const json& o, const std::string& w) {
@@ -145,6 +184,7 @@ constexpr Section kSections[] = {
     {"kernel_log", [](Report& r, const json& o, const std::string& w) { r.kernel_log.push_back(log_from(o, w)); }},
     {"ioctls", [](Report& r, const json& o, const std::string& w) { r.ioctls.push_back(ioctl_from(o, w)); }},
     {"markers", [](Report& r, const json& o, const std::string& w) { r.markers.push_back(marker_from(o, w)); }},
+    {"events", [](Report& r, const json& o, const std::string& w) { r.events.push_back(event_from(o, w)); }},
     {"checks", [](Report& r, const json& o, const std::string& w) { r.checks.push_back(check_from(o, w)); }},
 };
 
@@ -169,6 +209,39 @@ void fill_head(Report& r, const json& j) {
                                      schema ? schema->dump() : std::string("nothing"))};
     if (const json* s = field(j, "source"); s && s->is_object()) r.source = *s;
     if (const json* e = field(j, "environment"); e && e->is_object()) r.environment = *e;
+    if (const json* k = field(j, "kmsg_clock"); k && k->is_object()) {
+        const std::string w = "kmsg_clock";
+        r.kmsg_clock = KmsgClockOffset{
+            value_or<std::string>(*k, "trace_clock", w, ""), maybe<std::int64_t>(*k, "offset_ns", w),
+            value_or<std::uint64_t>(*k, "uncertainty_ns", w, 0), value_or<std::string>(*k, "basis", w, "unknown")};
+    }
+    if (const json* sl = field(j, "source_links"); sl && sl->is_object()) {
+        const std::string w = "source_links";
+        SourceLinks links;
+        links.root = value_or<std::string>(*sl, "root", w, "");
+        links.files_scanned = value_or<std::uint64_t>(*sl, "files_scanned", w, 0);
+        if (const json* f = field(*sl, "found"); f && f->is_array())
+            for (const auto& x : *f)
+                links.found.push_back(
+                    {need<std::string>(x, "function", w + ".found"),
+                     value_or<std::string>(x, "lookup", w + ".found", ""),
+                     {{need<std::string>(x, "file", w + ".found"), need<std::uint32_t>(x, "line", w + ".found")}}});
+        if (const json* a = field(*sl, "ambiguous"); a && a->is_array())
+            for (const auto& x : *a) {
+                SourceLink l{need<std::string>(x, "function", w + ".ambiguous"),
+                             value_or<std::string>(x, "lookup", w + ".ambiguous", ""),
+                             {}};
+                if (const json* cs = field(x, "candidates"); cs && cs->is_array())
+                    for (const auto& c : *cs)
+                        l.candidates.push_back({need<std::string>(c, "file", w + ".ambiguous"),
+                                                need<std::uint32_t>(c, "line", w + ".ambiguous")});
+                links.ambiguous.push_back(std::move(l));
+            }
+        if (const json* m = field(*sl, "missing"); m && m->is_array())
+            for (const auto& x : *m)
+                if (x.is_string()) links.missing.push_back(x.get<std::string>());
+        r.source_links = std::move(links);
+    }
     const json* c = field(j, "completeness");
     if (!c || !c->is_object()) throw FieldError{"completeness: missing"};
     Completeness& cm = r.completeness;

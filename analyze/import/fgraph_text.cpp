@@ -1,4 +1,5 @@
 // function_graph text: `trace`, `trace_pipe`, perf ftrace (ftrace-formats.md section 1).
+#include <algorithm>
 #include <unordered_map>
 
 #include "graph_line.hpp"
@@ -9,8 +10,13 @@ namespace nvtrace {
 
 using namespace import;
 
-Result<EventStream> read_fgraph_text(std::string_view text, std::string_view file_name) {
-    StreamBuilder b(file_name, text);
+namespace {
+constexpr std::size_t kDrainChunk = 1 << 16;  // events held before a drain
+}  // namespace
+
+namespace import {
+
+Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& b) {
     struct CpuState {
         int pid = -1;                                 // from the last context-switch banner
         std::size_t first_unknown = std::size_t(-1);  // first event on this CPU with no pid, for backfill
@@ -52,8 +58,8 @@ Result<EventStream> read_fgraph_text(std::string_view text, std::string_view fil
                 CpuState& cs = cpus[L.cpu];
                 // Lines of this CPU before its first banner ran as the task switched out.
                 if (cs.pid < 0 && cs.first_unknown != std::size_t(-1)) {
-                    auto& evs = b.stream().events;
-                    for (std::size_t i = cs.first_unknown; i < evs.size(); ++i)
+                    auto& evs = b.stream().events;  // drain() keeps every event from first_unknown on
+                    for (std::size_t i = cs.first_unknown - b.base(); i < evs.size(); ++i)
                         if (evs[i].cpu == L.cpu && evs[i].pid < 0) evs[i].pid = L.prev.pid;
                 }
                 cs.first_unknown = std::size_t(-1);
@@ -82,8 +88,23 @@ Result<EventStream> read_fgraph_text(std::string_view text, std::string_view fil
         std::size_t before = b.size();
         b.graph(ctx, c.body);
         if (ctx.pid < 0 && b.size() > before && cs.first_unknown == std::size_t(-1)) cs.first_unknown = before;
+        if (b.draining() && b.size() - b.base() >= kDrainChunk) {
+            // Events a later banner may still give a pid stay.
+            std::size_t upto = b.size();
+            for (const auto& [cpu, st] : cpus)
+                if (st.pid < 0 && st.first_unknown != std::size_t(-1)) upto = std::min(upto, st.first_unknown);
+            b.drain(upto);
+            b.consumed(line.data());  // events hold copies of what they need from the text
+        }
     }
     return b.finish("function_graph lines (' 0)   1.234 us    |  func();')");
+}
+
+}  // namespace import
+
+Result<EventStream> read_fgraph_text(std::string_view text, std::string_view file_name) {
+    StreamBuilder b(file_name, text);
+    return read_fgraph_text_into(text, b);
 }
 
 }  // namespace nvtrace

@@ -12,6 +12,7 @@
 
 #include "graph_line.hpp"
 #include "nvtrace/import.hpp"
+#include "nvtrace/knowledge.hpp"
 #include "text_util.hpp"
 
 namespace nvtrace {
@@ -22,12 +23,17 @@ namespace {
 
 constexpr std::string_view kTraceDatMagic = "\x17\x08\x44tracing";
 
-constexpr std::array<std::pair<TraceFormat, std::string_view>, 5> kNames{{
+// Share of the non-empty, non-comment lines of the head (up to 400) that must look like the detected
+// format (docs/formats.md, "Detection").
+constexpr int kMinSharePercent = 30;
+
+constexpr std::array<std::pair<TraceFormat, std::string_view>, 6> kNames{{
     {TraceFormat::fgraph_text, "fgraph-text"},
     {TraceFormat::function_text, "function-text"},
     {TraceFormat::trace_cmd_report, "trace-cmd-report"},
     {TraceFormat::trace_dat, "trace-dat"},
     {TraceFormat::kernel_log, "kernel-log"},
+    {TraceFormat::strace, "strace"},
 }};
 
 bool is_kernel_log_line(std::string_view t) {
@@ -59,6 +65,94 @@ bool is_kernel_log_line(std::string_view t) {
     return starts_with(t, "NVRM: ") || starts_with(t, "nvidia-uvm: ") || starts_with(t, "nvidia_uvm: ");
 }
 
+// One strace line (`strace [-f] [-t|-tt|-ttt] [-T] [-y] ...`): "[pid N] " or "N " prefix, timestamps, then
+// "name(args) = ret", "name(args <unfinished ...>", "<... name resumed>...", "--- SIGx {...} ---" or
+// "+++ exited with N +++".
+bool is_strace_line(std::string_view t) {
+    if (starts_with(t, "[pid ")) {
+        std::size_t close = t.find(']');
+        if (close == std::string_view::npos) return false;
+        t = ltrim(t.substr(close + 1));
+    }
+    for (int k = 0; k < 2 && !t.empty() && is_digit(t[0]); ++k) {  // pid, then -t/-tt/-ttt time
+        std::size_t i = 0;
+        while (i < t.size() && (is_digit(t[i]) || t[i] == ':' || t[i] == '.'))
+            ++i;
+        if (i == t.size() || t[i] != ' ') return false;
+        t = ltrim(t.substr(i));
+    }
+    if (starts_with(t, "<... ")) return t.find(" resumed>") != std::string_view::npos;
+    if (starts_with(t, "--- SIG") || (starts_with(t, "+++ ") && ends_with(t, " +++"))) return true;
+    std::size_t i = 0;
+    while (i < t.size() && (is_digit(t[i]) || (t[i] >= 'a' && t[i] <= 'z') || t[i] == '_'))
+        ++i;
+    if (i == 0 || i == t.size() || t[i] != '(' || is_digit(t[0])) return false;
+    return t.find(") = ") != std::string_view::npos || t.find(") \t= ") != std::string_view::npos ||
+           t.find(" <unfinished ...>") != std::string_view::npos ||
+           (t.find(')') != std::string_view::npos && t.find(" = ") != std::string_view::npos);
+}
+
+// Printable text (tabs allowed, UTF-8 lead and continuation bytes allowed): random bytes are almost never.
+bool is_text_line(std::string_view t) {
+    for (unsigned char c : t)
+        if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+    return true;
+}
+
+// The strace ioctls as ioctl events: the report's `ioctls` then come from collect_ioctls, as for a capture.
+// No timestamps (ts_known false, file order); the truncated last call and other unusable lines are the
+// reader's diagnostics.
+Result<EventStream> read_strace_text(std::string_view text, std::string_view file_name) {
+    StraceLog log = parse_strace(text, file_name);
+    EventStream s;
+    s.diagnostics = std::move(log.diagnostics);
+    for (const auto& io : log.ioctls) {
+        if (!io.cmd) continue;  // truncated or an unknown symbolic request: counted in the diagnostics
+        Event e;
+        e.ts_known = false;
+        e.line = io.line;
+        e.pid = io.pid.value_or(-1);
+        std::uint64_t arg = 0;
+        if (auto a = parse_u64(starts_with(io.arg, "0x") ? std::string_view(io.arg).substr(2) : io.arg,
+                               starts_with(io.arg, "0x") ? 16 : 10))
+            arg = *a;
+        e.body = IoctlEnter{io.fd, *io.cmd, arg};
+        s.events.push_back(e);
+        if (io.fd_path) s.fd_paths[{e.pid, io.fd}] = *io.fd_path;
+        if (io.ret) {
+            e.body = IoctlExit{*io.ret};
+            s.events.push_back(e);
+        }
+    }
+    if (s.events.empty())
+        return fail(Error::usage(
+            fmt::format("{}: no complete ioctl call found in this strace output ({} lines)", file_name, log.lines)));
+    return s;
+}
+
+// A text read with most of its lines malformed is not that format (random bytes forced through --format,
+// or a detection fooled by a few lines): fewer than one line in four giving events is refused.
+std::optional<Error> unusable(const EventStream& s, std::string_view file_name, TraceFormat f) {
+    std::uint64_t bad = 0;
+    std::string first;
+    for (const auto& d : s.diagnostics)
+        if (d.name == "malformed_line") {
+            bad = d.count;
+            first = d.first_example;
+        }
+    if (bad == 0) return std::nullopt;
+    std::uint64_t good = 0;
+    std::uint32_t last = 0;
+    for (const auto& e : s.events)
+        if (e.line != last || e.line == 0) {
+            ++good;
+            last = e.line;
+        }
+    if (good * 3 >= bad) return std::nullopt;
+    return Error::usage(fmt::format("{}: not usable as {}: {} line(s) gave events, {} could not be read (first: {})",
+                                    file_name, format_name(f), good, bad, first));
+}
+
 }  // namespace
 
 std::string_view format_name(TraceFormat f) {
@@ -75,7 +169,11 @@ std::optional<TraceFormat> parse_format_name(std::string_view name) {
 
 std::optional<TraceFormat> detect_format(std::string_view head) {
     if (starts_with(head, kTraceDatMagic)) return TraceFormat::trace_dat;
-    int fgraph = 0, function = 0, tcmd = 0, klog = 0;
+    // Scores per format, and the lines that are evidence for it. A format wins only when its lines are at
+    // least kMinSharePercent of the non-empty, non-comment lines looked at: one line of random bytes that
+    // happens to parse is not a trace.
+    int fgraph = 0, function = 0, tcmd = 0, klog = 0, strace = 0;
+    int fgraph_lines = 0, function_lines = 0, tcmd_lines = 0, klog_lines = 0, strace_lines = 0;
     LineSplitter lines(head.substr(0, 256 * 1024));
     std::string_view line;
     int seen = 0;
@@ -85,46 +183,65 @@ std::optional<TraceFormat> detect_format(std::string_view head) {
             s.remove_prefix(1);
         std::string_view t = trim(s);
         if (t.empty()) continue;
-        ++seen;
         if (starts_with(t, "# tracer: ")) {
             std::string_view tracer = trim(t.substr(10));
             return tracer == "function_graph" ? TraceFormat::fgraph_text : TraceFormat::function_text;
         }
         if (t[0] == '#') continue;
+        ++seen;
         if (starts_with(t, "version = ") || starts_with(t, "cpus=") ||
             (starts_with(t, "CPU ") && ends_with(t, " is empty"))) {
             tcmd += 3;
+            ++tcmd_lines;
             continue;
         }
         if (auto p = parse_prefix(s)) {
             std::string_view b = trim(p->body);
             if (starts_with(b, "funcgraph_entry:") || starts_with(b, "funcgraph_exit:") ||
-                starts_with(b, "function:") || starts_with(b, "kernel_stack:") || starts_with(b, "print:"))
+                starts_with(b, "function:") || starts_with(b, "kernel_stack:") || starts_with(b, "print:")) {
                 tcmd += 2;
-            else if (b.find(" <-") != std::string_view::npos || b == "<stack trace>")
-                function += 2;
-            else
-                ++function;  // kernel `trace` text with events; trace-cmd prints the same shape
+                ++tcmd_lines;
+            } else {
+                // A function hit, a stack, or kernel `trace` text with events (trace-cmd prints the same shape)
+                function += b.find(" <-") != std::string_view::npos || b == "<stack trace>" ? 2 : 1;
+                ++function_lines;
+            }
             continue;
         }
         if (is_kernel_log_line(t)) {
             klog += 2;
+            ++klog_lines;
+            continue;
+        }
+        if (is_strace_line(t)) {
+            strace += 2;
+            ++strace_lines;
             continue;
         }
         FgraphLine L = tokenize_fgraph_line(line);
-        if (L.kind == FgraphLine::Kind::banner) fgraph += 2;
-        if (L.kind == FgraphLine::Kind::graph && (L.cpu >= 0 || L.ts_ns || L.cols.body.duration_ns) &&
-            L.cols.body.kind != GraphBody::Kind::comment)
+        if (L.kind == FgraphLine::Kind::banner) {
             fgraph += 2;
-        else if (L.kind == FgraphLine::Kind::graph && line.find('|') != std::string_view::npos)
+            ++fgraph_lines;
+        } else if (L.kind == FgraphLine::Kind::graph && (L.cpu >= 0 || L.ts_ns || L.cols.body.duration_ns) &&
+                   L.cols.body.kind != GraphBody::Kind::comment) {
+            fgraph += 2;
+            ++fgraph_lines;
+        } else if (L.kind == FgraphLine::Kind::graph && line.find('|') != std::string_view::npos) {
             ++fgraph;
+            if (is_text_line(line)) ++fgraph_lines;  // "  |  f() {" with no CPU column: weak evidence
+        } else if (starts_with(t, "---") && t.find_first_not_of('-') == std::string_view::npos) {
+            ++fgraph_lines;  // the dashed lines around a switch banner
+        }
     }
-    int best = std::max({fgraph, function, tcmd, klog});
+    int best = std::max({fgraph, function, tcmd, klog, strace});
     if (best == 0) return std::nullopt;
-    if (best == tcmd) return TraceFormat::trace_cmd_report;
-    if (best == fgraph) return TraceFormat::fgraph_text;
-    if (best == function) return TraceFormat::function_text;
-    return TraceFormat::kernel_log;
+    auto enough = [&](int n) { return n > 0 && n * 100 >= seen * kMinSharePercent; };
+    if (best == tcmd)
+        return enough(tcmd_lines + function_lines) ? std::optional(TraceFormat::trace_cmd_report) : std::nullopt;
+    if (best == fgraph) return enough(fgraph_lines) ? std::optional(TraceFormat::fgraph_text) : std::nullopt;
+    if (best == function) return enough(function_lines) ? std::optional(TraceFormat::function_text) : std::nullopt;
+    if (best == strace) return enough(strace_lines) ? std::optional(TraceFormat::strace) : std::nullopt;
+    return enough(klog_lines) ? std::optional(TraceFormat::kernel_log) : std::nullopt;
 }
 
 Result<ImportResult> import_text(std::string_view text, std::string_view file_name, std::optional<TraceFormat> forced) {
@@ -135,6 +252,15 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
         r.format = *f;
     } else {
         if (text.empty()) return fail(Error::usage(fmt::format("{}: empty file", file_name)));
+        // No trace: a log that read_kernel_log understands beyond the line shapes above (test-harness output,
+        // "NVRM:"-less driver messages) is still a kernel log, with what it says in `kernel_log`.
+        KernelLogParse k = read_kernel_log(text, file_name);
+        if (!k.messages.empty() && k.format != "unknown") {
+            r.format = TraceFormat::kernel_log;
+            r.kernel_log = std::move(k.messages);
+            r.stream.diagnostics = std::move(k.diagnostics);
+            return r;
+        }
         LineSplitter lines(text);
         std::string_view first;
         std::uint32_t n = 0;
@@ -144,7 +270,7 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
         }
         return fail(Error::usage(example(file_name, n,
                                          "a trace (function_graph text, function tracer text, trace-cmd report, "
-                                         "trace.dat) or a kernel log",
+                                         "trace.dat), strace output or a kernel log",
                                          first)));
     }
     Result<EventStream> s = fail(Error::usage(""));
@@ -157,6 +283,9 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
             break;
         case TraceFormat::trace_cmd_report:
             s = read_trace_cmd_report(text, file_name);
+            break;
+        case TraceFormat::strace:
+            s = read_strace_text(text, file_name);
             break;
         case TraceFormat::trace_dat:
             return fail(Error::usage(fmt::format("{}: a trace.dat must be read from a file", file_name)));
@@ -173,17 +302,47 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
         }
     }
     if (!s) return fail(s.error());
+    if (auto bad = unusable(*s, file_name, r.format)) return fail(*bad);
     r.stream = std::move(*s);
     return r;
 }
 
 Result<ImportResult> import_file(const std::string& path, std::optional<TraceFormat> forced) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    bool std_in = path == "-";
+    int fd = std_in ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) != 0) {
         ::close(fd);
-        return fail(Error::usage(fmt::format("{}: not a regular file", path)));
+        return fail(Error::usage(fmt::format("{}: cannot stat: {}", path, std::strerror(errno))));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        return fail(Error::usage(fmt::format("{}: a directory, not a trace file", path)));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        // stdin, a pipe, a FIFO, /dev/stdin: cannot be mapped, so read whole (the text readers need all of it).
+        std::string all;
+        std::array<char, 1 << 16> buf{};
+        for (;;) {
+            ssize_t n = ::read(fd, buf.data(), buf.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) {
+                int err = errno;
+                ::close(fd);
+                return fail(Error::usage(fmt::format("{}: cannot read: {}", path, std::strerror(err))));
+            }
+            if (n == 0) break;
+            all.append(buf.data(), static_cast<std::size_t>(n));
+        }
+        ::close(fd);
+        std::string name = std_in ? std::string("<stdin>") : path;
+        if (all.empty()) return fail(Error::usage(fmt::format("{}: empty input", name)));
+        std::optional<TraceFormat> f = forced ? forced : detect_format(std::string_view(all).substr(0, 256 * 1024));
+        if (f && *f == TraceFormat::trace_dat)
+            return fail(Error::usage(fmt::format(
+                "{}: a trace.dat cannot be read from a pipe (libtracecmd needs a file): save it first", name)));
+        return import_text(all, name, f);
     }
     auto size = static_cast<std::size_t>(st.st_size);
     if (size == 0) {

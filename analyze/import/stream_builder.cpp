@@ -12,6 +12,7 @@ EventBody comment_event(std::string_view text) {
 }
 
 StreamBuilder::StreamBuilder(std::string_view file_name, std::string_view text) : file_(file_name) {
+    stream_.file_name = std::string(file_name);
     std::size_t lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
     // Capped: a file of empty lines must not reserve gigabytes; past the cap the vector grows as usual.
     stream_.events.reserve(std::min<std::size_t>(lines + lines / 4, std::size_t(1) << 22));
@@ -86,7 +87,7 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
             x.retval = b.retval;
             if (t.irq_floor == b.depth) t.irq_floor = -1;  // an interrupt that was a leaf
             push(c, std::move(e));
-            last_exit_ = stream_.events.size();
+            last_exit_ = size();
             push(c, std::move(x));
             return;
         }
@@ -103,7 +104,7 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
             x.depth = b.depth;
             x.duration_ns = b.duration_ns;
             x.retval = b.retval;
-            last_exit_ = stream_.events.size();
+            last_exit_ = size();
             push(c, std::move(x));
             return;
         }
@@ -125,7 +126,7 @@ void StreamBuilder::lost(const LineCtx& ctx, std::optional<std::uint64_t> count)
 
 bool StreamBuilder::overruns(std::uint64_t n) {
     if (!last_exit_) return false;
-    std::get<FuncExit>(stream_.events[*last_exit_].body).overrun += n;
+    std::get<FuncExit>(stream_.events[*last_exit_ - base_].body).overrun += n;
     return true;
 }
 
@@ -145,7 +146,39 @@ void StreamBuilder::comm(int pid, std::string_view comm) {
     if (fresh || it->second.size() < comm.size()) it->second = clean(comm);
 }
 
+void StreamBuilder::set_drain(Drain sink, std::function<void(const char*)> consumed) {
+    drain_ = std::move(sink);
+    consumed_ = std::move(consumed);
+    stream_.events = {};
+    stream_.events.reserve(1 << 17);
+}
+
+void StreamBuilder::drain(std::size_t upto) {
+    if (!drain_) return;
+    if (last_exit_) upto = std::min(upto, *last_exit_);
+    if (upto <= base_) return;
+    auto& evs = stream_.events;
+    std::size_t n = std::min(upto - base_, evs.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        Event& ev = evs[i];
+        if (ev.ts_ns < drained_ts_ && first_unsorted_line_ == 0) first_unsorted_line_ = ev.line ? ev.line : 1;
+        drained_ts_ = ev.ts_ns;
+        drain_(std::move(ev), base_ + i);
+    }
+    evs.erase(evs.begin(), evs.begin() + static_cast<std::ptrdiff_t>(n));
+    base_ += n;
+}
+
 Result<EventStream> StreamBuilder::finish(std::string_view what) {
+    if (drain_ && size() > 0) {
+        last_exit_.reset();
+        drain(size());
+        if (first_unsorted_line_)
+            count_diagnostic(stream_.diagnostics, "unsorted_timestamps", "info",
+                             fmt::format("{}:{}: timestamp goes back; streamed in file order, not sorted", file_,
+                                         first_unsorted_line_));
+        return std::move(stream_);
+    }
     if (stream_.events.empty()) {
         if (!first_malformed_.empty())
             return fail(Error::usage(fmt::format("{} (nothing usable in it)", first_malformed_)));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,7 +42,23 @@ public:
     void comm(int pid, std::string_view comm);
 
     EventStream& stream() { return stream_; }
-    std::size_t size() const { return stream_.events.size(); }
+    // Events pushed so far, drained ones included: the index the next event will have.
+    std::size_t size() const { return base_ + stream_.events.size(); }
+    // Index of stream().events[0] (events before it were drained).
+    std::size_t base() const { return base_; }
+
+    // Streaming: events are handed to `sink` (with their index) by drain() and finish() instead of being
+    // kept. Events are then not sorted: one that goes back in time is counted (unsorted_timestamps).
+    using Drain = std::function<void(Event&&, std::size_t index)>;
+    // `consumed(p)`: the text before p is read and referenced by nothing kept (the caller may unmap it).
+    void set_drain(Drain sink, std::function<void(const char*)> consumed = {});
+    void consumed(const char* p) {
+        if (consumed_) consumed_(p);
+    }
+    bool draining() const { return static_cast<bool>(drain_); }
+    // Hands over the events before index `upto` (never the last FuncExit, which "(Overruns: N)" may still
+    // change).
+    void drain(std::size_t upto);
 
     // Sorts by timestamp when the text had them and was out of order (counted), fails when nothing usable
     // was read: `what` names the lines that were expected.
@@ -59,12 +76,20 @@ private:
     EventStream stream_;
     std::unordered_map<std::int64_t, TaskState> tasks_;
     std::unordered_map<int, int> irq_markers_;  // cpu -> open "==========>" scopes
-    std::optional<std::size_t> last_exit_;
+    std::optional<std::size_t> last_exit_;      // index (drained events included)
+    Drain drain_;
+    std::function<void(const char*)> consumed_;
+    std::size_t base_ = 0;
+    std::uint64_t drained_ts_ = 0;  // ts of the last drained event
+    std::uint32_t first_unsorted_line_ = 0;
     std::uint32_t first_malformed_line_ = 0;
     std::string first_malformed_;
 };
 
 // A function_graph comment ("/* console: ... */", "/* irq_handler_entry: irq=17 ... */", trace_printk text).
 EventBody comment_event(std::string_view text);
+
+// read_fgraph_text on a builder the caller set up (StreamBuilder::set_drain for streaming).
+Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& b);
 
 }  // namespace nvtrace::import

@@ -114,11 +114,19 @@ struct DiffInput {
     nlohmann::json source = nlohmann::json::object();
     nlohmann::json environment = nlohmann::json::object();
     bool complete = true;
-    std::vector<std::string> reasons;  // why not complete
-    std::uint64_t calls = 0;           // calls considered (after --phase)
-    bool has_retvals = false;          // any call carries a return value
-    std::vector<std::string> phases;   // phases seen in the report
+    std::vector<std::string> reasons;      // why not complete
+    std::uint64_t calls = 0;               // calls considered (after --phase)
+    bool has_retvals = false;              // any call carries a return value
+    std::vector<std::string> phases;       // phases seen in the report: of its markers, ioctls and calls, sorted
+    std::vector<std::string> call_phases;  // those phases that hold calls, sorted
+    std::uint64_t report_calls = 0;        // calls in the report (before --phase/--ignore)
 };
+
+// Why `in` has no calls left for `--phase phase` (in.calls == 0), for the error message:
+// "LABEL: no calls in phase 'P' (the report has no calls: function_graph was not traced; its phases, from
+// markers and ioctls: one, two)", "LABEL: no phase 'P' in the report (phases: one, two)", or "LABEL: no calls
+// in phase 'P' (phases: one, two; with calls: two)".
+std::string describe_empty_phase(const DiffInput& in, const std::string& phase);
 
 struct DiffResult {
     DiffInput a, b;

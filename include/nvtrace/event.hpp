@@ -108,6 +108,15 @@ struct KmsgRecordText {
     std::string text;
 };
 
+// How /dev/kmsg timestamps (the kernel's local_clock(), printk) map to the trace clock, recorded at capture
+// (tracer/clock_offset.cpp): trace_ns = kmsg_ns + offset_ns, known to within +- uncertainty_ns.
+struct KmsgClockOffset {
+    std::string trace_clock;                // the instance's trace_clock: "local", "global", "mono", ...
+    std::optional<std::int64_t> offset_ns;  // null when it could not be measured or bounded
+    std::uint64_t uncertainty_ns = 0;
+    std::string basis;  // "same_clock" (local/global/perf read local_clock), "measured", "unknown"
+};
+
 struct EventStream {
     std::vector<Event> events;         // sorted by ts_ns (stable) before analysis
     std::map<int, std::string> comms;  // pid -> comm (saved_cmdlines, /proc)
@@ -118,6 +127,10 @@ struct EventStream {
     // (pid, fd) -> path, from /proc/PID/fd during a live capture (polled every 10 ms: an fd that lived
     // shorter can be missing; a reused number keeps the newest path).
     std::map<std::pair<int, int>, std::string> fd_paths;
+    std::optional<KmsgClockOffset> kmsg_clock;  // set by a live capture; used to attach kmsg lines by time
+    // The text file the events were read from, as named to the reader; empty for binary and live sources.
+    // With Event::line it says where a diagnostic's first example is ("file:line").
+    std::string file_name;
 };
 
 // Adds `count` to the diagnostic `name` (created with `severity` and `example` on first use).

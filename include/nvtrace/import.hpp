@@ -33,13 +33,17 @@ enum class TraceFormat {
     trace_cmd_report,  // `trace-cmd report` text
     trace_dat,         // trace-cmd's binary trace.dat (v6, v7), read through libtracecmd
     kernel_log,        // dmesg / journalctl -k / syslog / /dev/kmsg text, read by read_kernel_log
+    strace,            // strace output: its ioctl calls become IoctlEnter / IoctlExit (parse_strace)
 };
 
-// "fgraph-text", "function-text", "trace-cmd-report", "trace-dat", "kernel-log".
+// "fgraph-text", "function-text", "trace-cmd-report", "trace-dat", "kernel-log", "strace".
 std::string_view format_name(TraceFormat f);
 std::optional<TraceFormat> parse_format_name(std::string_view name);
 
-// Guesses the format from the first bytes of a file (64 KiB are plenty). nullopt when nothing fits.
+// Guesses the format from the first bytes of a file (64 KiB are plenty). nullopt when nothing fits, or when
+// fewer than 30% of the first 400 non-empty, non-comment lines look like the best-scoring format (random
+// bytes, a text that only happens to hold a few trace-like lines). A "# tracer:" header or the trace.dat
+// magic decides alone.
 std::optional<TraceFormat> detect_format(std::string_view head);
 
 // function_graph text (section 1 of ftrace-formats.md): every optional prefix column (abstime, CPU,
@@ -76,7 +80,12 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
 bool trace_dat_supported();
 
 // Reads one file of any supported format (`forced` skips detection). Kernel logs are parsed by
-// read_kernel_log: their messages land in `kernel_log`, the stream is empty.
+// read_kernel_log: their messages land in `kernel_log`, the stream is empty; a text no trace format fits is
+// read as a kernel log when read_kernel_log finds messages in it (test-harness output with CUDA errors).
+// strace output: its complete ioctl calls become IoctlEnter/IoctlExit events in file order (ts_known
+// false), fd paths from -y or open lines in `fd_paths`; the truncated last call is a data_loss diagnostic.
+// A text where fewer than one line in four gives events (malformed_line > 3 x lines read) fails with
+// Error::usage ("not usable as FORMAT"). "-" or a pipe/FIFO/character device is read whole into memory.
 struct ImportResult {
     TraceFormat format = TraceFormat::fgraph_text;
     EventStream stream;

@@ -63,12 +63,50 @@ std::optional<PreloadMarker> parse_preload_marker(std::string_view text);
 // between. Preload markers of the same pid fill in what the kernel events cannot carry: an enter marker
 // just before a sys_enter_ioctl with the same fd and cmd gives the device path (and so the name), the hClass;
 // an exit marker just after gives the RM/UVM status (as its NV_STATUS name, "0x..." when unknown; only when
-// ioctl() returned 0, since the driver writes no status otherwise). Markers without a kernel record add no
+// ioctl() returned 0, since the driver writes no status otherwise); an enter marker's ctrl= gives the RM control
+// command (IoctlRecord::ctrl, and ctrl_class from the class table). Markers without a kernel record add no
 // record. `stream.events` sorted by ts_ns; `calls` from build_call_graph. Names come from the number alone.
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls);
 // The same, with fd paths: each record gets the latest path of its (pid, fd) at or before its entry, and
 // its name from that device.
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
                                         const std::vector<FdPath>& fd_paths);
+
+// ---- the text summary's ioctl lines (docs/run.md, "Summary") ----------------------------------------------
+
+// What an ioctl cost in the kernel: every call in the subtrees of IoctlRecord::calls and the summed
+// durations of those roots (ns). `unfinished` counts roots whose exit is not in the data (time not summed).
+// The line prints the time only when some root finished: "(kernel: 0 calls)", "(kernel: 2 calls, 1 without exit)".
+struct IoctlKernelCost {
+    std::uint64_t calls = 0;
+    std::uint64_t total_ns = 0;
+    std::uint64_t unfinished = 0;
+    std::uint64_t roots = 0;  // root calls linked to the ioctl
+};
+// One cost per record, in order. O(calls + records).
+std::vector<IoctlKernelCost> ioctl_kernel_costs(const std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls);
+
+// "nvidiactl" for /dev/nvidiactl, "dri/renderD128", "pts/0"; a path outside /dev as it is; "fd5" without one.
+std::string ioctl_device_short_name(const IoctlRecord& io);
+
+// One ioctl for people, e.g.
+//   nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0 (kernel: 37 calls, 412 us)
+// Device short name; request name or its number in hex; hClass (named when the class table knows it);
+// cmd=0x... for an RM control (with the class its interface belongs to); status when known; ret (with the
+// errno name when negative) or "ret=?" when the exit was not seen; the kernel part only with `cost` (no
+// function tracing: nullopt). Durations: "412 us" below 10 ms, "12.3 ms", "1.23 s".
+std::string format_ioctl_line(const IoctlRecord& io, const std::optional<IoctlKernelCost>& cost);
+
+struct IoctlSummaryOptions {
+    bool kernel_traced = true;   // print the "(kernel: ...)" part
+    bool verbose = false;        // every ioctl on its own line, no folding, no limit
+    std::size_t max_lines = 40;  // without verbose: lines printed before "... N more"
+};
+// The summary's lines (no trailing newline). Without `verbose`, consecutive ioctls whose lines are equal
+// apart from the kernel part are folded into one "<count>x <line>" with the kernel costs summed, and at most
+// `max_lines` lines are printed, then "... <L> more line(s) (<N> ioctls); -v prints every ioctl". With
+// `verbose`, one "<line>" per ioctl.
+std::vector<std::string> summarize_ioctls(const std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls,
+                                          const IoctlSummaryOptions& options);
 
 }  // namespace nvtrace

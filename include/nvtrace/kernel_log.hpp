@@ -44,6 +44,10 @@ struct KernelLogMessage {
     std::string text;  // the message without its prefixes; continuation lines joined with '\n'
     std::optional<std::uint64_t> seq;
     std::optional<std::uint64_t> call;  // id of the call running when it was printed, when known
+    // In a report: how `call` was found: "console" (printk:console in the trace buffer), "time" (kmsg time
+    // mapped to the trace clock, attach_kernel_log_by_time), "none"; "" outside reports.
+    std::string attached;
+    std::optional<std::uint64_t> trace_ts_ns;  // kmsg time on the trace clock, when the offset is known
     // Set by read_kernel_log:
     bool level_known = true;  // false when the text format does not carry the level (dmesg without -r/-x)
     std::string wall_time;    // wall-clock time as printed: "Fri Aug 30 11:43:09 2024", "Jun 30 11:07:05", ISO-8601
@@ -73,6 +77,20 @@ KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name
 // The parse as JSON: {"schema":"nvtrace.kernel_log/1","format":...,"messages":[...],"diagnostics":[...]}
 // (docs/dmesg.md). Invalid UTF-8 in messages is replaced with U+FFFD.
 std::string kernel_log_json(const KernelLogParse& parse, int indent = 2);
+
+struct Call;  // report.hpp
+// Attaches each message of `log` that has no call yet (attached != "console") to the call running at its
+// time: its kmsg time plus `clock.offset_ns` on the trace clock, widened by the clock's uncertainty and the
+// record's 1 us resolution. The message gets the deepest call whose [entry, entry + duration] holds that
+// whole window, going down from the only root call that overlaps the window at all, and at each level only
+// while exactly one child overlaps it and holds all of it. Two tasks in calls at that time, or a call that
+// starts or ends inside the window, stop the descent (at the top: "none"): a /dev/kmsg record does not say
+// which CPU or task printed it. Calls without a seen exit are never chosen. Messages whose `attached` is
+// already set ("console") are left alone; the others get "time" or "none", and `trace_ts_ns` when the
+// offset is known. `calls` as build_call_graph returns them. Pure; O(messages x (overlapping roots + children
+// on the chain) + calls).
+void attach_kernel_log_by_time(std::vector<KernelLogMessage>& log, const std::vector<Call>& calls,
+                               const std::optional<KmsgClockOffset>& clock);
 
 // One line for people: "<ts> <level> <source> <kind> key=value... | <text>" (docs/dmesg.md).
 std::string format_kernel_log_message(const KernelLogMessage& msg);

@@ -26,7 +26,8 @@ public:
     // `other_events` are "system:event" names to keep as OtherEvent (the user's --event list).
     explicit RawEventDecoder(tep_handle* tep, std::vector<std::string> other_events = {});
 
-    // nullopt for event types nvtrace does not keep.
+    // nullopt for event types nvtrace does not keep. A record shorter than its common header or than the
+    // fields nvtrace reads (only in damaged data) is counted in undecodable() and skipped.
     std::optional<Event> decode(tep_record* record);
 
     std::uint64_t undecodable() const { return undecodable_; }
@@ -48,6 +49,7 @@ private:
         tep_format_field* ret = nullptr;
         tep_format_field* text = nullptr;  // ftrace:print buf, printk:console msg
         tep_format_field* flags = nullptr;
+        int min_size = 0;  // the record must hold every fixed field read (a shorter one is undecodable)
     };
     const Fields& fields_for(int type);
 

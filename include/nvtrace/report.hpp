@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,7 +61,11 @@ struct IoctlRecord {
     std::optional<std::string> name;      // decoded request name, when known
     std::optional<std::uint32_t> hclass;  // RM class, when the parameters carry one (issue 5)
     std::optional<std::string> status;    // RM/UVM status from the parameter struct (issue 5)
-    std::optional<std::int64_t> ret;      // null when the exit was not seen
+    // NV_ESC_RM_CONTROL: the RM control command (NVOS54 `cmd`, e.g. 0x20800110) from the preload marker, and
+    // the RM class whose control interface it belongs to (bits 31..16, named from the class table) when known.
+    std::optional<std::uint32_t> ctrl;
+    std::optional<std::string> ctrl_class;
+    std::optional<std::int64_t> ret;  // null when the exit was not seen
     std::uint64_t enter_ns = 0;
     std::optional<std::uint64_t> exit_ns;
     std::optional<std::uint64_t> call;  // id of the first root call made inside this ioctl
@@ -93,6 +99,49 @@ struct MarkerEntry {
     std::string text;
 };
 
+// Any other recorded event (docs/report-format.md, `events`): a tracepoint asked for with --event
+// (OtherEvent from the raw decoder), an event line or `/* event: ... */` comment of a text trace
+// (irq_handler_entry, sched_switch, ...), a function tracer hit ("ftrace:function", fields ip and
+// parent_ip), a context-switch banner of function_graph text ("nvtrace:task_switch"). A `<stack trace>`
+// recorded right after an event of the same CPU and task (the stacktrace option) lands in that event's
+// `stack`; one that follows nothing is its own "ftrace:kernel_stack" / "ftrace:user_stack" record.
+struct EventRecord {
+    std::string name;                    // "system:event", or "event" when the source does not say the system
+    std::optional<std::uint64_t> ts_ns;  // null in text traces without timestamps
+    int cpu = -1;                        // -1 when the source does not say
+    int pid = -1;
+    std::string comm;  // "" when unknown
+    // The fields as name -> value when the text is "name=value ..." (libtraceevent's print of every field,
+    // or the kernel's print format of most tracepoints); nullopt when it is free text.
+    std::optional<std::map<std::string, std::string>> fields;
+    std::string text;                     // the fields as printed (stack frames: empty)
+    std::vector<std::string> stack;       // kernel stack frames, innermost first; empty when none
+    std::vector<std::string> user_stack;  // user stack frames, innermost first; empty when none
+    std::optional<std::uint32_t> line;    // 1-based line of a text trace; null otherwise
+};
+
+// Splits "a=1 b=two words c=3" into {a: "1", b: "two words", c: "3"}; tokens without letters or digits
+// ("==>" of sched_switch) are dropped. nullopt when the text does not start with "name=".
+std::optional<std::map<std::string, std::string>> parse_event_fields(std::string_view text);
+
+// Where a function of the report is defined in a driver source tree (`--source DIR`, docs/report-format.md).
+struct SourceLocation {
+    std::string file;        // relative to the tree's root, '/'-separated
+    std::uint32_t line = 0;  // 1-based line of the function's name in its definition
+};
+struct SourceLink {
+    std::string function;                    // as in calls[].function
+    std::string lookup;                      // the name searched: function without .isra.N/.constprop.N/.part.N/.cold
+    std::vector<SourceLocation> candidates;  // one definition, or every definition found (ambiguous)
+};
+struct SourceLinks {
+    std::string root;                   // the directory given to --source
+    std::uint64_t files_scanned = 0;    // .c and .h files read
+    std::vector<SourceLink> found;      // exactly one definition
+    std::vector<SourceLink> ambiguous;  // several definitions: all listed, none chosen
+    std::vector<std::string> missing;   // no definition in the tree (never guessed)
+};
+
 struct Report {
     nlohmann::json source = nlohmann::json::object();       // what was read or run
     nlohmann::json environment = nlohmann::json::object();  // kernel, driver version and flavour
@@ -103,6 +152,9 @@ struct Report {
     std::vector<IoctlRecord> ioctls;
     std::vector<Check> checks;
     std::vector<MarkerEntry> markers;
+    std::vector<EventRecord> events;            // in stream order (by time)
+    std::optional<KmsgClockOffset> kmsg_clock;  // from EventStream::kmsg_clock; null when not recorded
+    std::optional<SourceLinks> source_links;    // null without --source
 };
 
 // Builds the report from an event stream whose symbols are already resolved. Never fails: problems in

@@ -60,6 +60,77 @@ TEST(CallGraph, ExitWithoutEntryIsAnOrphanWithItsDuration) {
     EXPECT_TRUE(g.calls[1].entry_seen && g.calls[1].exit_seen);
 }
 
+// fgraph-abstime-orphan-close: a trace that starts inside __schedule returns up a chain whose entries are
+// all missing; each return one level up is the parent of the returns before it.
+TEST(CallGraph, OrphanReturnsOneLevelUpAdoptTheEarlierOnes) {
+    EventStream s;
+    s.events = {exit_(500, 7, "__schedule", 3, 100, 500),
+                exit_(510, 7, "schedule", 2, 90, 510),
+                entry(520, 7, "down_read", 2),
+                exit_(530, 7, "down_read", 2, 520, 530),
+                exit_(540, 7, "yield", 2, 535, 540),
+                exit_(600, 7, "tty_read", 1, 80, 600),
+                exit_(700, 7, "vfs_read", 0, 50, 700),
+                entry(800, 7, "vfs_read", 0),
+                exit_(900, 7, "vfs_read", 0, 800, 900)};
+    CallGraph g = build_call_graph(s);
+    ASSERT_EQ(g.calls.size(), 7u);
+    EXPECT_EQ(g.orphan_returns, 5u);
+    auto by_name = [&](const std::string& f, bool entry_seen) -> const Call& {
+        for (const auto& c : g.calls)
+            if (c.function == f && c.entry_seen == entry_seen) return c;
+        throw std::runtime_error("no " + f);
+    };
+    const Call& vfs = by_name("vfs_read", false);
+    const Call& tty = by_name("tty_read", false);
+    const Call& sched = by_name("schedule", false);
+    const Call& inner = by_name("__schedule", false);
+    const Call& yield = by_name("yield", false);
+    EXPECT_FALSE(vfs.parent);
+    EXPECT_EQ(vfs.depth, 0);
+    EXPECT_EQ(tty.parent, vfs.id);
+    EXPECT_EQ(sched.parent, tty.id);
+    EXPECT_EQ(yield.parent, tty.id);  // a sibling orphan at the same level
+    EXPECT_EQ(inner.parent, sched.id);
+    EXPECT_EQ(inner.depth, 3);
+    // Ids stay in entry order: a parent before its children, calls[id - 1] is the call.
+    for (std::size_t i = 0; i < g.calls.size(); ++i) {
+        EXPECT_EQ(g.calls[i].id, i + 1);
+        if (g.calls[i].parent) {
+            EXPECT_LT(*g.calls[i].parent, g.calls[i].id);
+        }
+    }
+    EXPECT_LT(sched.id, yield.id);
+    // down_read's entry is in the data, so it is a complete call; it stays a root (its parent's entry is
+    // missing and its entry came before the parent's return was seen).
+    EXPECT_FALSE(by_name("down_read", true).parent);
+    EXPECT_FALSE(by_name("vfs_read", true).parent);
+}
+
+// fgraph-task-switch-mid-schedule: the excerpt starts with returns at depth 4 and 3.
+TEST(CallGraph, OrphanAtDepthFourNestsUnderTheDepthThreeOne) {
+    EventStream s;
+    s.events = {exit_(100, -1, "", 4, 0, 0), exit_(200, -1, "", 3, 0, 0)};
+    CallGraph g = build_call_graph(s);
+    ASSERT_EQ(g.calls.size(), 2u);
+    EXPECT_FALSE(g.calls[0].parent);
+    EXPECT_EQ(g.calls[1].parent, g.calls[0].id);
+    EXPECT_EQ(g.calls[1].depth, 1);
+}
+
+// An orphan under an open frame one level up is that frame's child at once (the ldsem_down_read return
+// inside tty_ldisc_ref_wait in fgraph-abstime-orphan-close).
+TEST(CallGraph, OrphanDirectlyUnderAnOpenFrameStaysItsChild) {
+    EventStream s;
+    s.events = {entry(100, 7, "tty_ldisc_ref_wait", 2), exit_(150, 7, "ldsem_down_read", 3, 140, 150),
+                exit_(200, 7, "tty_ldisc_ref_wait", 2, 100, 200)};
+    CallGraph g = build_call_graph(s);
+    ASSERT_EQ(g.calls.size(), 2u);
+    EXPECT_EQ(g.calls[1].function, "ldsem_down_read");
+    EXPECT_EQ(g.calls[1].parent, g.calls[0].id);
+    EXPECT_EQ(g.orphan_returns, 1u);
+}
+
 TEST(CallGraph, EntryLeftOpenAtTheEndIsUnclosed) {
     EventStream s;
     s.events = {entry(1, 7, "outer", 0), entry(2, 7, "inner", 1), exit_(3, 7, "inner", 1, 2, 3)};

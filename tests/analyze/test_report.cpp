@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "event_builders.hpp"
+#include "nvtrace/import.hpp"
 
 using namespace nvtrace;
 using namespace nvtrace::test;
@@ -129,4 +130,65 @@ TEST(Report, MissingParentEntriesAreADepthGapThatMakesItIncomplete) {
     s.events = {entry(1, 9, "a", 0), entry(2, 9, "c", 2), exit_(3, 9, "c", 2, 2, 3), exit_(4, 9, "a", 0, 1, 4)};
     Report r = build_report(s);
     EXPECT_FALSE(r.completeness.complete);
+}
+
+// A fresh user's run crashed with "invalid UTF-8 byte" (nlohmann::json type_error 316) when a process wrote
+// a 0xFF byte to /dev/kmsg or to the trace marker: report.json was cut off and meta.json never written.
+TEST(Report, InvalidUtf8InKernelLogAndMarkersIsReplacedNotACrash) {
+    EventStream s;
+    s.events = {Event{1, 0, 9, false, Marker{"nvtrace-phase: x \xff y"}}};
+    s.kmsg.push_back({"6,1,2,-;NVRM: bad \xff byte"});
+    Report r = build_report(s);
+    std::ostringstream out;
+    ASSERT_NO_THROW(write_json(r, out));
+    nlohmann::json j = nlohmann::json::parse(out.str());
+    ASSERT_EQ(j["markers"].size(), 1u);
+    EXPECT_EQ(j["markers"][0]["text"], "nvtrace-phase: x \xEF\xBF\xBD y");  // U+FFFD
+    ASSERT_EQ(j["kernel_log"].size(), 1u);
+    EXPECT_NE(j["kernel_log"][0]["text"].get<std::string>().find("\xEF\xBF\xBD"), std::string::npos);
+}
+
+namespace {
+const Diagnostic* diag(const Report& r, const std::string& name) {
+    for (const auto& d : r.completeness.diagnostics)
+        if (d.name == name) return &d;
+    return nullptr;
+}
+}  // namespace
+
+// orphan_return, unclosed_call and starts_mid_tree had first_example "" and lost_event_marks said
+// "cpu 0 before ts 0" for a text file: each names the file and line of its first example.
+TEST(Report, DiagnosticExamplesNameTheFileAndLineOfATextTrace) {
+    const std::string text =
+        "# tracer: function_graph\n"
+        " 0)   1.000 us    |      } /* inner */\n"
+        " 0)   0.500 us    |      leaf();\n"
+        " 0)   2.000 us    |    } /* outer */\n"
+        " CPU:0 [LOST 3 EVENTS]\n"
+        " 0)               |  open_at_end() {\n"
+        " 0)   0.100 us    |    g();\n";
+    auto s = read_fgraph_text(text, "lost.txt");
+    ASSERT_TRUE(s) << s.error().message;
+    Report r = build_report(*s);
+    const Diagnostic* d = diag(r, "orphan_return");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 2u);
+    EXPECT_EQ(d->first_example, "lost.txt:2: inner");
+    ASSERT_TRUE(d = diag(r, "starts_mid_tree"));
+    EXPECT_EQ(d->first_example, "lost.txt:3: leaf");
+    ASSERT_TRUE(d = diag(r, "unclosed_call"));
+    EXPECT_EQ(d->first_example, "lost.txt:6: open_at_end");
+    ASSERT_TRUE(d = diag(r, "lost_event_marks"));
+    EXPECT_EQ(d->first_example, "lost.txt:5");
+}
+
+TEST(Report, DiagnosticExamplesWithoutAFileGiveCpuAndTime) {
+    EventStream s;
+    s.events = {exit_(500, 7, "schedule", 0, 100, 500, 0, 3), entry(600, 7, "f", 0, 0, 3)};
+    Report r = build_report(s);
+    const Diagnostic* d = diag(r, "orphan_return");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->first_example, "cpu 3 ts 500 ns: schedule");
+    ASSERT_TRUE(d = diag(r, "unclosed_call"));
+    EXPECT_EQ(d->first_example, "cpu 3 ts 600 ns: f");
 }

@@ -64,10 +64,18 @@ TEST(LiveFaults, CleanupKeepsTheInstanceOfARunningNvtrace) {
     // Start a long run in the background, clean up while it runs, then stop it.
     pid = ::fork();
     if (pid == 0) {
-        ::execl(NVTRACE_BIN, NVTRACE_BIN, "run", "-q", "--out", out.c_str(), "--", "sleep", "3", nullptr);
+        ::execl(NVTRACE_BIN, NVTRACE_BIN, "run", "-q", "--out", out.c_str(), "--", "sleep", "60", nullptr);
         ::_exit(127);
     }
-    ::usleep(500 * 1000);
+    // Wait for the run's instance rather than a fixed time: under load a fixed 500 ms was too short.
+    const std::string inst = kTracing + "/instances/nvtrace-" + std::to_string(pid);
+    for (int i = 0; i < 1200 && ::access(inst.c_str(), F_OK) != 0; ++i)
+        ::usleep(50 * 1000);
+    if (::access(inst.c_str(), F_OK) != 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        FAIL() << "the run never created " << inst;
+    }
     Ran c = run({NVTRACE_BIN, "cleanup"});
     EXPECT_EQ(c.rc, 0) << c.err;
     EXPECT_NE(c.out.find("kept (owner still running): instance nvtrace-" + std::to_string(pid)), std::string::npos)

@@ -94,11 +94,61 @@ TEST(LiveRun, NotRootIsAnEnvironmentError) {
     EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
 }
 
+namespace {
+
+// Runs argv with stdout/stderr to files; once `ready` exists (the traced program made it, so it was released and
+// ran) sends `sig` to the command. Waits at most 120 s for `ready`: then the command is killed and rc is -1.
+// A fixed delay before the signal could land before nvtrace released the program (0 ioctls under load).
+Ran run_and_signal_when_file_exists(const std::vector<std::string>& argv, const std::string& ready, int sig) {
+    char out_tpl[] = "/tmp/nvtrace-test-outXXXXXX", err_tpl[] = "/tmp/nvtrace-test-errXXXXXX";
+    int ofd = ::mkstemp(out_tpl), efd = ::mkstemp(err_tpl);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(ofd, 1);
+        ::dup2(efd, 2);
+        std::vector<char*> a;
+        for (const auto& s : argv)
+            a.push_back(const_cast<char*>(s.c_str()));
+        a.push_back(nullptr);
+        ::execvp(a[0], a.data());
+        ::_exit(127);
+    }
+    bool seen = false;
+    for (int i = 0; i < 12000 && !seen; ++i) {
+        seen = ::access(ready.c_str(), F_OK) == 0;
+        if (!seen) {
+            if (::waitpid(pid, nullptr, WNOHANG) == pid) break;  // ended without making it: report as not seen
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+    ::kill(pid, seen ? sig : SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    Ran r;
+    r.rc = !seen ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(out_tpl);
+    r.err = slurp(err_tpl);
+    ::close(ofd);
+    ::close(efd);
+    ::unlink(out_tpl);
+    ::unlink(err_tpl);
+    return r;
+}
+
+}  // namespace
+
 TEST(LiveRun, SigintStopsTheProgramRestoresStateAndStillWritesTheReport) {
     REQUIRE_LIVE();
     auto before = tracefs_snapshot();
     std::string out = temp_dir();
-    Ran r = run({NVTRACE_BIN, "run", "--out", out, "--", FIONREAD_LOOP_BIN, "0"}, nullptr, 500, SIGINT);
+    // The traced shell makes `ready` only after 100 ioctls of its child (children are traced), then loops until
+    // the signal: SIGINT always lands while the program runs, with ioctls already recorded.
+    const std::string ready = temp_dir() + "/program-running";
+    const std::string loop = FIONREAD_LOOP_BIN;
+    Ran r = run_and_signal_when_file_exists({NVTRACE_BIN, "run", "--out", out, "--", "/bin/sh", "-c",
+                                             loop + " 100 && : >" + ready + " && exec " + loop + " 0"},
+                                            ready, SIGINT);
+    ASSERT_NE(r.rc, -1) << "the program never ran (no " << ready << "): " << r.err << r.out;
     EXPECT_EQ(r.rc, 128 + SIGINT) << r.err;
     nlohmann::json rep = load_json(out + "/report.json");
     EXPECT_GT(rep["ioctls"].size(), 0u);
@@ -128,4 +178,44 @@ TEST(LiveRun, FunctionGraphRefusedByTheKernelIsAClearEnvironmentError) {
     EXPECT_EQ(r.rc, 3) << r.err;
     EXPECT_NE(r.err.find("function_graph tracer is not available"), std::string::npos) << r.err;
     EXPECT_EQ(tracefs_snapshot(), before);
+}
+
+// `nvtrace report DIR` (the capture directory nvtrace run wrote) summarises the same ioctls, events and kernel
+// log as the run printed: each line of the run's summary body is in the report's, in order (the report adds
+// markers and diagnostics). And the report.json the run names is an input `nvtrace report` accepts.
+TEST(LiveRun, ReportOfTheCaptureDirectoryAndItsReportJsonPrintTheRunsSummary) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir();
+    Ran r = run({NVTRACE_BIN, "run", "--no-preload", "--event", "sched:sched_process_exec", "--out", out, "--",
+                 "/bin/sh", "-c", std::string(FIONREAD_LOOP_BIN) + " 30 && " + FIONREAD_LOOP_BIN + " 7"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    auto body_of = [](const std::string& text, const std::string& first) {
+        std::vector<std::string> lines;
+        std::istringstream in(text);
+        bool in_body = false;
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind(first, 0) == 0) in_body = true;
+            if (line.rfind("report: ", 0) == 0) break;
+            if (in_body) lines.push_back(line);
+        }
+        return lines;
+    };
+    auto run_body = body_of(r.out, "calls: ");
+    ASSERT_FALSE(run_body.empty()) << r.out;
+    EXPECT_NE(r.out.find("ioctls: 37\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("events: "), std::string::npos) << r.out;
+    for (const std::string& input : {out, out + "/report.json"}) {
+        Ran rep = run({NVTRACE_BIN, "report", input});
+        ASSERT_EQ(rep.rc, 0) << input << ": " << rep.err;
+        auto rep_body = body_of(rep.out, "calls: ");
+        std::size_t at = 0;
+        for (const auto& line : run_body) {
+            while (at < rep_body.size() && rep_body[at] != line)
+                ++at;
+            EXPECT_LT(at, rep_body.size())
+                << "'" << line << "' of the run's summary is not in `nvtrace report " << input << "`:\n"
+                << rep.out << "\nrun printed:\n"
+                << r.out;
+        }
+    }
 }

@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     FuncExit orphan{0xffffffffc0003000, "uvm_ioctl", "nvidia_uvm", 0, 2500, 2600, std::nullopt, 0, -22};
     FuncEntry open{0xffffffffc0004000, "nv_alloc_pages", "nvidia", 0};
     s.events = {ev(1000, Marker{"nvtrace-phase: cudaMalloc"}),
+                ev(1040, Marker{"nvtrace-ioctl enter fd=5 dev=/dev/nvidiactl cmd=0xc020462a name=NV_ESC_RM_CONTROL "
+                                "ctrl=0x20800110"}),
                 ev(1050, IoctlEnter{5, 0xc020462a, 0x7ffd0000}),
                 ev(1100, e1),
                 ev(1200, e2),
@@ -32,8 +34,14 @@ int main(int argc, char** argv) {
                 ev(2800, open)};
     s.buffer_stats.push_back({1, "instance", 0, 0});
     s.kmsg.push_back({"6,10,2,-;nvidia-uvm: Loaded the UVM driver, major device number 511."});
+    s.kmsg_clock = KmsgClockOffset{"local", 0, 0, "same_clock"};
     Report r = build_report(s);
     r.source = {{"kind", "example"}};
+    r.source_links = SourceLinks{"/src/open-gpu-kernel-modules",
+                                 2,
+                                 {{"nvidia_ioctl", "nvidia_ioctl", {{"kernel-open/nvidia/nv.c", 2400}}}},
+                                 {{"nv_alloc_pages", "nv_alloc_pages", {{"a.c", 10}, {"b.c", 20}}}},
+                                 {"uvm_ioctl"}};
     r.checks.push_back({"ioctl-path", "inconclusive", "", "example"});
     nlohmann::json j = to_json(r);
     if (argc > 1 && std::strcmp(argv[1], "--broken") == 0) j["calls"][0].erase("duration_ns");

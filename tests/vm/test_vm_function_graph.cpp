@@ -3,136 +3,50 @@
 //
 // One boot serves every test here: the guest (tests/vm/guest/function_graph.sh) runs
 //   nvtrace run --module null_blk --out /tmp/r -- /bin/odirect_read /dev/nullb0 4
-// and hands back /tmp/r/report.json and snapshots of the top-level tracefs state before and after the run.
+// and hands back /tmp/r/report.json and snapshots of the top-level tracefs state before and after the run; then
+// `nvtrace doctor --json` with the facts it must agree with, and the faults at the top level (SIGINT, SIGTERM,
+// SIGHUP, SIGKILL + cleanup, a module that is not loaded, a filtered run), each with a snapshot after it.
 // The static binaries come from the vm_static_build CTest fixture (tests/vm/CMakeLists.txt).
 //
 // Skips when the harness says it cannot run on this host (exit status 77), except where CI=true: there a skip
 // would hide a broken CI image, so it fails.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 #include <string>
-#include <vector>
 
-namespace fs = std::filesystem;
+#include "vm_util.hpp"
+
 using nlohmann::json;
+
+namespace nvtrace::vm_test {
+
+const VmResult& vm() {
+    static const VmResult result =
+        run_harness(NVTRACE_VM_HARNESS, NVTRACE_VM_OUT_DIR, {NVTRACE_VM_NVTRACE_BIN, NVTRACE_VM_ODIRECT_READ_BIN},
+                    fmt::format("--modules null_blk --bin {}:nvtrace --bin {}:odirect_read --script {}",
+                                shell_quote(NVTRACE_VM_NVTRACE_BIN), shell_quote(NVTRACE_VM_ODIRECT_READ_BIN),
+                                shell_quote(NVTRACE_VM_GUEST_SCRIPT)));
+    return result;
+}
+
+}  // namespace nvtrace::vm_test
+
+using namespace nvtrace::vm_test;
 
 namespace {
 
-constexpr int harness_cannot_run = 77;
-
-struct VmResult {
-    int harness_status = -1;  // vm.sh exit status; -1 when it did not run
-    std::string harness_stderr;
-    std::string setup_error;  // why vm.sh was not run
-    fs::path out_dir;
-};
-
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-std::string shell_quote(const std::string& word) {
-    std::string quoted = "'";
-    for (const char c : word) {
-        if (c == '\'')
-            quoted += "'\\''";
-        else
-            quoted += c;
-    }
-    return quoted + "'";
-}
-
-VmResult boot_vm() {
-    VmResult result;
-    result.out_dir = NVTRACE_VM_OUT_DIR;
-    for (const char* bin : {NVTRACE_VM_NVTRACE_BIN, NVTRACE_VM_ODIRECT_READ_BIN}) {
-        if (!fs::exists(bin)) {
-            result.setup_error = fmt::format(
-                "static binary {} is missing: run this test through ctest (its fixture vm_static_build builds it), "
-                "or build it with -DNVTRACE_STATIC=ON -DCMAKE_RUNTIME_OUTPUT_DIRECTORY=<build>/static/bin",
-                bin);
-            return result;
-        }
-    }
-    std::error_code ec;
-    fs::create_directories(result.out_dir, ec);
-    const fs::path stderr_path = result.out_dir / "harness.stderr";
-    const std::string command =
-        fmt::format("{} --out {} --modules null_blk --bin {}:nvtrace --bin {}:odirect_read --script {} 2>{}",
-                    shell_quote(NVTRACE_VM_HARNESS), shell_quote(result.out_dir.string()),
-                    shell_quote(NVTRACE_VM_NVTRACE_BIN), shell_quote(NVTRACE_VM_ODIRECT_READ_BIN),
-                    shell_quote(NVTRACE_VM_GUEST_SCRIPT), shell_quote(stderr_path.string()));
-    const int status = std::system(command.c_str());
-    result.harness_stderr = read_text(stderr_path);
-    if (status == -1 || !WIFEXITED(status)) {
-        result.setup_error = fmt::format("could not run {} (system() status {})", command, status);
-        return result;
-    }
-    result.harness_status = WEXITSTATUS(status);
-    // The harness's own lines (kernel, boot time, files) belong in the test log.
-    std::cerr << result.harness_stderr;
-    return result;
-}
-
-const VmResult& vm() {
-    static const VmResult result = boot_vm();
-    return result;
-}
-
-bool on_ci() {
-    const char* ci = std::getenv("CI");
-    return ci != nullptr && std::string(ci) == "true";
-}
-
-std::optional<std::string> handed_back(const std::string& name) {
-    const fs::path path = vm().out_dir / "files" / name;
-    if (!fs::exists(path)) return std::nullopt;
-    return read_text(path);
-}
-
-std::string console_hint() {
-    return fmt::format("guest console: {}", (vm().out_dir / "console.log").string());
-}
-
 class VmFunctionGraph : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const VmResult& run = vm();
-        if (!run.setup_error.empty()) FAIL() << run.setup_error;
-        if (run.harness_status == harness_cannot_run) {
-            if (on_ci())
-                FAIL() << "the VM cannot run on this CI machine (a skip on CI is a failure):\n" << run.harness_stderr;
-            GTEST_SKIP() << "the VM cannot run here:\n" << run.harness_stderr;
-        }
-    }
+    void SetUp() override { require_vm(); }
 
     // The report's calls by id; fails the test when the report is missing or malformed.
-    static json load_report() {
-        const auto text = handed_back("report.json");
-        if (!text) {
-            ADD_FAILURE() << "the guest handed back no report.json; " << console_hint();
-            return json{};
-        }
-        try {
-            return json::parse(*text);
-        } catch (const json::exception& e) {
-            ADD_FAILURE() << "report.json does not parse: " << e.what();
-            return json{};
-        }
-    }
+    static json load_report() { return handed_back_json("report.json"); }
 };
 
 TEST_F(VmFunctionGraph, GuestRunSucceeds) {
@@ -221,21 +135,32 @@ TEST_F(VmFunctionGraph, ReportIsComplete) {
     EXPECT_EQ(report["completeness"].value("complete", false), true) << report["completeness"].dump(2);
 }
 
+// Issue 3 round trip with function_graph at the top level: `nvtrace report /tmp/r --json` in the guest
+// re-analyses the saved top-level pages (kallsyms subset, formats) into the same report; only "source" (where
+// the data came from) may differ.
+TEST_F(VmFunctionGraph, OfflineReportOfTheRawPagesEqualsTheLiveReport) {
+    EXPECT_EQ(handed_back_statuses("report-offline-status.txt")["report"], 0);
+    json live = load_report();
+    json offline = handed_back_json("report-offline.json");
+    ASSERT_TRUE(live.is_object() && offline.is_object());
+    json meta = handed_back_json("meta.json");
+    bool top = false;
+    for (const json& b : meta["raw"]["buffers"])
+        if (b["name"] == "top" && b["records"].get<std::uint64_t>() > 0) top = true;
+    EXPECT_TRUE(top) << "function_graph ran at the top level: its pages must be saved " << meta["raw"].dump();
+    EXPECT_EQ(offline["source"]["kind"], "capture-dir");
+    live.erase("source");
+    offline.erase("source");
+    EXPECT_EQ(offline, live);
+}
+
 }  // namespace
 
 // Issue 4 at the top level: SIGKILL leaves the journal, which makes the
 // next run refuse, and `nvtrace cleanup` restores from it; a module that is not loaded is an error.
 class VmFaults : public VmFunctionGraph {
 protected:
-    static std::map<std::string, int> faults() {
-        std::map<std::string, int> out;
-        std::istringstream in(handed_back("faults.txt").value_or(""));
-        std::string name;
-        int status = 0;
-        while (in >> name >> status)
-            out[name] = status;
-        return out;
-    }
+    static std::map<std::string, int> faults() { return handed_back_statuses("faults.txt"); }
 };
 
 TEST_F(VmFaults, SigkillLeavesAJournalThatBlocksTheNextRunUntilCleanup) {
@@ -250,6 +175,19 @@ TEST_F(VmFaults, SigkillLeavesAJournalThatBlocksTheNextRunUntilCleanup) {
         << handed_back("refused.txt").value_or("");
     EXPECT_EQ(f["cleanup"], 0) << handed_back("cleanup.txt").value_or("");
     EXPECT_EQ(handed_back("tracefs-after-cleanup.txt").value_or("<missing>"), *before);
+}
+
+// SIGINT/SIGTERM/SIGHUP while function_graph runs at the top level (a light program: one read every 0.2 s): nvtrace
+// exits 128 + the signal and restores every top-level file it changed.
+TEST_F(VmFaults, SignalledRunsAtTheTopLevelRestoreTheTracefsState) {
+    auto f = faults();
+    const auto before = handed_back("tracefs-before.txt");
+    ASSERT_TRUE(before) << console_hint();
+    for (const auto& [sig, number] : std::map<std::string, int>{{"INT", 2}, {"TERM", 15}, {"HUP", 1}}) {
+        ASSERT_TRUE(f.count("sig" + sig)) << "no SIG" << sig << " run in faults.txt; " << console_hint();
+        EXPECT_EQ(f["sig" + sig], 128 + number) << "SIG" << sig << "; " << console_hint();
+        EXPECT_EQ(handed_back("tracefs-after-sig" + sig + ".txt").value_or("<missing>"), *before) << "SIG" << sig;
+    }
 }
 
 TEST_F(VmFaults, ModuleNotLoadedIsAnEnvironmentError) {
@@ -276,4 +214,87 @@ TEST_F(VmFaults, FiltersNotraceAndMaxDepthApplyAndAreRestored) {
     EXPECT_GE(rep["calls"].size(), 2u);
     EXPECT_LE(max_depth, 1) << "--max-depth 2 allows depths 0 and 1";
     EXPECT_FALSE(exit_hctx);
+}
+
+// `nvtrace doctor --json` in the guest (6.1: function_graph at the top level only, null_blk loaded, vgem not),
+// each line checked against what the guest script read with other tools (doctor-facts.txt: "KEY VALUE" lines).
+class VmDoctor : public VmFunctionGraph {
+protected:
+    static std::map<std::string, std::string> facts() {
+        std::map<std::string, std::string> out;
+        std::istringstream in(handed_back("doctor-facts.txt").value_or(""));
+        for (std::string line; std::getline(in, line);) {
+            const auto space = line.find(' ');
+            out[line.substr(0, space)] = space == std::string::npos ? "" : line.substr(space + 1);
+        }
+        return out;
+    }
+    static std::map<std::string, json> findings() {
+        std::map<std::string, json> by_id;
+        const json doc = handed_back_json("doctor.json");
+        EXPECT_EQ(doc.value("schema", ""), "nvtrace.doctor/1");
+        if (!doc.contains("findings") || !doc["findings"].is_array()) {
+            ADD_FAILURE() << "doctor.json has no findings array: " << doc.dump();
+            return by_id;
+        }
+        for (const json& f : doc["findings"]) {
+            for (const char* key : {"id", "status", "value", "meaning"})
+                EXPECT_TRUE(f.contains(key) && f[key].is_string()) << key << " in " << f.dump();
+            EXPECT_FALSE(f.value("meaning", "").empty()) << f.dump();
+            by_id[f.value("id", "")] = f;
+        }
+        return by_id;
+    }
+};
+
+TEST_F(VmDoctor, FindingsMatchTheGuest) {
+    auto fact = facts();
+    ASSERT_EQ(fact["doctor"], "0") << "nvtrace doctor failed in the guest; " << console_hint();
+    auto f = findings();
+    EXPECT_EQ(f["root"].value("status", ""), "ok");
+    EXPECT_EQ(f["tracefs"].value("status", ""), "ok");
+    EXPECT_EQ(f["tracefs"].value("value", ""), "/sys/kernel/tracing (writable)");
+    EXPECT_EQ(f["tracers"].value("value", ""), fact["available_tracers"]);
+    EXPECT_NE(fact["available_tracers"].find("function_graph"), std::string::npos) << fact["available_tracers"];
+    EXPECT_EQ(f["tracers"].value("status", ""), "ok");
+    EXPECT_EQ(f["function_filters"].value("status", ""), "ok");
+    // 6.1 refuses function_graph in instances: nvtrace run goes to the top level under the journal.
+    const json& inst = f["function_graph_in_instance"];
+    EXPECT_EQ(inst.value("status", ""), "info") << inst.dump();
+    EXPECT_EQ(inst.value("value", "").find("function_graph"), std::string::npos) << inst.dump();
+    EXPECT_NE(inst.value("meaning", "").find("journal"), std::string::npos) << inst.dump();
+    EXPECT_EQ(f["syscall_events"].value("status", ""), "ok");
+    EXPECT_EQ(f["journal"].value("value", ""), "none") << "the runs before doctor restored everything";
+}
+
+TEST_F(VmDoctor, LoadedModuleLineHasItsVersionAndTheDryRunCount) {
+    auto fact = facts();
+    auto f = findings();
+    ASSERT_EQ(fact["null_blk_initstate"], "live");
+    const json& m = f["module:null_blk"];
+    const std::string version =
+        fact["null_blk_version"].empty() ? "of the kernel (" + fact["kernel_release"] + ")" : fact["null_blk_version"];
+    const std::string value = m.value("value", "");
+    EXPECT_EQ(value.rfind("loaded, version " + version, 0), 0u) << m.dump();
+    const std::string count = ", " + fact["null_blk_functions"] + " traceable functions";
+    ASSERT_GE(value.size(), count.size()) << m.dump();
+    EXPECT_EQ(value.substr(value.size() - count.size()), count) << m.dump();
+    EXPECT_NE(fact["null_blk_functions"], "0");
+    EXPECT_EQ(m.value("status", ""), "ok") << m.dump();
+
+    ASSERT_EQ(fact["vgem_sysfs"], "absent");
+    EXPECT_EQ(f["module:vgem"].value("value", ""), "not loaded");
+    EXPECT_EQ(f["module:vgem"].value("status", ""), "info");
+    EXPECT_NE(f["module:vgem"].value("meaning", "").find("modprobe vgem"), std::string::npos);
+}
+
+// libtracefs 1.6.4: tracefs_filter_functions(NULL, module) matches nothing; nvtrace passes "*". The run's dry-run
+// count for --module null_blk is every null_blk line of the guest kernel's available_filter_functions.
+TEST_F(VmDoctor, Libtracefs_null_filter_module_count_equals_available_filter_functions) {
+    auto fact = facts();
+    const json meta = handed_back_json("meta.json");
+    ASSERT_FALSE(fact["null_blk_functions"].empty()) << console_hint();
+    ASSERT_TRUE(meta.contains("filter_counts")) << meta.dump();
+    EXPECT_EQ(meta["filter_counts"].value("module:null_blk", -1LL),
+              std::strtoll(fact["null_blk_functions"].c_str(), nullptr, 10));
 }

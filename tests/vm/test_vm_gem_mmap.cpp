@@ -9,133 +9,48 @@
 // Skips when the harness says it cannot run on this host (exit status 77), except where CI=true.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 
-namespace fs = std::filesystem;
+#include "vm_util.hpp"
+
 using nlohmann::json;
+
+namespace nvtrace::vm_test {
+
+const VmResult& vm() {
+    const std::string scen = NVTRACE_SCENARIO_DIR;
+    static const VmResult result = run_harness(
+        NVTRACE_VM_HARNESS, NVTRACE_VM_OUT_DIR, {NVTRACE_VM_NVTRACE_BIN, NVTRACE_VM_SCENARIO_BIN},
+        fmt::format("--modules vgem --bin {}:nvtrace --bin {}:scenario-gem-mmap "
+                    "--file {}:/scenarios/gem-mmap/scenario.conf --file {}:/scenarios/gem-mmap/path.expect --script {}",
+                    shell_quote(NVTRACE_VM_NVTRACE_BIN), shell_quote(NVTRACE_VM_SCENARIO_BIN),
+                    shell_quote(scen + "/scenario.conf"), shell_quote(scen + "/path.expect"),
+                    shell_quote(NVTRACE_VM_GUEST_SCRIPT)));
+    return result;
+}
+
+}  // namespace nvtrace::vm_test
+
+using namespace nvtrace::vm_test;
 
 namespace {
 
-constexpr int harness_cannot_run = 77;
-
-struct VmResult {
-    int harness_status = -1;
-    std::string harness_stderr;
-    std::string setup_error;
-    fs::path out_dir;
-};
-
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-std::string q(const std::string& word) {
-    std::string quoted = "'";
-    for (const char c : word)
-        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
-}
-
-VmResult boot_vm() {
-    VmResult result;
-    result.out_dir = NVTRACE_VM_OUT_DIR;
-    for (const char* bin : {NVTRACE_VM_NVTRACE_BIN, NVTRACE_VM_SCENARIO_BIN}) {
-        if (!fs::exists(bin)) {
-            result.setup_error = fmt::format(
-                "static binary {} is missing: run this test through ctest (its fixture vm_static_build builds it)",
-                bin);
-            return result;
-        }
-    }
-    std::error_code ec;
-    fs::create_directories(result.out_dir, ec);
-    const fs::path stderr_path = result.out_dir / "harness.stderr";
-    const std::string scen = NVTRACE_SCENARIO_DIR;
-    const std::string command = fmt::format(
-        "{} --out {} --modules vgem --bin {}:nvtrace --bin {}:scenario-gem-mmap "
-        "--file {}:/scenarios/gem-mmap/scenario.conf --file {}:/scenarios/gem-mmap/path.expect --script {} 2>{}",
-        q(NVTRACE_VM_HARNESS), q(result.out_dir.string()), q(NVTRACE_VM_NVTRACE_BIN), q(NVTRACE_VM_SCENARIO_BIN),
-        q(scen + "/scenario.conf"), q(scen + "/path.expect"), q(NVTRACE_VM_GUEST_SCRIPT), q(stderr_path.string()));
-    const int status = std::system(command.c_str());
-    result.harness_stderr = read_text(stderr_path);
-    if (status == -1 || !WIFEXITED(status)) {
-        result.setup_error = fmt::format("could not run {} (system() status {})", command, status);
-        return result;
-    }
-    result.harness_status = WEXITSTATUS(status);
-    std::cerr << result.harness_stderr;
-    return result;
-}
-
-const VmResult& vm() {
-    static const VmResult result = boot_vm();
-    return result;
-}
-
-bool on_ci() {
-    const char* ci = std::getenv("CI");
-    return ci != nullptr && std::string(ci) == "true";
-}
-
-std::optional<std::string> handed_back(const std::string& name) {
-    const fs::path path = vm().out_dir / "files" / name;
-    if (!fs::exists(path)) return std::nullopt;
-    return read_text(path);
-}
-
-std::string console_hint() {
-    return fmt::format("guest console: {}", (vm().out_dir / "console.log").string());
-}
-
 std::map<std::string, int> statuses() {
-    std::map<std::string, int> out;
-    std::istringstream in(handed_back("statuses.txt").value_or(""));
-    std::string name;
-    int status = 0;
-    while (in >> name >> status)
-        out[name] = status;
-    return out;
+    return handed_back_statuses("statuses.txt");
 }
 
 json load(const std::string& name) {
-    const auto text = handed_back(name);
-    if (!text) {
-        ADD_FAILURE() << "the guest handed back no " << name << "; " << console_hint();
-        return json{};
-    }
-    try {
-        return json::parse(*text);
-    } catch (const json::exception& e) {
-        ADD_FAILURE() << name << " does not parse: " << e.what();
-        return json{};
-    }
+    return handed_back_json(name);
 }
 
 class VmGemMmap : public ::testing::Test {
 protected:
-    void SetUp() override {
-        const VmResult& run = vm();
-        if (!run.setup_error.empty()) FAIL() << run.setup_error;
-        if (run.harness_status == harness_cannot_run) {
-            if (on_ci())
-                FAIL() << "the VM cannot run on this CI machine (a skip on CI is a failure):\n" << run.harness_stderr;
-            GTEST_SKIP() << "the VM cannot run here:\n" << run.harness_stderr;
-        }
-    }
+    void SetUp() override { require_vm(); }
 };
 
 TEST_F(VmGemMmap, ScenarioRunSucceeds) {
@@ -198,6 +113,40 @@ TEST_F(VmGemMmap, TopLevelTracefsStateIsRestored) {
     ASSERT_TRUE(before) << console_hint();
     EXPECT_EQ(handed_back("tracefs-after.txt").value_or("<missing>"), *before);
     EXPECT_EQ(handed_back("tracefs-after-all.txt").value_or("<missing>"), *before);
+}
+
+// Issue 5: the DRM ioctls of the scenario are decoded in the report (names from the DRM core table and the fd's
+// /dev/dri path), each with its return code and the kernel calls it caused, and the summary prints one line each.
+TEST_F(VmGemMmap, DrmIoctlsAreNamedWithTheirReturnCodes) {
+    const json report = load("report.json");
+    ASSERT_TRUE(report.is_object());
+    std::map<std::string, int> named;  // name -> how many, on /dev/dri fds
+    for (const json& io : report["ioctls"]) {
+        if (!io["fd_path"].is_string() || io["fd_path"].get<std::string>().rfind("/dev/dri/", 0) != 0) continue;
+        ASSERT_TRUE(io["name"].is_string()) << "unnamed DRM ioctl: " << io.dump();
+        const std::string name = io["name"].get<std::string>();
+        ++named[name];
+        EXPECT_EQ(io["ret"], 0) << io.dump();  // every ioctl of the scenario succeeds (the EINVALs are mmap's)
+        if (name == "DRM_IOCTL_MODE_CREATE_DUMB" || name == "DRM_IOCTL_MODE_MAP_DUMB") {
+            EXPECT_FALSE(io["calls"].empty()) << "no kernel calls linked: " << io.dump();
+        }
+    }
+    // Two BOs (the one mapped, the one destroyed before its offset is mapped again): two of each.
+    EXPECT_GE(named["DRM_IOCTL_VERSION"], 1);
+    EXPECT_EQ(named["DRM_IOCTL_MODE_CREATE_DUMB"], 2);
+    EXPECT_EQ(named["DRM_IOCTL_MODE_MAP_DUMB"], 2);
+    EXPECT_EQ(named["DRM_IOCTL_MODE_DESTROY_DUMB"], 2);
+    for (const auto& [name, n] : named)
+        EXPECT_EQ(name.rfind("DRM_IOCTL_", 0), 0u) << name << " x" << n;
+    // The mmap(2) of the BO is there too: drm_gem_mmap in the mmap-shared phase.
+    int mmaps = 0;
+    for (const json& c : report["calls"])
+        if (c["function"] == "drm_gem_mmap" && c["phase"] == "mmap-shared") ++mmaps;
+    EXPECT_EQ(mmaps, 1);
+    // The summary's line per ioctl: device, name, ret and the kernel part (docs/run.md).
+    const std::string run = handed_back("run.txt").value_or("");
+    EXPECT_NE(run.find(" DRM_IOCTL_MODE_CREATE_DUMB ret=0 (kernel: "), std::string::npos) << run;
+    EXPECT_NE(run.find(" DRM_IOCTL_MODE_MAP_DUMB ret=0 (kernel: "), std::string::npos) << run;
 }
 
 // What the kernel actually does (ci-environment.md 8.6): with :mod:vgem alone, vgem shows up when the BO is

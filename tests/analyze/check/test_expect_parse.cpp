@@ -1,7 +1,9 @@
 // The expectations format (docs/expectations.md): what parses, into what, and the file:line:col errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <string>
 
 #include "nvtrace/expect.hpp"
 
@@ -119,6 +121,31 @@ TEST(ExpectParse, MissingFileIsAUsageError) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, ExitCode::usage);
     EXPECT_NE(r.error().message.find("/nonexistent/path.expect: cannot open"), std::string::npos);
+}
+
+// An ifstream opens a directory and reads nothing: it parsed as an empty file, and `nvtrace check --expect DIR`
+// passed with zero checks.
+TEST(ExpectParse, DirectoryIsAUsageErrorNotAnEmptyFile) {
+    auto dir = std::filesystem::temp_directory_path() / ("nvtrace-expect-dir-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    auto r = read_expectations_file(dir.string());
+    std::filesystem::remove(dir);
+    ASSERT_FALSE(r) << "a directory parsed with " << r->checks.size() << " checks";
+    EXPECT_EQ(r.error().code, ExitCode::usage);
+    EXPECT_EQ(r.error().message, dir.string() + ": is a directory, not an expectations file");
+}
+
+// A file that checks nothing lets every report pass: an error, not zero checks.
+TEST(ExpectParse, FileWithoutAnyCheckIsAUsageError) {
+    for (std::string_view text :
+         {std::string_view(""), std::string_view("# only a comment\n"),
+          std::string_view("format nvtrace.expect/1\ntitle t\n"), std::string_view("untraced f -- inlined\n")}) {
+        auto r = parse(text);
+        ASSERT_FALSE(r) << "parsed with no check: " << text;
+        EXPECT_EQ(r.error().code, ExitCode::usage);
+        EXPECT_EQ(r.error().message.rfind("t.expect:", 0), 0u) << r.error().message;
+        EXPECT_NE(r.error().message.find("expected at least one check"), std::string::npos) << r.error().message;
+    }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "nvtrace/diff.hpp"
+#include "nvtrace/import.hpp"
+#include "nvtrace/report.hpp"
 #include "nvtrace/report_io.hpp"
 
 using namespace nvtrace;
@@ -169,6 +171,44 @@ TEST(Diff, ErrnoRetvalsAreNamed) {
     EXPECT_EQ(n->b->retvals.count("-22 (EINVAL)"), 1u);
 }
 
+// The case's two runs: funcgraph-retval prints the int-sized error as -22, funcgraph-retval-hex as 0xffffffea.
+TEST(Diff, RetvalHexAndDecimalOfTheSameErrnoAreNoChange) {
+    const std::string dec =
+        " 1)               |    cgroup_migrate() {\n"
+        " 1)   0.651 us    |      cgroup_migrate_add_task(); /* = 0xffff93fcfd346c00 */\n"
+        " 1)   4.369 us    |      cgroup_migrate_execute(); /* = -22 */\n"
+        " 1)   7.143 us    |    } /* cgroup_migrate = -22 */\n";
+    std::string hex = dec;
+    for (std::size_t at; (at = hex.find("-22")) != std::string::npos;)
+        hex.replace(at, 3, "0xffffffea");
+    auto sa = read_fgraph_text(dec, "rv1");
+    auto sb = read_fgraph_text(hex, "rv2");
+    ASSERT_TRUE(sa && sb);
+    DiffOptions o;
+    o.keep_unchanged = true;
+    DiffResult d = diff_reports(build_report(*sa), build_report(*sb), o);
+    EXPECT_TRUE(d.retvals_compared);
+    EXPECT_EQ(d.summary.retval_changes, 0u);
+    EXPECT_FALSE(d.summary.any());
+    const DiffNode* n = find(d.roots, "cgroup_migrate");
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->b->retvals.count("-22 (EINVAL)"), 1u);
+}
+
+TEST(Diff, Only32BitErrorPatternsAreReadAsErrno) {
+    Report a = fixture("baseline");
+    Report b = a;
+    for (auto& c : a.calls)
+        if (c.function == "nvidia_ioctl") c.retval = 0xfffff000;  // -4096: not an errno, a 32-bit value
+    for (auto& c : b.calls)
+        if (c.function == "nvidia_ioctl") c.retval = 0x1fffffffea;  // upper half not zero: not an int
+    DiffResult d = diff_reports(a, b, {});
+    const DiffNode* n = find(d.roots, "nvidia_unlocked_ioctl > nvidia_ioctl");
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->a->retvals.count("4294963200 (0xfffff000)"), 1u);
+    EXPECT_EQ(n->b->retvals.count("pointer"), 1u);
+}
+
 TEST(Diff, PointerRetvalsAreOneClass) {
     Report a = fixture("baseline");
     Report b = a;
@@ -221,6 +261,51 @@ TEST(Diff, PhaseRestricts) {
     DiffResult none = diff("baseline", "added_path", o);
     EXPECT_EQ(none.a.calls, 0u);
     EXPECT_FALSE(none.summary.any());
+}
+
+// `nvtrace diff mk1 mk1 --phase one` on a run without function_graph said "(phases: none)" though its
+// ioctls and markers were in phases one and two.
+TEST(Diff, PhasesComeFromMarkersIoctlsAndCalls) {
+    Report r = fixture("baseline");
+    r.calls.clear();
+    r.graph.clear();
+    for (std::size_t i = 0; i < r.ioctls.size(); ++i) {
+        r.ioctls[i].call.reset();
+        r.ioctls[i].calls.clear();
+        r.ioctls[i].phase = i == 0 ? "one" : "two";
+    }
+    r.markers = {{100, 1, "nvtrace-phase: one"},
+                 {200, 1, "nvtrace-phase: two"},
+                 {300, 1, "nvtrace-phase-end"},
+                 {400, 1, "nvtrace-phase: three"}};
+    DiffOptions o;
+    o.phase = "one";
+    DiffResult d = diff_reports(r, r, o);
+    d.a.label = "mk1";
+    EXPECT_EQ(d.a.calls, 0u);
+    EXPECT_EQ(d.a.phases, (std::vector<std::string>{"one", "three", "two"}));
+    EXPECT_TRUE(d.a.call_phases.empty());
+    EXPECT_EQ(describe_empty_phase(d.a, "one"),
+              "mk1: no calls in phase 'one' (the report has no calls: function_graph was not traced; phases of "
+              "its markers and ioctls: one, three, two)");
+}
+
+TEST(Diff, EmptyPhaseMessageSaysWhetherThePhaseExists) {
+    DiffOptions o;
+    o.phase = "nope";
+    DiffResult d = diff("baseline", "baseline", o);
+    d.a.label = "A";
+    EXPECT_EQ(d.a.calls, 0u);
+    EXPECT_EQ(d.a.phases, std::vector<std::string>{"cudaMalloc"});
+    EXPECT_EQ(describe_empty_phase(d.a, "nope"), "A: no phase 'nope' in the report (phases: cudaMalloc)");
+    // A phase that exists (from a marker) but holds no calls.
+    Report r = fixture("baseline");
+    r.markers.push_back({1, 1, "nvtrace-phase: later"});
+    o.phase = "later";
+    DiffResult e = diff_reports(r, r, o);
+    e.a.label = "A";
+    EXPECT_EQ(describe_empty_phase(e.a, "later"),
+              "A: no calls in phase 'later' (phases: cudaMalloc, later; with calls: cudaMalloc)");
 }
 
 TEST(Diff, IgnoreGlobDropsSubtrees) {

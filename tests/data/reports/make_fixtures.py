@@ -183,14 +183,15 @@ def build(roots, pid, comm, t0, driver, ioctl_names, klog=None):
         cid = emit(r, None, 0, t + 1000)
         exit_ns = t + 1000 + r["dur"] + 1000
         ioctls.append({"pid": pid, "comm": comm, "fd": 3 if "uvm" not in path else 4, "fd_path": path, "cmd": cmd,
-                       "name": name, "hclass": None, "status": "NV_OK", "ret": 0, "enter_ns": enter,
+                       "name": name, "hclass": None, "status": "NV_OK", "ctrl": None, "ctrl_class": None, "ret": 0,
+                       "enter_ns": enter,
                        "exit_ns": exit_ns, "call": cid, "calls": [cid], "phase": "cudaMalloc"})
         t = exit_ns + 5000
     log = []
     if klog:
         target = next(c for c in calls if c["function"] == klog[0])
         log.append({"ts": target["entry_ns"] + 500, "level": 3, "source": "NVRM", "kind": "other", "fields": {},
-                    "text": klog[1], "seq": 1201, "call": target["id"]})
+                    "text": klog[1], "seq": 1201, "call": target["id"], "attached": "console", "trace_ts": None})
     return {
         "schema": "nvtrace.report/1",
         "source": {"kind": "fixture", "command": "cuda_malloc 1MiB"},
@@ -204,6 +205,9 @@ def build(roots, pid, comm, t0, driver, ioctl_names, klog=None):
         "markers": [{"ts": t0 - 100, "pid": pid, "text": "nvtrace-phase: cudaMalloc"},
                     {"ts": t, "pid": pid, "text": "nvtrace-phase-end"}],
         "checks": [],
+        "kmsg_clock": None,
+        "source_links": None,
+        "events": [],
     }
 
 

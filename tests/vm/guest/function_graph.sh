@@ -22,6 +22,26 @@ vm_step "nvtrace exit status $nvtrace_status"
 vm_tracefs_snapshot > /tmp/tracefs-after.txt
 ls -la /tmp/r
 
+# The capture directory re-analysed offline (issue 3 round trip): from the saved raw pages of the top-level
+# buffer, formats and kallsyms subset; the gtest compares it with the live report.json.
+vm_step "nvtrace report /tmp/r --json"
+nvtrace report /tmp/r --json > /tmp/report-offline.json
+echo "report $?" >> /tmp/report-offline-status.txt
+
+# nvtrace doctor (issue 4), and the facts the gtest checks its lines against, read here with other tools:
+# "KEY VALUE" lines. null_blk_functions is also what the run's dry-run count (meta.json) must equal.
+vm_step "nvtrace doctor --json (uptime $(cut -d" " -f1 /proc/uptime))"
+nvtrace doctor --json > /tmp/doctor.json
+echo "doctor $?" > /tmp/doctor-facts.txt
+{
+    echo "available_tracers $(cat "$T/available_tracers")"
+    echo "kernel_release $(uname -r)"
+    echo "null_blk_initstate $(cat /sys/module/null_blk/initstate)"
+    echo "null_blk_version $(cat /sys/module/null_blk/version 2> /dev/null)"
+    echo "null_blk_functions $(grep -c '\[null_blk\]$' "$T/available_filter_functions")"
+    echo "vgem_sysfs $(test -e /sys/module/vgem && echo present || echo absent)"
+} >> /tmp/doctor-facts.txt
+
 # Faults at the top level (issue 4): each line of faults.txt is "CHECK STATUS", each snapshot must equal
 # tracefs-before.txt. A long reader keeps nvtrace busy while it is signalled, once the top level is changed
 # (the journal exists: setup takes seconds under TCG). Under TCG the drain loop falls behind a busy program,
@@ -35,10 +55,20 @@ wait_for_journal() {
     sleep 0.5
 }
 : > /tmp/faults.txt
-# SIGINT/SIGTERM/SIGHUP at the top level are not run here: under TCG a busy signalled run takes minutes to
-# drain and analyse (the host's live tier covers these signals in events mode; see the closing note of
-# 2026-11-29). SIGKILL needs no drain.
-vm_step "nvtrace run, SIGKILL once the top level is changed, then a refused run, then cleanup"
+# SIGINT/SIGTERM/SIGHUP at the top level: a light program (one 4 KiB read every 0.2 s), so that draining and
+# analysing stay short under TCG (a busy reader took minutes and ran the guest out of memory).
+for sig in INT TERM HUP; do
+    vm_step "nvtrace run, SIG$sig once the top level is changed (uptime $(cut -d" " -f1 /proc/uptime))"
+    nvtrace run -q --module null_blk --out "/tmp/f-$sig" -- \
+        /bin/sh -c 'while :; do /bin/odirect_read /dev/nullb0 1; sleep 0.2; done' &
+    pid=$!
+    wait_for_journal
+    kill "-$sig" "$pid"
+    wait "$pid"
+    echo "sig$sig $?" >> /tmp/faults.txt
+    vm_tracefs_snapshot > "/tmp/tracefs-after-sig$sig.txt"
+done
+vm_step "nvtrace run, SIGKILL once the top level is changed, then a refused run, then cleanup (uptime $(cut -d" " -f1 /proc/uptime))"
 nvtrace run -q --module null_blk --out /tmp/f-kill -- /bin/odirect_read /dev/nullb0 1000000 &
 pid=$!
 wait_for_journal
@@ -59,7 +89,9 @@ echo "filters $?" >> /tmp/faults.txt
 vm_tracefs_snapshot > /tmp/tracefs-after-filters.txt
 
 status=$nvtrace_status
-for f in faults.txt refused.txt cleanup.txt tracefs-after-kill.txt tracefs-after-cleanup.txt tracefs-after-filters.txt; do
+for f in faults.txt refused.txt cleanup.txt tracefs-after-kill.txt tracefs-after-cleanup.txt tracefs-after-filters.txt \
+    tracefs-after-sigINT.txt tracefs-after-sigTERM.txt tracefs-after-sigHUP.txt doctor.json doctor-facts.txt \
+    report-offline.json report-offline-status.txt; do
     vm_send_file "$f" "/tmp/$f" || status=1
 done
 vm_send_file report-filters.json /tmp/f-filters/report.json || status=1
@@ -68,4 +100,5 @@ vm_send_file nvtrace-exit-status /tmp/nvtrace-exit-status || status=1
 vm_send_file tracefs-before.txt /tmp/tracefs-before.txt || status=1
 vm_send_file tracefs-after.txt /tmp/tracefs-after.txt || status=1
 vm_send_file report.json /tmp/r/report.json || status=1
+vm_send_file meta.json /tmp/r/meta.json || status=1
 exit "$status"

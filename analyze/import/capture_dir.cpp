@@ -1,0 +1,422 @@
+// Capture directories of `nvtrace run` (include/nvtrace/capture_dir.hpp, docs/formats.md): ring-buffer
+// pages decoded with libtraceevent's kbuffer, formats parsed with libtraceevent alone (no tracefs here).
+#include "nvtrace/capture_dir.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <event-parse.h>
+#include <fmt/format.h>
+extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its own
+#include <kbuffer.h>
+}
+
+#include "nvtrace/symbols.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+// kernel/trace/ring_buffer.c: the commit word of a sub-buffer header.
+constexpr std::uint64_t kMissedEvents = 1ull << 31;  // RB_MISSED_EVENTS: events were lost before this page
+constexpr std::uint64_t kMissedStored = 1ull << 30;  // RB_MISSED_STORED: their count follows the data
+constexpr std::uint64_t kCommitMask = (1ull << 27) - 1;
+
+std::uint64_t read_word(const unsigned char* p, int size, bool big_endian) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < size; ++i) {
+        int shift = big_endian ? 8 * (size - 1 - i) : 8 * i;
+        v |= static_cast<std::uint64_t>(p[i]) << shift;
+    }
+    return v;
+}
+
+}  // namespace
+
+PageDecoder::PageDecoder(tep_handle* tep, RawEventDecoder& decoder) : tep_(tep), decoder_(decoder), seen_(65536, 0) {
+    long_size_ = tep_get_long_size(tep) == 4 ? 4 : 8;
+    big_endian_ = tep_is_file_bigendian(tep);
+    kbuf_ = kbuffer_alloc(long_size_ == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
+                          big_endian_ ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
+}
+
+PageDecoder::~PageDecoder() {
+    if (kbuf_) kbuffer_free(kbuf_);
+}
+
+std::set<int> PageDecoder::types_seen() const {
+    std::set<int> s;
+    for (std::size_t i = 0; i < seen_.size(); ++i)
+        if (seen_[i]) s.insert(static_cast<int>(i));
+    return s;
+}
+
+Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, int cpu, std::vector<Event>& out) {
+    if (!kbuf_) return fail(Error::internal("kbuffer_alloc failed"));
+    const std::size_t header = 8 + static_cast<std::size_t>(long_size_);
+    if (size < header)
+        return fail(Error::usage(fmt::format("offset 0: a page of {} bytes is shorter than its header", size)));
+    std::uint64_t commit = read_word(page + 8, long_size_, big_endian_);
+    std::size_t len = static_cast<std::size_t>(commit & kCommitMask);
+    if (len > size - header)
+        return fail(Error::usage(
+            fmt::format("offset 8: commit length {} runs past the page end ({} bytes of data)", len, size - header)));
+    if ((commit & kMissedEvents) && (commit & kMissedStored) &&
+        len + static_cast<std::size_t>(long_size_) > size - header)
+        return fail(
+            Error::usage(fmt::format("offset {}: the missed-event count runs past the page end", header + len)));
+    if (len == 0) return {};
+    if (kbuffer_load_subbuffer(kbuf_, const_cast<unsigned char*>(page)) < 0)
+        return fail(Error::usage("offset 0: kbuffer cannot load this page"));
+
+    unsigned long long ts = 0;
+    bool first = true;
+    int prev_off = -1;
+    for (void* ptr = kbuffer_read_event(kbuf_, &ts); ptr; ptr = kbuffer_next_event(kbuf_, &ts)) {
+        int off = kbuffer_curr_offset(kbuf_);
+        auto data_off = static_cast<std::size_t>(static_cast<const unsigned char*>(ptr) - page);
+        int esize = kbuffer_event_size(kbuf_);
+        if (off <= prev_off || esize < 0 || data_off < header ||
+            data_off + static_cast<std::size_t>(esize) > header + len)
+            return fail(Error::usage(fmt::format("offset {}: an event runs past the page's data ({} bytes)",
+                                                 std::max(off, 0), header + len)));
+        prev_off = off;
+        tep_record rec;
+        std::memset(&rec, 0, sizeof rec);
+        rec.ts = ts;
+        rec.size = esize;
+        rec.record_size = kbuffer_curr_size(kbuf_);
+        rec.missed_events = first ? kbuffer_missed_events(kbuf_) : 0;
+        rec.cpu = cpu;
+        rec.data = ptr;
+        rec.ref_count = 1;
+        first = false;
+        ++records_;
+        if (esize >= 2) seen_[static_cast<std::size_t>(tep_data_type(tep_, &rec)) & 0xffff] = 1;
+        if (rec.missed_events != 0) {
+            Event lost;
+            lost.ts_ns = rec.ts;
+            lost.cpu = cpu;
+            LostEvents l;
+            if (rec.missed_events > 0) l.count = static_cast<std::uint64_t>(rec.missed_events);
+            lost.body = l;
+            out.push_back(std::move(lost));
+        }
+        if (auto ev = decoder_.decode(&rec)) out.push_back(std::move(*ev));
+    }
+    return {};
+}
+
+std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources) {
+    std::size_t total = 0;
+    for (const auto& s : sources)
+        total += s.size();
+    std::vector<Event> all;
+    all.reserve(total);
+    for (auto& s : sources) {
+        std::move(s.begin(), s.end(), std::back_inserter(all));
+        std::vector<Event>().swap(s);
+    }
+    std::stable_sort(all.begin(), all.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    return all;
+}
+
+std::vector<CpuBufferStats> buffer_stats_delta(const std::vector<CpuBufferStats>& before,
+                                               const std::vector<CpuBufferStats>& after) {
+    std::vector<CpuBufferStats> out;
+    for (const auto& a : after) {
+        CpuBufferStats d = a;
+        for (const auto& b : before)
+            if (b.cpu == a.cpu && b.buffer == a.buffer) {
+                d.overrun = a.overrun >= b.overrun ? a.overrun - b.overrun : 0;
+                d.dropped_events = a.dropped_events >= b.dropped_events ? a.dropped_events - b.dropped_events : 0;
+            }
+        out.push_back(d);
+    }
+    return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<std::string> slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", p.string(), std::strerror(errno))));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return fail(Error::usage(fmt::format("{}: read error", p.string())));
+    return ss.str();
+}
+
+Result<nlohmann::json> slurp_json(const fs::path& p) {
+    auto text = slurp(p);
+    if (!text) return fail(text.error());
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded()) return fail(Error::usage(fmt::format("{}: not valid JSON", p.string())));
+    return j;
+}
+
+Error bad(const fs::path& p, const std::string& what) {
+    return Error::usage(fmt::format("{}: {}", p.string(), what));
+}
+
+// Reads a non-negative integer member; the error names the file and the key.
+Result<std::uint64_t> json_uint(const nlohmann::json& j, const char* key, const fs::path& file) {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned())
+        return fail(bad(file, fmt::format("expected a non-negative integer \"{}\"", key)));
+    return j[key].get<std::uint64_t>();
+}
+
+Result<std::vector<CpuBufferStats>> read_stats_list(const nlohmann::json& j, const fs::path& file) {
+    if (!j.is_array()) return fail(bad(file, "expected arrays \"before\" and \"after\""));
+    std::vector<CpuBufferStats> out;
+    for (const auto& e : j) {
+        if (!e.is_object() || !e.contains("cpu") || !e["cpu"].is_number_integer() || !e.contains("buffer") ||
+            !e["buffer"].is_string())
+            return fail(bad(file, "each entry needs \"cpu\", \"buffer\", \"overrun\", \"dropped_events\""));
+        CpuBufferStats s;
+        s.cpu = e["cpu"].get<int>();
+        s.buffer = e["buffer"].get<std::string>();
+        auto o = json_uint(e, "overrun", file);
+        if (!o) return fail(o.error());
+        auto d = json_uint(e, "dropped_events", file);
+        if (!d) return fail(d.error());
+        s.overrun = *o;
+        s.dropped_events = *d;
+        out.push_back(s);
+    }
+    return out;
+}
+
+struct TepDeleter {
+    void operator()(tep_handle* t) const { tep_free(t); }
+};
+
+// kmsg: records as /dev/kmsg returned them, each ending in '\n'; a record's continuation lines
+// (" KEY=value") start with a space (Documentation/ABI/testing/dev-kmsg).
+std::vector<KmsgRecordText> split_kmsg(const std::string& text) {
+    std::vector<KmsgRecordText> out;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t end = pos;
+        for (;;) {
+            std::size_t nl = text.find('\n', end);
+            if (nl == std::string::npos) {
+                end = text.size();
+                break;
+            }
+            end = nl + 1;
+            if (end >= text.size() || text[end] != ' ') break;
+        }
+        std::string rec = text.substr(pos, end - pos);
+        if (!rec.empty() && rec.back() == '\n') rec.pop_back();
+        out.push_back({std::move(rec)});
+        pos = end;
+    }
+    return out;
+}
+
+}  // namespace
+
+bool is_raw_capture_dir(const std::string& dir) {
+    auto j = slurp_json(fs::path(dir) / "meta.json");
+    return j && j->is_object() && j->contains("capture_format");
+}
+
+Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
+    const fs::path dir(dir_s);
+    CaptureDirData res;
+    const fs::path meta_path = dir / "meta.json";
+    auto meta = slurp_json(meta_path);
+    if (!meta) return fail(meta.error());
+    if (!meta->is_object() || !meta->contains("capture_format"))
+        return fail(bad(meta_path, "no \"capture_format\": not a raw capture directory (written before format 1?)"));
+    if (!(*meta)["capture_format"].is_number_integer() || (*meta)["capture_format"].get<int>() != kCaptureDirFormat)
+        return fail(bad(meta_path, fmt::format("capture_format {} is not {} (the version this nvtrace reads)",
+                                               (*meta)["capture_format"].dump(), kCaptureDirFormat)));
+    res.meta = *meta;
+    if (!meta->contains("raw") || !(*meta)["raw"].is_object())
+        return fail(bad(meta_path, "expected an object \"raw\""));
+    const auto& raw = (*meta)["raw"];
+    auto long_size = json_uint(raw, "long_size", meta_path);
+    if (!long_size) return fail(long_size.error());
+    if (*long_size != 4 && *long_size != 8) return fail(bad(meta_path, "raw.long_size must be 4 or 8"));
+    if (!raw.contains("endianness") || !raw["endianness"].is_string() ||
+        (raw["endianness"] != "little" && raw["endianness"] != "big"))
+        return fail(bad(meta_path, "raw.endianness must be \"little\" or \"big\""));
+    if (!raw.contains("buffers") || !raw["buffers"].is_array())
+        return fail(bad(meta_path, "expected an array raw.buffers"));
+
+    // Formats: header_page first (sub-buffer layout), then every saved event format.
+    std::unique_ptr<tep_handle, TepDeleter> tep(tep_alloc());
+    if (!tep) return fail(Error::internal("tep_alloc failed"));
+    tep_set_file_bigendian(tep.get(), raw["endianness"] == "big" ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+    tep_set_long_size(tep.get(), static_cast<int>(*long_size));
+    {
+        const fs::path hp = dir / "events" / "header_page";
+        auto text = slurp(hp);
+        if (!text) return fail(text.error());
+        if (text->find("commit") == std::string::npos) return fail(bad(hp, "no \"commit\" field: not a header_page"));
+        if (tep_parse_header_page(tep.get(), text->data(), text->size(), static_cast<int>(*long_size)) < 0)
+            return fail(bad(hp, "libtraceevent cannot parse it (tep_parse_header_page)"));
+    }
+    std::vector<std::string> other_events;
+    if (meta->contains("kept_events") && (*meta)["kept_events"].is_array())
+        for (const auto& e : (*meta)["kept_events"])
+            if (e.is_string()) other_events.push_back(e.get<std::string>());
+    {
+        const fs::path events_dir = dir / "events";
+        std::error_code ec;
+        std::vector<fs::path> formats;
+        for (auto it = fs::recursive_directory_iterator(events_dir, ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+            if (it->path().filename() == "format" && it.depth() == 2) formats.push_back(it->path());
+        if (ec) return fail(bad(events_dir, "cannot list: " + ec.message()));
+        std::sort(formats.begin(), formats.end());
+        if (!meta->contains("event_formats") || !(*meta)["event_formats"].is_array())
+            return fail(bad(meta_path, "expected an array \"event_formats\""));
+        // Every format the capture saved must be there: a missing one would silently drop its events.
+        for (const auto& name : (*meta)["event_formats"]) {
+            if (!name.is_string()) return fail(bad(meta_path, "event_formats holds a non-string"));
+            std::string n = name.get<std::string>();
+            auto colon = n.find(':');
+            if (colon == std::string::npos || n.find('/') != std::string::npos || n.find("..") != std::string::npos)
+                return fail(bad(meta_path, fmt::format("event_formats: bad name '{}'", n)));
+            fs::path f = events_dir / n.substr(0, colon) / n.substr(colon + 1) / "format";
+            if (std::find(formats.begin(), formats.end(), f) == formats.end())
+                return fail(bad(f, "missing (meta.json event_formats lists it)"));
+        }
+        for (const auto& f : formats) {
+            auto text = slurp(f);
+            if (!text) return fail(text.error());
+            std::string system = f.parent_path().parent_path().filename().string();
+            std::string name = f.parent_path().filename().string();
+            if (text->rfind("name: ", 0) != 0)
+                return fail(bad(f, "does not start with \"name: \": not an event format"));
+            tep_parse_event(tep.get(), text->data(), text->size(), system.c_str());
+            tep_event* ev = tep_find_event_by_name(tep.get(), system.c_str(), name.c_str());
+            if (!ev) return fail(bad(f, "libtraceevent cannot parse it (tep_parse_event)"));
+        }
+    }
+
+    // Pages: buffers in the saved order, CPUs in the saved order (the live capture's drain order).
+    RawEventDecoder decoder(tep.get(), other_events);
+    PageDecoder pages(tep.get(), decoder);
+    std::vector<std::vector<Event>> sources;
+    for (const auto& b : raw["buffers"]) {
+        if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("cpus") ||
+            !b["cpus"].is_array())
+            return fail(bad(meta_path, "each raw.buffers entry needs \"name\", \"page_size\" and \"cpus\""));
+        std::string name = b["name"].get<std::string>();
+        if (name != "instance" && name != "top")
+            return fail(bad(meta_path, fmt::format("raw.buffers: unknown buffer '{}'", name)));
+        auto psz = json_uint(b, "page_size", meta_path);
+        if (!psz) return fail(psz.error());
+        if (*psz < 16 || *psz > (1u << 24)) return fail(bad(meta_path, fmt::format("raw.buffers: page_size {}", *psz)));
+        std::vector<unsigned char> page(*psz + PageDecoder::kPageSlack, 0);
+        for (const auto& c : b["cpus"]) {
+            if (!c.is_number_unsigned() || c.get<std::uint64_t>() > 65535)
+                return fail(bad(meta_path, "raw.buffers cpus must be CPU numbers"));
+            int cpu = c.get<int>();
+            fs::path file = dir / "raw" / name / fmt::format("cpu{}", cpu);
+            std::ifstream in(file, std::ios::binary);
+            if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno))));
+            std::error_code ec;
+            auto fsize = fs::file_size(file, ec);
+            if (ec) return fail(bad(file, ec.message()));
+            if (fsize % *psz != 0)
+                return fail(bad(file, fmt::format("truncated: {} bytes is not a whole number of {}-byte pages "
+                                                  "(last page starts at offset {})",
+                                                  fsize, *psz, fsize - fsize % *psz)));
+            sources.emplace_back();
+            for (std::uint64_t off = 0; off < fsize; off += *psz) {
+                if (!in.read(reinterpret_cast<char*>(page.data()), static_cast<std::streamsize>(*psz)))
+                    return fail(bad(file, fmt::format("offset {}: read error", off)));
+                if (auto r = pages.decode(page.data(), *psz, cpu, sources.back()); !r)
+                    return fail(
+                        Error::usage(fmt::format("{}: page at offset {}, {}", file.string(), off, r.error().message)));
+            }
+        }
+    }
+    EventStream& st = res.stream;
+    st.events = merge_sources(sources);
+    res.undecodable_records = decoder.undecodable();
+
+    // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
+    if (fs::exists(dir / "kallsyms")) {
+        auto ks = slurp(dir / "kallsyms");
+        if (!ks) return fail(ks.error());
+        SymbolTable syms = SymbolTable::from_kallsyms(*ks);
+        if (syms.malformed_lines() > 0)
+            return fail(bad(dir / "kallsyms", fmt::format("{} malformed line(s)", syms.malformed_lines())));
+        res.unresolved_functions = syms.resolve(st);
+    }
+
+    {
+        const fs::path p = dir / "comms.json";
+        auto j = slurp_json(p);
+        if (!j) return fail(j.error());
+        if (!j->is_object()) return fail(bad(p, "expected an object {\"pid\": \"comm\"}"));
+        for (auto it = j->begin(); it != j->end(); ++it) {
+            char* end = nullptr;
+            long pid = std::strtol(it.key().c_str(), &end, 10);
+            if (it.key().empty() || *end != '\0' || !it.value().is_string())
+                return fail(bad(p, fmt::format("bad entry '{}'", it.key())));
+            st.comms[static_cast<int>(pid)] = it.value().get<std::string>();
+        }
+    }
+    {
+        const fs::path p = dir / "fd_paths.json";
+        auto j = slurp_json(p);
+        if (!j) return fail(j.error());
+        if (!j->is_array()) return fail(bad(p, "expected an array of [pid, fd, path]"));
+        for (const auto& e : *j) {
+            if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() || !e[1].is_number_integer() ||
+                !e[2].is_string())
+                return fail(bad(p, "expected an array of [pid, fd, path]"));
+            st.fd_paths[{e[0].get<int>(), e[1].get<int>()}] = e[2].get<std::string>();
+        }
+    }
+    {
+        const fs::path p = dir / "buffer_stats.json";
+        auto j = slurp_json(p);
+        if (!j) return fail(j.error());
+        if (!j->is_object() || !j->contains("before") || !j->contains("after"))
+            return fail(bad(p, "expected arrays \"before\" and \"after\""));
+        auto before = read_stats_list((*j)["before"], p);
+        if (!before) return fail(before.error());
+        auto after = read_stats_list((*j)["after"], p);
+        if (!after) return fail(after.error());
+        st.buffer_stats = buffer_stats_delta(*before, *after);
+    }
+    {
+        auto k = slurp(dir / "kmsg");
+        if (!k) return fail(k.error());
+        st.kmsg = split_kmsg(*k);
+        st.kmsg_overwritten = meta->value("kmsg_overwritten", false);
+    }
+    if (meta->contains("kmsg_clock") && (*meta)["kmsg_clock"].is_object()) {
+        const auto& k = (*meta)["kmsg_clock"];
+        KmsgClockOffset c;
+        if (!k.contains("trace_clock") || !k["trace_clock"].is_string() || !k.contains("basis") ||
+            !k["basis"].is_string() || !k.contains("uncertainty_ns") || !k["uncertainty_ns"].is_number_unsigned() ||
+            !k.contains("offset_ns") || !(k["offset_ns"].is_null() || k["offset_ns"].is_number_integer()))
+            return fail(bad(meta_path, "kmsg_clock needs trace_clock, offset_ns, uncertainty_ns and basis"));
+        c.trace_clock = k["trace_clock"].get<std::string>();
+        if (!k["offset_ns"].is_null()) c.offset_ns = k["offset_ns"].get<std::int64_t>();
+        c.uncertainty_ns = k["uncertainty_ns"].get<std::uint64_t>();
+        c.basis = k["basis"].get<std::string>();
+        st.kmsg_clock = c;
+    }
+    return res;
+}
+
+}  // namespace nvtrace

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench/run.sh: nvtrace's benchmarks against trace-cmd (docs/performance.md). Not part of the test suite.
+#
+#   sudo bench/run.sh [--build DIR] [--work DIR] [--size SIZE] [--calls N] [--ioctls N] [--reps N]
+#                     [--only text,dat,capture,diff]
+#
+#   --build DIR   nvtrace build directory (default: build); needs DIR/tracer/nvtrace and DIR/tests/fionread_loop
+#   --work DIR    scratch directory for the generated traces (default: /tmp/nvtrace-bench; about 2.5 x SIZE)
+#   --size SIZE   size of the generated function_graph text, read streamed (default 1G; k/M/G suffixes)
+#   --whole SIZE  size of the text read whole, without --calls-jsonl (default 100M: memory grows with it)
+#   --calls N     calls in each of the two diff reports (default 1000000)
+#   --ioctls N    ioctls of the capture / trace.dat workload (default 1000000, i.e. 2N tracepoint events)
+#   --reps N      runs of each measured command; the median wall time is reported (default 3)
+#   --only LIST   run only these benchmarks
+#
+# Each measured command runs under `nice -n -5` (when permitted) and `/usr/bin/time`; the table gives the
+# median wall time of --reps runs and that run's user+sys CPU and peak RSS. capture and dat need root,
+# tracefs and trace-cmd. Exit status 0 even when a target is missed: the table says so.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=$root/build
+work=/tmp/nvtrace-bench
+size=1G
+whole=100M
+calls=1000000
+ioctls=1000000
+reps=3
+only=text,dat,capture,diff
+
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --build) build=$(cd "$2" && pwd); shift 2 ;;
+        --work) work=$2; shift 2 ;;
+        --size) size=$2; shift 2 ;;
+        --whole) whole=$2; shift 2 ;;
+        --calls) calls=$2; shift 2 ;;
+        --ioctls) ioctls=$2; shift 2 ;;
+        --reps) reps=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+nvtrace=$build/tracer/nvtrace
+loop=$build/tests/fionread_loop
+[[ -x $nvtrace ]] || { echo "bench/run.sh: $nvtrace not built (make -C $build nvtrace fionread_loop)" >&2; exit 2; }
+mkdir -p "$work" "$build/bench"
+gen=$build/bench/gen_fgraph
+if [[ ! -x $gen || $here/gen_fgraph.cpp -nt $gen ]]; then
+    ${CXX:-c++} -O2 -std=c++20 -o "$gen" "$here/gen_fgraph.cpp"
+fi
+
+nice_cmd=(nice -n -5)
+"${nice_cmd[@]}" true 2>/dev/null || nice_cmd=()
+want() { [[ ,$only, == *,$1,* ]]; }
+
+# measure NAME CMD...: runs CMD (a bash -c string) --reps times; sets WALL USER SYS RSS_KB of the median run.
+measure() {
+    local name=$1 cmd=$2 i
+    local results=()
+    for ((i = 0; i < reps; i++)); do
+        sync
+        "${nice_cmd[@]}" /usr/bin/time -f '%e %U %S %M' -o "$work/time.$name" bash -c "$cmd" \
+            || { echo "bench/run.sh: $name failed: $cmd" >&2; cat "$work/time.$name" >&2; return 1; }
+        results+=("$(tail -1 "$work/time.$name")")
+    done
+    local med
+    med=$(printf '%s\n' "${results[@]}" | sort -n -k1,1 | sed -n "$(((reps + 1) / 2))p")
+    read -r WALL USER SYS RSS_KB <<<"$med"
+    echo "  $name: runs (wall user sys rss_kb): $(printf '[%s] ' "${results[@]}")" >&2
+}
+
+rows=()
+row() { rows+=("$(printf '%-28s | %-34s | %-34s | %-9s | %-26s' "$@")"); }
+fx() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "nvtrace: $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet 2>/dev/null || echo '+local changes')" >&2
+
+# gen_text FILE SIZE: the generated function_graph text, made once per size.
+gen_text() {
+    if [[ ! -s $1 || $(cat "$1.args" 2>/dev/null) != "$2" ]]; then
+        "$gen" --size "$2" --seed 1 --out "$1"
+        echo "$2" >"$1.args"
+    fi
+    cat "$1" >/dev/null  # in the page cache for every run
+}
+text_row() {  # text_row LABEL FILE
+    local mb rate cpu
+    mb=$(awk -v b="$(stat -c %s "$2")" 'BEGIN { printf "%.1f", b / 1048576 }')
+    rate=$(awk -v m="$mb" -v w="$WALL" 'BEGIN { printf "%.1f", m / w }')
+    cpu=$(awk -v m="$mb" -v u="$USER" -v s="$SYS" 'BEGIN { printf "%.1f", m / (u + s) }')
+    row "$1 $mb MB" "$WALL s, $rate MB/s ($cpu MB/CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" ">= 250 MB/s per core"
+}
+
+if want text; then
+    f=$work/fgraph.txt
+    gen_text "$f" "$size"
+    measure text_stream "'$nvtrace' report '$f' --calls-jsonl /dev/null --json >/dev/null"
+    text_row "text, --calls-jsonl:" "$f"
+    w=$work/fgraph-whole.txt
+    gen_text "$w" "$whole"
+    measure text_whole "'$nvtrace' report '$w' --json >/dev/null"
+    text_row "text, whole:" "$w"
+fi
+
+if want dat || want capture; then
+    [[ $(id -u) == 0 ]] || { echo "bench/run.sh: dat and capture need root" >&2; exit 2; }
+    mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+    command -v trace-cmd >/dev/null || { echo "bench/run.sh: trace-cmd not installed" >&2; exit 2; }
+    # trace-cmd record dies on kernels that refuse the function tracer ("Can't enable ftrace"): the
+    # trace-cmd side uses an instance and `trace-cmd extract` (bench/tracecmd_capture.sh).
+    [[ -x $loop ]] || { echo "bench/run.sh: $loop not built" >&2; exit 2; }
+fi
+tcap=$here/tracecmd_capture.sh
+count_ioctls() { trace-cmd report "$1" 2>/dev/null | grep -c ' sys_e[a-z]*_ioctl:' || true; }
+
+if want dat; then
+    # The same events as a trace.dat, kept whole (a 256 MB per-CPU buffer holds 2 x 1,000,000 events).
+    dat=$work/trace.dat
+    if [[ ! -s $dat || $(cat "$dat.args" 2>/dev/null) != "$ioctls" ]]; then
+        "$tcap" "$dat" 262144 "$loop" "$ioctls"
+        echo "$ioctls" >"$dat.args"
+    fi
+    n=$(count_ioctls "$dat")
+    measure dat_tracecmd "trace-cmd report '$dat' >/dev/null 2>&1"
+    tw=$WALL tr=$RSS_KB
+    measure dat_nvtrace "'$nvtrace' report '$dat' --json >/dev/null"
+    row "trace.dat ($n events) -> report" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x"
+fi
+
+if want capture; then
+    out=$work/capture
+    # The workload runs under /usr/bin/time so that its own CPU can be taken out of nvtrace's.
+    measure capture_nvtrace "rm -rf '$out'; '$nvtrace' run -q --no-preload --out '$out' -- /usr/bin/time -f '%U %S' -o '$work/child' '$loop' $ioctls >/dev/null"
+    nw=$WALL nu=$USER ns=$SYS nr=$RSS_KB
+    read -r cu cs <"$work/child"
+    got=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); c=r['completeness']; print(len(r['ioctls']), c['lost_events'], c['overruns'], c['dropped_events'])" "$out/report.json")
+    read -r nio nlost nover ndrop <<<"$got"
+    us=$(awk -v u="$nu" -v s="$ns" -v cu="$cu" -v cs="$cs" -v n="$ioctls" 'BEGIN { printf "%.3f", (u + s - cu - cs) * 1e6 / (2 * n) }')
+    # trace-cmd: the same instance configuration (default buffer), extract at the end, report.
+    measure capture_tracecmd "'$tcap' '$work/cap.dat' 0 '$loop' $ioctls && trace-cmd report '$work/cap.dat' >'$work/cap.txt' 2>/dev/null"
+    tw=$WALL
+    tn=$(grep -c ' sys_e[a-z]*_ioctl:' "$work/cap.txt" || true)
+    row "capture $ioctls ioctls" "$nw s, $us us/event, $((nr / 1024)) MB" "$tw s" "$(fx "$tw" "$nw")" ">= 8x, <= 0.2 us, < 64 MB"
+    row "  events kept" "$nio ioctls; lost $nlost, overrun $nover, dropped $ndrop" "$((tn / 2)) ioctls" "-" "0 lost"
+fi
+
+if want diff; then
+    for s in 1 2; do
+        r=$work/diff$s.json
+        if [[ ! -s $r || $(cat "$r.args" 2>/dev/null) != "$calls" ]]; then
+            "$gen" --calls "$calls" --seed $s --out "$work/diff$s.txt"
+            "$nvtrace" report "$work/diff$s.txt" -o "$r" >/dev/null
+            rm -f "$work/diff$s.txt"
+            echo "$calls" >"$r.args"
+        fi
+    done
+    measure diff "'$nvtrace' diff '$work/diff1.json' '$work/diff2.json' >/dev/null"
+    row "diff 2 x $calls calls" "$WALL s, $((RSS_KB / 1024)) MB" "n/a" "-" "< 3 s, < 1 GB"
+fi
+
+echo
+printf '%-28s | %-34s | %-34s | %-9s | %-26s\n' benchmark "nvtrace (median of $reps)" trace-cmd ratio target
+printf '%s\n' "$(printf -- '-%.0s' {1..140})"
+printf '%s\n' "${rows[@]}"

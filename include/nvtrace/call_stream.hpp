@@ -1,0 +1,55 @@
+// nvtrace/call_stream.hpp: the call-graph builder of build_call_graph, fed one event at a time, for traces
+// too large to hold (docs/performance.md, `nvtrace report --calls-jsonl`).
+//
+// Model and rules: exactly those of build_call_graph (call_graph.hpp); build_call_graph is this class fed
+// with a whole stream. A call is handed to the sink once it is final: when its exit is seen, when it is
+// dropped as unclosed (a shallower entry or exit on its task, or finish()), or for an orphan return once no
+// later orphan can adopt it (call_graph.hpp), with the orphans it adopted.
+// Calls therefore arrive in the order they end, not by id; ids are the ones build_call_graph gives (entry
+// order, 1-based), and a call always arrives before its parent.
+// Memory: the open frames of every task plus one row per distinct call path (the aggregated graph), however
+// many events go through.
+// Thread-safety: one instance per thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvtrace/call_graph.hpp"
+
+namespace nvtrace {
+
+class CallStream {
+public:
+    using Sink = std::function<void(Call&&)>;
+    // `aggregate`: also fold every call into the per-path rows that graph() returns.
+    explicit CallStream(Sink sink, bool aggregate = true);
+    ~CallStream();
+    CallStream(const CallStream&) = delete;
+    CallStream& operator=(const CallStream&) = delete;
+
+    // Events in ts_ns order. `index` is the event's position in its stream (the key of open_call_at for
+    // ConsoleLine and Marker events); `comms` maps pids to comms as known at this point.
+    void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms);
+    // The same for an event the caller no longer needs: its strings are moved into the call.
+    void add(Event&& ev, std::size_t index, const std::map<int, std::string>& comms);
+    // Hands over every call still open, as unclosed. Call once, after the last add().
+    void finish();
+
+    // The counters and open_call_at of build_call_graph (`calls` stays empty).
+    const CallGraph& summary() const;
+    // aggregate_graph() of every call handed over so far (empty unless `aggregate`).
+    std::vector<GraphNode> graph() const;
+    std::uint64_t calls() const;  // calls created so far (the largest id)
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    friend CallGraph build_call_graph(const EventStream& stream);
+};
+
+}  // namespace nvtrace

@@ -1,0 +1,92 @@
+// nvtrace/capture_dir.hpp: the raw data of an `nvtrace run` capture directory, and its offline reader.
+//
+// The directory layout (format version kCaptureDirFormat) is described file by file in docs/formats.md,
+// "Capture directory". The raw data are the kernel's ring-buffer sub-buffers ("pages") exactly as
+// per_cpu/cpuN/trace_pipe_raw returned them (kernel/trace/ring_buffer.c: a u64 timestamp, a `local_t`
+// commit word whose low 27 bits are the data length and whose bits 31/30 flag missed events, then the
+// events; layout in events/header_page). Both the live capture (tracer/capture.cpp) and the reader below
+// decode pages with PageDecoder, so a capture and its re-analysis build the same EventStream.
+//
+// Errors: Error::usage naming the file (and the byte offset for page data); never a crash on truncated,
+// missing or garbage files. Thread-safety: a PageDecoder is used by one thread; read_capture_dir is pure.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nvtrace/error.hpp"
+#include "nvtrace/event.hpp"
+#include "nvtrace/raw_event_decoder.hpp"
+
+struct tep_handle;
+struct kbuffer;
+
+namespace nvtrace {
+
+// Version of the capture directory layout, meta.json "capture_format". 1: raw pages + formats.
+inline constexpr int kCaptureDirFormat = 1;
+
+// Decodes ring-buffer sub-buffers with libtraceevent's kbuffer into Events (through RawEventDecoder).
+// The tep_handle must have parsed events/header_page (long size, endianness) and the event formats.
+class PageDecoder {
+public:
+    PageDecoder(tep_handle* tep, RawEventDecoder& decoder);
+    ~PageDecoder();
+    PageDecoder(const PageDecoder&) = delete;
+    PageDecoder& operator=(const PageDecoder&) = delete;
+
+    // Decodes one sub-buffer of `size` bytes recorded on `cpu` and appends its events to `out`. A page
+    // whose header says the kernel lost events before it first appends a LostEvents (count when the kernel
+    // stored it, else nullopt). Fails, naming the byte offset inside the page, when the commit length or
+    // an event runs past the page; the events decoded before the bad one are kept in `out`.
+    // `page` must be readable for `size` + kPageSlack bytes (kbuffer reads an event header before it
+    // knows the length; the slack keeps a garbage page from reading past the allocation).
+    Result<void> decode(const unsigned char* page, std::size_t size, int cpu, std::vector<Event>& out);
+
+    // Records seen so far (every event type, kept or not) and the event type ids they had.
+    std::uint64_t records() const { return records_; }
+    std::set<int> types_seen() const;
+
+    static constexpr std::size_t kPageSlack = 64;
+
+private:
+    tep_handle* tep_;
+    RawEventDecoder& decoder_;
+    kbuffer* kbuf_ = nullptr;
+    int long_size_ = 8;
+    bool big_endian_ = false;
+    std::uint64_t records_ = 0;
+    std::vector<std::uint8_t> seen_;  // indexed by the 16-bit event type id
+};
+
+// The events of several sources (buffer x CPU, in a fixed order) as one stream: concatenated in source
+// order and stably sorted by ts_ns. Equal timestamps therefore keep source order, then read order.
+std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources);
+
+// Per-CPU counter deltas (after - before, matched by cpu and buffer; a counter that went down gives 0).
+std::vector<CpuBufferStats> buffer_stats_delta(const std::vector<CpuBufferStats>& before,
+                                               const std::vector<CpuBufferStats>& after);
+
+// Everything a capture directory holds, re-analysed: `stream` equals the EventStream the live capture
+// produced (events sorted, functions resolved from the saved kallsyms subset, comms, kmsg records, fd
+// paths, buffer-stat deltas); `meta` is meta.json as written.
+struct CaptureDirData {
+    EventStream stream;
+    nlohmann::json meta;
+    std::uint64_t undecodable_records = 0;  // ioctl / funcgraph records whose format nvtrace cannot read
+    std::size_t unresolved_functions = 0;   // function addresses not in the saved kallsyms
+};
+
+// True when `dir` holds a meta.json with "capture_format" (a raw capture directory).
+bool is_raw_capture_dir(const std::string& dir);
+
+// Reads and re-decodes a raw capture directory. Error::usage naming the file (and offset) on anything
+// missing, truncated or malformed.
+Result<CaptureDirData> read_capture_dir(const std::string& dir);
+
+}  // namespace nvtrace

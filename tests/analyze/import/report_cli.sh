@@ -1,0 +1,122 @@
+#!/bin/sh
+# report_cli.sh NVTRACE CASES_DIR TEST: regression checks of `nvtrace report` as a user runs it (summary text,
+# exit codes, standard input). One TEST per ctest test (tests/analyze/import/CMakeLists.txt).
+set -u
+nv=$1
+cases=$2
+t=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $t in
+unknown_duration_unclosed_sys_open)
+    # trace-cmd-report-fgraph-v6: sys_open is never closed; the summary printed "0.000 us".
+    "$nv" report "$cases/trace-cmd-report-fgraph-v6.txt" >"$tmp/out" || fail "exit $?"
+    cat "$tmp/out"
+    grep -Eq '^ +1x +unknown +sys_open$' "$tmp/out" || fail "sys_open not shown as unknown"
+    ! grep -Eq '0\.000 us +sys_open' "$tmp/out" || fail "sys_open shown as 0.000 us"
+    ;;
+unknown_duration_function_hit)
+    "$nv" report "$cases/function-text-stacktrace-rpi.txt" >"$tmp/out" || fail "exit $?"
+    cat "$tmp/out"
+    grep -Eq '^ +1x +unknown +dwc_otg_common_irq$' "$tmp/out" || fail "function hit not shown as unknown"
+    grep -Eq '^events: 2$' "$tmp/out" || fail "events not counted"
+    grep -Eq '^ +1x +ftrace:function$' "$tmp/out" || fail "no ftrace:function line"
+    ;;
+events_counted_per_name)
+    "$nv" report "$cases/fgraph-events-sched-switch-rpi.txt" >"$tmp/out" || fail "exit $?"
+    cat "$tmp/out"
+    grep -Eq '^ +3x +nvtrace:task_switch$' "$tmp/out" || fail "task switches not counted"
+    grep -Eq '^ +2x +sched_switch$' "$tmp/out" || fail "sched_switch not counted"
+    grep -Eq '^ +1x +irq_handler_entry$' "$tmp/out" || fail "irq_handler_entry not counted"
+    ;;
+multiline_kernel_log_indented)
+    # nvrm-xid79: one message over 3 physical lines; the continuation lines were printed at column 0.
+    "$nv" report "$cases/nvrm-xid79-fallen-off-bus-continuation.log" >"$tmp/out" || fail "exit $?"
+    cat "$tmp/out"
+    awk '/\[fallen_off_bus\]/ { getline nxt; if (nxt ~ /^      NVRM/) ok = 1 } END { exit !ok }' "$tmp/out" ||
+        fail "continuation line not indented"
+    ;;
+kernel_log_only_input)
+    for f in gdrcopy-sanity-copylat-fail.txt cuda-hostregister-cumemaddressreserve-fail.txt; do
+        "$nv" report "$cases/$f" >"$tmp/out" || fail "$f: exit $?"
+        cat "$tmp/out"
+        grep -q "($cases/$f: kernel-log)\|(kernel-log)" "$tmp/out" || fail "$f: not read as a kernel log"
+        grep -Eq '^calls: 0 ' "$tmp/out" || fail "$f: calls line"
+        grep -q '^  no calls were traced: the input is a kernel log$' "$tmp/out" || fail "$f: does not say no calls were traced"
+    done
+    ;;
+strace_input)
+    "$nv" report "$cases/strace-nvidia-ioctl-libva.txt" >"$tmp/out" || fail "exit $?"
+    cat "$tmp/out"
+    grep -Eq '^ioctls: 9$' "$tmp/out" || fail "not 9 ioctls"
+    grep -q 'strace_truncated_line' "$tmp/out" || fail "truncated line not flagged"
+    grep -q '^complete: NO' "$tmp/out" || fail "said complete"
+    grep -q 'no kernel calls were traced' "$tmp/out" || fail "does not say no kernel calls were traced"
+    ;;
+stdin_input)
+    "$nv" report - <"$cases/fgraph-retval-merged-format.txt" >"$tmp/a" || fail "report -: exit $?"
+    cat "$cases/fgraph-retval-merged-format.txt" | "$nv" report /dev/stdin >"$tmp/b" || fail "/dev/stdin: exit $?"
+    "$nv" report "$cases/fgraph-retval-merged-format.txt" >"$tmp/c" || fail "file: exit $?"
+    grep -q '(fgraph-text)' "$tmp/a" || fail "report - not fgraph-text"
+    # Everything but the input line and the file name in diagnostic examples is the same as for the file.
+    unname() { tail -n +2 "$1" | sed -E 's|^(diagnostic: .*: )[^ ]+:([0-9]+):|\1FILE:\2:|'; }
+    unname "$tmp/a" >"$tmp/a2"; unname "$tmp/b" >"$tmp/b2"; unname "$tmp/c" >"$tmp/c2"
+    grep -q '^diagnostic: .*: FILE:[0-9]*:' "$tmp/c2" || fail "no diagnostic example with a line"
+    cmp "$tmp/a2" "$tmp/c2" || fail "report - differs from the file's"
+    cmp "$tmp/b2" "$tmp/c2" || fail "/dev/stdin differs from the file's"
+    ;;
+random_bytes_refused)
+    # `head -c 100000 /dev/urandom > f; nvtrace report f` was exit 0 with "(fgraph-text) calls: 3" 4 times in 5.
+    python3 -c 'import random,sys
+for seed in range(1, 11):
+    random.seed(seed)
+    open(sys.argv[1] + "/r%d" % seed, "wb").write(bytes(random.getrandbits(8) for _ in range(100000)))' "$tmp"
+    for seed in 1 2 3 4 5 6 7 8 9 10; do
+        "$nv" report "$tmp/r$seed" >/dev/null 2>"$tmp/err"
+        rc=$?
+        [ $rc -eq 2 ] || fail "seed $seed: exit $rc"
+        "$nv" report --format fgraph-text "$tmp/r$seed" >/dev/null 2>"$tmp/err"
+        rc=$?
+        [ $rc -eq 2 ] || fail "seed $seed, --format fgraph-text: exit $rc"
+        # `nvtrace check f` was exit 0 on the same bytes.
+        "$nv" check "$tmp/r$seed" --expect "$cases/../../../scenarios/gem-mmap/path.expect" >/dev/null 2>"$tmp/err"
+        rc=$?
+        [ $rc -eq 2 ] || fail "seed $seed, check: exit $rc"
+    done
+    cat "$tmp/err"
+    ;;
+saved_report_json_input)
+    # `nvtrace report runs/X/report.json` (the path nvtrace run prints) was "expected a trace ... found '{'".
+    cd_=$cases/../capture_dir/fionread20
+    "$nv" report "$cd_/report.json" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; fail "exit $?"; }
+    cat "$tmp/out"
+    grep -q "^input: $cd_/report.json (saved report, nvtrace.report/1)$" "$tmp/out" || fail "input line"
+    grep -Eq '^ioctls: 20$' "$tmp/out" || fail "not 20 ioctls"
+    grep -Eq '^ +20x fd4 FIONREAD ret=0$' "$tmp/out" || fail "ioctl line"
+    grep -Eq '^markers: 2$' "$tmp/out" || fail "not 2 markers"
+    grep -Eq '^kernel log: 1 message' "$tmp/out" || fail "kernel log"
+    # -o writes it again: read back, the same summary; --json prints the same report.
+    "$nv" report "$cd_/report.json" -o "$tmp/again.json" >/dev/null || fail "-o: exit $?"
+    "$nv" report "$tmp/again.json" >"$tmp/out2" || fail "report of -o output: exit $?"
+    tail -n +2 "$tmp/out" >"$tmp/a"; tail -n +2 "$tmp/out2" >"$tmp/b"
+    cmp "$tmp/a" "$tmp/b" || fail "the re-emitted report reads differently"
+    "$nv" report "$cd_/report.json" --json >"$tmp/stdout.json" || fail "--json: exit $?"
+    "$nv" report "$tmp/stdout.json" >"$tmp/out3" || fail "report of --json output: exit $?"
+    tail -n +2 "$tmp/out3" >"$tmp/c"
+    cmp "$tmp/a" "$tmp/c" || fail "--json output reads differently"
+    ;;
+capture_dir_summary_matches_saved_report)
+    # `nvtrace report runs/X` re-analyses the raw pages: the same ioctls, markers, events and kernel log as the
+    # report.json nvtrace run wrote.
+    cd_=$cases/../capture_dir/fionread20
+    "$nv" report "$cd_" >"$tmp/dir" || fail "capture dir: exit $?"
+    "$nv" report "$cd_/report.json" >"$tmp/saved" || fail "report.json: exit $?"
+    cat "$tmp/dir"
+    tail -n +2 "$tmp/dir" >"$tmp/a"; tail -n +2 "$tmp/saved" >"$tmp/b"
+    diff "$tmp/b" "$tmp/a" || fail "capture directory summary differs from its saved report's"
+    ;;
+*) fail "unknown test $t" ;;
+esac
+echo "PASS: $t"
