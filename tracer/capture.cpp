@@ -333,9 +333,12 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     const fs::path out_dir(opts.out_dir);
     meta["buffer_size_kb"] = nullptr;
     if (opts.buffer_size_kb) {
-        if (tracefs_instance_set_buffer_size(inst.get(), static_cast<std::size_t>(*opts.buffer_size_kb), -1) < 0)
-            return fail(Error::environment(
-                fmt::format("cannot set buffer_size_kb to {}: {}", *opts.buffer_size_kb, kernel_error(inst.get()))));
+        if (tracefs_instance_set_buffer_size(inst.get(), static_cast<std::size_t>(*opts.buffer_size_kb), -1) < 0) {
+            int err = errno;
+            std::string why = kernel_error(inst.get());
+            return fail(Error::environment(fmt::format("cannot set buffer_size_kb to {}: {}", *opts.buffer_size_kb,
+                                                       why.empty() ? std::strerror(err) : why)));
+        }
         meta["buffer_size_kb"] = *opts.buffer_size_kb;
     }
     // One clock for both buffers: a new instance starts with `local`, while the top level may use another
@@ -638,9 +641,11 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
         if (kill_deadline && Clock::now() > *kill_deadline) child.kill_group(SIGKILL);
         if (opts.drain_while_running) drain();
+        const int self = static_cast<int>(::getpid());
         for (auto& src : raw.sources())
             for (; src.pids_scanned < src.events.size(); ++src.pids_scanned)
-                if (src.events[src.pids_scanned].pid > 0) pids.insert(src.events[src.pids_scanned].pid);
+                // nvtrace's own start/end markers carry its pid: its fds are not the program's.
+                if (int pid = src.events[src.pids_scanned].pid; pid > 0 && pid != self) pids.insert(pid);
         poll_fd_paths(pids, fd_paths);
         kmsg.poll();
         status = child.poll_exit();

@@ -76,7 +76,7 @@ int owner_of_instance(const std::string& name) {
 }  // namespace
 
 Result<CleanupResult> cleanup(bool dry_run) {
-    if (::geteuid() != 0) return fail(Error::environment("nvtrace cleanup needs root (run it with sudo)"));
+    if (::geteuid() != 0) return fail(Error::environment("needs root (run it with sudo)"));
     const char* dir = nullptr;
     if (tracefs_tracing_dir_is_mounted(false, &dir) != 1)
         return fail(Error::environment("tracefs is not mounted: there is no tracing state to restore"));

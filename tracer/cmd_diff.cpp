@@ -69,6 +69,11 @@ int do_diff(const DiffArgs& args) {
     auto rb = load_report_input(args.b);
     if (!rb) return usage_error(rb.error());
 
+    // Two reports without calls (events-only runs: no function_graph) have nothing to compare: saying
+    // "no change" would claim a comparison that did not happen.
+    if (ra->calls.empty() && rb->calls.empty())
+        return usage_error(Error::usage(
+            "neither report has calls (function_graph was not traced: run with --module): nothing to compare"));
     DiffResult d = diff_reports(*ra, *rb, o);
     d.a.label = args.a;
     d.b.label = args.b;

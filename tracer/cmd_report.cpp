@@ -1,4 +1,8 @@
 // nvtrace report INPUT [--kmsg FILE] [--format F] [--json | -o OUT]   (docs/report.md)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -6,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -166,6 +171,33 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
 
 // A saved report (nvtrace.report/1, the report.json `nvtrace run` writes): its summary, and the report again
 // with --json/-o (docs/report.md).
+bool is_pipe(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+// The whole of stdin ("-") or a pipe.
+Result<std::string> read_all(const std::string& path) {
+    int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
+    std::string all;
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            ::close(fd);
+            return fail(Error::usage(fmt::format("{}: cannot read: {}", path, std::strerror(err))));
+        }
+        if (n == 0) break;
+        all.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    if (all.empty()) return fail(Error::usage(fmt::format("{}: empty input", path == "-" ? "<stdin>" : path)));
+    return all;
+}
+
 bool looks_like_saved_report(const std::string& path) {
     std::error_code ec;
     if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return false;
@@ -176,12 +208,13 @@ bool looks_like_saved_report(const std::string& path) {
     return in && ch == '{';
 }
 
-int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
+int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log,
+                      std::optional<Result<Report>> from_stdin = std::nullopt) {
     if (!a.calls_jsonl.empty()) {
         fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a saved report\n");
         return static_cast<int>(ExitCode::usage);
     }
-    auto report = read_report_file(a.input);
+    auto report = from_stdin ? std::move(*from_stdin) : read_report_file(a.input);
     if (!report) {
         fmt::print(stderr, "nvtrace report: {}\n", report.error().message);
         return static_cast<int>(report.error().code);
@@ -259,6 +292,11 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
 }
 
 int do_report(const ReportArgs& a) {
+    std::optional<std::string> stdin_text;  // stdin or a pipe, read once (see below)
+    if (a.reemit && !a.source.empty()) {
+        fmt::print(stderr, "nvtrace report: --source cannot apply to --reemit (it prints the saved report as it is)\n");
+        return static_cast<int>(ExitCode::usage);
+    }
     std::optional<TraceFormat> forced;
     if (!a.format.empty()) {
         forced = parse_format_name(a.format);
@@ -287,8 +325,25 @@ int do_report(const ReportArgs& a) {
         return static_cast<int>(ExitCode::usage);
     }
     if (std::filesystem::is_directory(a.input, ec)) {
-        if (!a.reemit && std::filesystem::exists(std::filesystem::path(a.input) / "meta.json") &&
-            !is_raw_capture_dir(a.input)) {
+        const std::filesystem::path meta = std::filesystem::path(a.input) / "meta.json";
+        bool has_meta = std::filesystem::exists(meta, ec);
+        if (ec) {
+            fmt::print(stderr, "nvtrace report: {}: cannot open: {}\n", meta.string(), ec.message());
+            return static_cast<int>(ExitCode::usage);
+        }
+        if (!has_meta) {
+            bool has_raw = std::filesystem::exists(std::filesystem::path(a.input) / "raw", ec);
+            fmt::print(stderr, "nvtrace report: {}: {}\n", a.input,
+                       has_raw ? "no meta.json: an unfinished capture (nvtrace was killed before writing it?); "
+                                 "its raw pages cannot be decoded without it"
+                               : "not a capture directory (no meta.json; `nvtrace run` writes one)");
+            return static_cast<int>(ExitCode::usage);
+        }
+        if (std::ifstream mf(meta); nlohmann::json::parse(mf, nullptr, false).is_discarded()) {
+            fmt::print(stderr, "nvtrace report: {}: not valid JSON (damaged or unfinished capture)\n", meta.string());
+            return static_cast<int>(ExitCode::usage);
+        }
+        if (!a.reemit && !is_raw_capture_dir(a.input)) {
             fmt::print(stderr,
                        "nvtrace report: {}/meta.json has no \"capture_format\": a capture directory written before "
                        "the raw format (or not by nvtrace run); --reemit prints its saved report.json\n",
@@ -300,9 +355,29 @@ int do_report(const ReportArgs& a) {
     }
 
     if (!forced && looks_like_saved_report(a.input)) return report_saved_json(a, std::move(kmsg_messages));
+    // A saved report piped in (`cat runs/X/report.json | nvtrace report -`): stdin can be read only once, so
+    // it is peeked here and parsed as JSON when it starts with '{'; anything else goes to the trace readers.
+    if (!forced && a.calls_jsonl.empty() && (a.input == "-" || is_pipe(a.input))) {
+        auto text = read_all(a.input);
+        if (!text) {
+            fmt::print(stderr, "nvtrace report: {}\n", text.error().message);
+            return static_cast<int>(text.error().code);
+        }
+        std::string name = a.input == "-" ? "<stdin>" : a.input;
+        if (auto first = text->find_first_not_of(" \t\r\n"); first != std::string::npos && (*text)[first] == '{') {
+            auto j = nlohmann::json::parse(*text, nullptr, false);
+            Result<Report> r =
+                j.is_discarded() ? Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")))
+                                 : report_from_json(j);
+            if (!r) r = fail(Error::usage(name + ": " + r.error().message));
+            return report_saved_json(a, std::move(kmsg_messages), std::move(r));
+        }
+        stdin_text = std::move(*text);
+    }
     if (!a.calls_jsonl.empty()) return report_calls_jsonl(a, forced, std::move(kmsg_messages), std::move(kmsg_diags));
 
-    auto in = import_file(a.input, forced);
+    auto in = stdin_text ? import_text(*stdin_text, a.input == "-" ? "<stdin>" : a.input, forced)
+                         : import_file(a.input, forced);
     if (!in) {
         fmt::print(stderr, "nvtrace report: {}\n", in.error().message);
         return static_cast<int>(in.error().code);

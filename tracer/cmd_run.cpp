@@ -1,7 +1,9 @@
 // nvtrace run [options] -- CMD [ARGS]   and   nvtrace run [options] SCENARIO_DIR [-- PROGRAM ARGS]   (docs/run.md)
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +88,12 @@ Result<std::string> make_default_out_dir(const std::string& raw_name) {
 Result<std::string> prepare_out_dir(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
+    // A directory made inside tracefs is a tracing instance (or an error), never a capture directory.
+    const fs::path parent = fs::absolute(dir, ec).parent_path();
+    if (struct statfs sfs{};
+        !ec && ::statfs(parent.c_str(), &sfs) == 0 && (sfs.f_type == TRACEFS_MAGIC || sfs.f_type == DEBUGFS_MAGIC))
+        return fail(Error::usage(
+            fmt::format("--out {}: inside tracefs/debugfs; give a directory on a normal file system", dir)));
     if (fs::exists(dir, ec)) {
         if (!fs::is_directory(dir, ec))
             return fail(Error::usage(fmt::format("--out {}: exists and is not a directory", dir)));

@@ -351,7 +351,7 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
     res.undecodable_records = decoder.undecodable();
 
     // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
-    if (fs::exists(dir / "kallsyms")) {
+    if (std::error_code kec; fs::exists(dir / "kallsyms", kec)) {
         auto ks = slurp(dir / "kallsyms");
         if (!ks) return fail(ks.error());
         SymbolTable syms = SymbolTable::from_kallsyms(*ks);

@@ -320,6 +320,12 @@ Result<ImportResult> import_file(const std::string& path, std::optional<TraceFor
         ::close(fd);
         return fail(Error::usage(fmt::format("{}: a directory, not a trace file", path)));
     }
+    if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && !std_in && path != "/dev/stdin") {
+        // /dev/zero would be read until memory runs out.
+        ::close(fd);
+        return fail(
+            Error::usage(fmt::format("{}: a device, not a trace file (give a file, a pipe or - for stdin)", path)));
+    }
     if (!S_ISREG(st.st_mode)) {
         // stdin, a pipe, a FIFO, /dev/stdin: cannot be mapped, so read whole (the text readers need all of it).
         std::string all;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -218,4 +219,38 @@ TEST(LiveRun, ReportOfTheCaptureDirectoryAndItsReportJsonPrintTheRunsSummary) {
                 << r.out;
         }
     }
+}
+
+// A second user found fd_paths.json holding nvtrace's own fds (/dev/kmsg, trace_pipe_raw, its raw page files):
+// nvtrace's start/end markers carry its pid, and that pid was followed like one of the program's.
+TEST(LiveRun, FdPathsNeverFollowNvtracesOwnPid) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir() + "/cap";
+    // fionread_loop 0 loops until --timeout ends it: half a second of 10 ms polls sees its pipe for certain.
+    Ran r =
+        run({NVTRACE_BIN, "run", "-q", "--no-preload", "--timeout", "0.5", "--out", out, "--", FIONREAD_LOOP_BIN, "0"});
+    ASSERT_TRUE(std::filesystem::exists(out + "/fd_paths.json")) << r.err;
+    nlohmann::json fds = load_json(out + "/fd_paths.json");
+    nlohmann::json meta = load_json(out + "/meta.json");
+    ASSERT_TRUE(fds.is_array()) << fds.dump();
+    bool program_pipe = false;
+    for (const auto& f : fds) {  // [pid, fd, path]
+        ASSERT_TRUE(f.is_array() && f.size() == 3) << f.dump();
+        EXPECT_EQ(f[0], meta["pid"]) << "an fd of another process: " << f.dump();
+        const std::string path = f[2].get<std::string>();
+        EXPECT_EQ(path.find("trace_pipe_raw"), std::string::npos) << path;
+        EXPECT_EQ(path.find("/dev/kmsg"), std::string::npos) << path;
+        if (f[0] == meta["pid"] && path.rfind("pipe:[", 0) == 0) program_pipe = true;
+    }
+    EXPECT_TRUE(program_pipe) << "the program's pipe is not in fd_paths.json: " << fds.dump();
+}
+
+// A second user's `nvtrace run -o /sys/kernel/tracing/instances/foo` created (and left) a tracing instance.
+TEST(LiveRun, OutInsideTracefsIsRefusedAndCreatesNoInstance) {
+    REQUIRE_LIVE();
+    auto before = tracefs_snapshot();
+    Ran r = run({NVTRACE_BIN, "run", "-q", "--out", kTracing + "/instances/nvtrace-test-out", "--", "true"});
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("inside tracefs"), std::string::npos) << r.err;
+    EXPECT_EQ(tracefs_snapshot(), before);
 }

@@ -117,6 +117,52 @@ capture_dir_summary_matches_saved_report)
     tail -n +2 "$tmp/dir" >"$tmp/a"; tail -n +2 "$tmp/saved" >"$tmp/b"
     diff "$tmp/b" "$tmp/a" || fail "capture directory summary differs from its saved report's"
     ;;
+saved_report_on_stdin)
+    # A second user's `cat runs/X/report.json | nvtrace report -` was "<stdin>:1: expected a trace ... found '{'".
+    cd_=$cases/../capture_dir/fionread20
+    "$nv" report "$cd_/report.json" >"$tmp/file.txt" || fail "file: exit $?"
+    cat "$cd_/report.json" | "$nv" report - >"$tmp/pipe.txt" 2>"$tmp/err" || { cat "$tmp/err"; fail "stdin: exit $?"; }
+    cat "$tmp/pipe.txt"
+    tail -n +2 "$tmp/file.txt" >"$tmp/a"; tail -n +2 "$tmp/pipe.txt" >"$tmp/b"
+    diff "$tmp/a" "$tmp/b" || fail "the piped report reads differently from the file"
+    printf '{"schema": "nvtrace.report/1",' | "$nv" report - 2>"$tmp/err" >/dev/null
+    rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "truncated JSON on stdin: exit $rc, expected 2"
+    grep -q '<stdin>' "$tmp/err" || fail "no <stdin> in the message"
+    ;;
+device_refused)
+    # `nvtrace report /dev/zero` read until memory ran out (internal error: std::bad_alloc, exit 4).
+    "$nv" report /dev/zero >/dev/null 2>"$tmp/err"
+    rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q 'a device, not a trace file' "$tmp/err" || fail "message"
+    ;;
+directory_without_meta)
+    # A plain directory and a killed run's directory (raw/ but no meta.json) said "meta.json: cannot open".
+    mkdir -p "$tmp/plain" "$tmp/killed/raw/instance"
+    "$nv" report "$tmp/plain" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "plain: exit $rc"
+    grep -q 'not a capture directory' "$tmp/err" || fail "plain: message"
+    "$nv" report "$tmp/killed" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "killed: exit $rc"
+    grep -q 'unfinished capture' "$tmp/err" || fail "killed: message"
+    cp -r "$cases/../capture_dir/fionread20" "$tmp/bad"
+    printf '{"capture_format":1,' >"$tmp/bad/meta.json"
+    "$nv" report "$tmp/bad" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "bad meta: exit $rc"
+    grep -q 'meta.json: not valid JSON' "$tmp/err" || fail "bad meta: message"
+    "$nv" report "$cases/../capture_dir/fionread20" --reemit --source "$tmp/plain" 2>"$tmp/err" >/dev/null
+    rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "--reemit --source: exit $rc, expected 2"
+    ;;
+diff_without_calls)
+    # Two events-only reports (200000 vs 5 ioctls) printed "no change": nothing had been compared.
+    r=$cases/../capture_dir/fionread20/report.json
+    "$nv" diff "$r" "$r" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/out" "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q 'nothing to compare' "$tmp/err" || fail "message"
+    ! grep -q 'no change' "$tmp/out" || fail "said no change"
+    ;;
 *) fail "unknown test $t" ;;
 esac
 echo "PASS: $t"
