@@ -322,6 +322,8 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
         if (!psz) return fail(psz.error());
         if (*psz < 16 || *psz > (1u << 24)) return fail(bad(meta_path, fmt::format("raw.buffers: page_size {}", *psz)));
         std::vector<unsigned char> page(*psz + PageDecoder::kPageSlack, 0);
+        std::uint64_t pages_read = 0;
+        const std::uint64_t records_before = pages.records();
         for (const auto& c : b["cpus"]) {
             if (!c.is_number_unsigned() || c.get<std::uint64_t>() > 65535)
                 return fail(bad(meta_path, "raw.buffers cpus must be CPU numbers"));
@@ -343,9 +345,25 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
                 if (auto r = pages.decode(page.data(), *psz, cpu, sources.back()); !r)
                     return fail(
                         Error::usage(fmt::format("{}: page at offset {}, {}", file.string(), off, r.error().message)));
+                ++pages_read;
             }
         }
+        // The capture counted what it wrote: page files cut at a page boundary, or a meta.json edited to
+        // decode them differently, read as fewer pages or records. That is data lost, never a quiet report.
+        if (b.contains("pages") && b.contains("records")) {
+            auto want_pages = json_uint(b, "pages", meta_path);
+            auto want_records = json_uint(b, "records", meta_path);
+            if (!want_pages) return fail(want_pages.error());
+            if (!want_records) return fail(want_records.error());
+            std::uint64_t got_records = pages.records() - records_before;
+            if (pages_read != *want_pages || got_records != *want_records)
+                return fail(bad(dir / "raw" / name,
+                                fmt::format("{} page(s) with {} record(s) where meta.json says {} with {}: the page "
+                                            "files were cut or meta.json changed",
+                                            pages_read, got_records, *want_pages, *want_records)));
+        }
     }
+    if (raw["buffers"].empty()) return fail(bad(meta_path, "raw.buffers lists no buffer: nothing to decode"));
     EventStream& st = res.stream;
     st.events = merge_sources(sources);
     res.undecodable_records = decoder.undecodable();

@@ -76,6 +76,24 @@ TEST(CaptureDir, TruncatedPageFileNamesTheFileAndTheLastPageOffset) {
     EXPECT_NE(e.find("offset 4096"), std::string::npos) << e;
 }
 
+// A second user cut raw/instance/cpu0 to 0 bytes (or to one whole page) and got "ioctls: 0, complete: yes":
+// a page file cut at a page boundary, or a meta.json edited to read the pages differently, lost data quietly.
+TEST(CaptureDir, PageFileCutAtAPageBoundaryIsAnErrorNotAQuietReport) {
+    for (std::size_t keep : {std::size_t{0}, std::size_t{4096}}) {
+        Copy c;
+        c.write("raw/instance/cpu0", c.read("raw/instance/cpu0").substr(0, keep));
+        std::string e = error_of(c.dir);
+        EXPECT_NE(e.find("raw/instance"), std::string::npos) << e;
+        EXPECT_NE(e.find("meta.json says 2 with 42"), std::string::npos) << keep << ": " << e;
+    }
+    Copy c;
+    nlohmann::json j = nlohmann::json::parse(c.read("meta.json"));
+    j["raw"]["buffers"] = nlohmann::json::array();
+    c.write("meta.json", j.dump());
+    std::string e = error_of(c.dir);
+    EXPECT_NE(e.find("lists no buffer"), std::string::npos) << e;
+}
+
 TEST(CaptureDir, MissingPageFileIsAnErrorNamingIt) {
     Copy c;
     fs::remove(c.dir / "raw/instance/cpu1");
@@ -128,7 +146,8 @@ TEST(CaptureDir, GarbagePagesNeverCrash) {
         c.write("raw/instance/cpu0", page);
         auto r = read_capture_dir(c.dir.string());
         if (!r) {
-            EXPECT_NE(r.error().message.find("raw/instance/cpu0"), std::string::npos) << r.error().message;
+            // The page file, or its buffer when the pages decode to other counts than the capture wrote.
+            EXPECT_NE(r.error().message.find("raw/instance"), std::string::npos) << r.error().message;
         } else {
             build_report(r->stream);  // whatever decoded must be analysable too
         }
