@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -49,6 +50,31 @@ std::string dump(const nlohmann::json& j, int indent) {
 void print_summary(const Report& r, std::string_view input, std::string_view format, bool verbose = false) {
     fmt::print("input: {} ({})\n", input, format);
     print_report_body(r, true, true, verbose);
+}
+
+// The three outputs of every path: -o FILE (streamed), then --json on stdout or the text summary. `label` says
+// what the input was; `before_summary` may add what only the summary needs (the report files are written first).
+int write_and_print(Report& report, const ReportArgs& a, std::string_view label,
+                    const std::function<void(Report&)>& before_summary = {},
+                    const std::function<void()>& after_summary = {}) {
+    if (!a.out.empty()) {
+        std::ofstream out(a.out, std::ios::trunc);
+        if (out) write_json(report, out);
+        if (!out || !out.flush()) {
+            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
+            return static_cast<int>(ExitCode::environment);
+        }
+    }
+    if (a.json) {
+        write_json(report, std::cout);
+        std::cout.flush();
+        return 0;
+    }
+    if (before_summary) before_summary(report);
+    print_summary(report, a.input, label, a.verbose);
+    if (after_summary) after_summary();
+    if (!a.out.empty()) fmt::print("report: {}\n", a.out);
+    return 0;
 }
 
 Result<std::string> read_small_file(const std::filesystem::path& p) {
@@ -148,56 +174,21 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
                                      sig.is_number_integer() ? std::optional<int>(sig.get<int>()) : std::nullopt));
         }
     }
-    if (!a.out.empty()) {
-        std::ofstream out(a.out, std::ios::trunc);
-        if (out) write_json(report, out);
-        if (!out || !out.flush()) {
-            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
-            return static_cast<int>(ExitCode::environment);
-        }
-    }
-    if (a.json) {
-        write_json(report, std::cout);
-        std::cout.flush();
-    } else {
-        // The summary counts kernel calls per ioctl as `nvtrace run` did: it needs the run's tracer mode (set
-        // after the JSON is written, so the report itself is unchanged).
-        if (meta.contains("tracer_mode")) report.source["tracer_mode"] = meta["tracer_mode"];
-        print_summary(report, a.input, "capture directory, re-analysed from its raw pages", a.verbose);
-        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
-    }
-    return 0;
+    // The summary counts kernel calls per ioctl as `nvtrace run` did: it needs the run's tracer mode (set
+    // after the JSON is written, so the report itself is unchanged).
+    return write_and_print(report, a, "capture directory, re-analysed from its raw pages", [&](Report& r) {
+        if (meta.contains("tracer_mode")) r.source["tracer_mode"] = meta["tracer_mode"];
+    });
 }
 
-// A saved report (nvtrace.report/1, the report.json `nvtrace run` writes): its summary, and the report again
-// with --json/-o (docs/report.md).
+// stdin is read once; a pipe or FIFO too (a socket as well).
 bool is_pipe(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
-// The whole of stdin ("-") or a pipe.
-Result<std::string> read_all(const std::string& path) {
-    int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
-    std::string all;
-    char buf[1 << 16];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int err = errno;
-            ::close(fd);
-            return fail(Error::usage(fmt::format("{}: cannot read: {}", path, std::strerror(err))));
-        }
-        if (n == 0) break;
-        all.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    if (all.empty()) return fail(Error::usage(fmt::format("{}: empty input", path == "-" ? "<stdin>" : path)));
-    return all;
-}
-
+// A saved report (nvtrace.report/1, the report.json `nvtrace run` writes): its summary, and the report again
+// with --json/-o (docs/report.md).
 bool looks_like_saved_report(const std::string& path) {
     std::error_code ec;
     if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return false;
@@ -223,22 +214,7 @@ int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_l
         report->kernel_log.push_back(std::move(m));
     if (!a.source.empty())
         if (int rc = add_source_links(*report, a.source, "report")) return rc;
-    if (!a.out.empty()) {
-        std::ofstream out(a.out, std::ios::trunc);
-        if (out) write_json(*report, out);
-        if (!out || !out.flush()) {
-            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
-            return static_cast<int>(ExitCode::environment);
-        }
-    }
-    if (a.json) {
-        write_json(*report, std::cout);
-        std::cout.flush();
-    } else {
-        print_summary(*report, a.input, "saved report, nvtrace.report/1", a.verbose);
-        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
-    }
-    return 0;
+    return write_and_print(*report, a, "saved report, nvtrace.report/1");
 }
 
 // --calls-jsonl: the calls go to their own file as they end; memory stays bounded for function_graph text
@@ -272,23 +248,8 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
                      {"calls_jsonl", a.calls_jsonl},
                      {"calls_count", st->calls}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    if (!a.out.empty()) {
-        std::ofstream out(a.out, std::ios::trunc);
-        if (out) write_json(report, out);
-        if (!out || !out.flush()) {
-            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
-            return static_cast<int>(ExitCode::environment);
-        }
-    }
-    if (a.json) {
-        write_json(report, std::cout);
-        std::cout.flush();
-    } else {
-        print_summary(report, a.input, format_name(st->format));
-        fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl);
-        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
-    }
-    return 0;
+    return write_and_print(report, a, format_name(st->format), {},
+                           [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
 }
 
 int do_report(const ReportArgs& a) {
@@ -358,7 +319,7 @@ int do_report(const ReportArgs& a) {
     // A saved report piped in (`cat runs/X/report.json | nvtrace report -`): stdin can be read only once, so
     // it is peeked here and parsed as JSON when it starts with '{'; anything else goes to the trace readers.
     if (!forced && a.calls_jsonl.empty() && (a.input == "-" || is_pipe(a.input))) {
-        auto text = read_all(a.input);
+        auto text = read_input_whole(a.input);
         if (!text) {
             fmt::print(stderr, "nvtrace report: {}\n", text.error().message);
             return static_cast<int>(text.error().code);
@@ -395,23 +356,7 @@ int do_report(const ReportArgs& a) {
         if (int rc = add_source_links(report, a.source, "report")) return rc;
 
     // Streamed: a report of millions of calls never exists as one JSON DOM.
-    if (!a.out.empty()) {
-        std::ofstream out(a.out, std::ios::trunc);
-        if (out) write_json(report, out);
-        if (!out || !out.flush()) {
-            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
-            return static_cast<int>(ExitCode::environment);
-        }
-    }
-    if (a.json) {
-        write_json(report, std::cout);
-        std::cout.flush();
-    }
-    if (!a.json) {
-        print_summary(report, a.input, format_name(in->format), a.verbose);
-        if (!a.out.empty()) fmt::print("report: {}\n", a.out);
-    }
-    return 0;
+    return write_and_print(report, a, format_name(in->format));
 }
 
 void add_report(CLI::App& app, int& exit_code) {

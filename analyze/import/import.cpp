@@ -307,6 +307,37 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
     return r;
 }
 
+namespace {
+
+// Reads `fd` to its end and closes it; `name` for messages. An empty input is an error.
+Result<std::string> read_fd_whole(int fd, const std::string& name) {
+    std::string all;
+    std::array<char, 1 << 16> buf{};
+    for (;;) {
+        ssize_t n = ::read(fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            ::close(fd);
+            return fail(Error::usage(fmt::format("{}: cannot read: {}", name, std::strerror(err))));
+        }
+        if (n == 0) break;
+        all.append(buf.data(), static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    if (all.empty()) return fail(Error::usage(fmt::format("{}: empty input", name)));
+    return all;
+}
+
+}  // namespace
+
+Result<std::string> read_input_whole(const std::string& path) {
+    bool std_in = path == "-";
+    int fd = std_in ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
+    return read_fd_whole(fd, std_in ? std::string("<stdin>") : path);
+}
+
 Result<ImportResult> import_file(const std::string& path, std::optional<TraceFormat> forced) {
     bool std_in = path == "-";
     int fd = std_in ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -328,22 +359,10 @@ Result<ImportResult> import_file(const std::string& path, std::optional<TraceFor
     }
     if (!S_ISREG(st.st_mode)) {
         // stdin, a pipe, a FIFO, /dev/stdin: cannot be mapped, so read whole (the text readers need all of it).
-        std::string all;
-        std::array<char, 1 << 16> buf{};
-        for (;;) {
-            ssize_t n = ::read(fd, buf.data(), buf.size());
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                int err = errno;
-                ::close(fd);
-                return fail(Error::usage(fmt::format("{}: cannot read: {}", path, std::strerror(err))));
-            }
-            if (n == 0) break;
-            all.append(buf.data(), static_cast<std::size_t>(n));
-        }
-        ::close(fd);
         std::string name = std_in ? std::string("<stdin>") : path;
-        if (all.empty()) return fail(Error::usage(fmt::format("{}: empty input", name)));
+        auto whole = read_fd_whole(fd, name);
+        if (!whole) return fail(whole.error());
+        std::string all = std::move(*whole);
         std::optional<TraceFormat> f = forced ? forced : detect_format(std::string_view(all).substr(0, 256 * 1024));
         if (f && *f == TraceFormat::trace_dat)
             return fail(Error::usage(fmt::format(

@@ -93,6 +93,11 @@ struct ImportResult {
 };
 Result<ImportResult> import_file(const std::string& path, std::optional<TraceFormat> forced = std::nullopt);
 
+// The whole of stdin ("-") or of a pipe/FIFO, for inputs that can be read only once (a caller that must look at
+// the content before choosing a reader). Errors (Error::usage): cannot open or read, empty input; messages name
+// "<stdin>" for "-".
+Result<std::string> read_input_whole(const std::string& path);
+
 // Same for text already in memory (tests, fuzzers). trace_dat needs a file: Error::usage here.
 Result<ImportResult> import_text(std::string_view text, std::string_view file_name,
                                  std::optional<TraceFormat> forced = std::nullopt);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -66,7 +67,8 @@ struct Ran {
     std::string out, err;
 };
 
-inline Ran run(const std::vector<std::string>& argv, pid_t* pid_out = nullptr, int signal_after_ms = 0, int sig = 0) {
+// Runs argv with stdout/stderr to files; `while_running(pid)` is called once it started (it may signal it).
+inline Ran run_with(const std::vector<std::string>& argv, const std::function<void(pid_t)>& while_running) {
     char out_tpl[] = "/tmp/nvtrace-test-outXXXXXX", err_tpl[] = "/tmp/nvtrace-test-errXXXXXX";
     int ofd = ::mkstemp(out_tpl), efd = ::mkstemp(err_tpl);
     pid_t pid = ::fork();
@@ -80,11 +82,7 @@ inline Ran run(const std::vector<std::string>& argv, pid_t* pid_out = nullptr, i
         ::execvp(a[0], a.data());
         ::_exit(127);
     }
-    if (pid_out) *pid_out = pid;
-    if (signal_after_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(signal_after_ms));
-        ::kill(pid, sig);
-    }
+    if (while_running) while_running(pid);
     int st = 0;
     ::waitpid(pid, &st, 0);
     Ran r;
@@ -96,6 +94,16 @@ inline Ran run(const std::vector<std::string>& argv, pid_t* pid_out = nullptr, i
     ::unlink(out_tpl);
     ::unlink(err_tpl);
     return r;
+}
+
+inline Ran run(const std::vector<std::string>& argv, pid_t* pid_out = nullptr, int signal_after_ms = 0, int sig = 0) {
+    return run_with(argv, [&](pid_t pid) {
+        if (pid_out) *pid_out = pid;
+        if (signal_after_ms > 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(signal_after_ms));
+            ::kill(pid, sig);
+        }
+    });
 }
 
 inline std::string temp_dir() {

@@ -101,38 +101,18 @@ namespace {
 // ran) sends `sig` to the command. Waits at most 120 s for `ready`: then the command is killed and rc is -1.
 // A fixed delay before the signal could land before nvtrace released the program (0 ioctls under load).
 Ran run_and_signal_when_file_exists(const std::vector<std::string>& argv, const std::string& ready, int sig) {
-    char out_tpl[] = "/tmp/nvtrace-test-outXXXXXX", err_tpl[] = "/tmp/nvtrace-test-errXXXXXX";
-    int ofd = ::mkstemp(out_tpl), efd = ::mkstemp(err_tpl);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        ::dup2(ofd, 1);
-        ::dup2(efd, 2);
-        std::vector<char*> a;
-        for (const auto& s : argv)
-            a.push_back(const_cast<char*>(s.c_str()));
-        a.push_back(nullptr);
-        ::execvp(a[0], a.data());
-        ::_exit(127);
-    }
     bool seen = false;
-    for (int i = 0; i < 12000 && !seen; ++i) {
-        seen = ::access(ready.c_str(), F_OK) == 0;
-        if (!seen) {
-            if (::waitpid(pid, nullptr, WNOHANG) == pid) break;  // ended without making it: report as not seen
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    Ran r = run_with(argv, [&](pid_t pid) {
+        for (int i = 0; i < 12000 && !seen; ++i) {
+            seen = ::access(ready.c_str(), F_OK) == 0;
+            if (!seen) {
+                if (::waitpid(pid, nullptr, WNOHANG) == pid) break;  // ended without making it: reported as not seen
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
         }
-    }
-    ::kill(pid, seen ? sig : SIGKILL);
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    Ran r;
-    r.rc = !seen ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = slurp(out_tpl);
-    r.err = slurp(err_tpl);
-    ::close(ofd);
-    ::close(efd);
-    ::unlink(out_tpl);
-    ::unlink(err_tpl);
+        ::kill(pid, seen ? sig : SIGKILL);
+    });
+    if (!seen) r.rc = -1;
     return r;
 }
 
