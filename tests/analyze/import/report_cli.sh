@@ -163,6 +163,29 @@ diff_without_calls)
     grep -q 'nothing to compare' "$tmp/err" || fail "message"
     ! grep -q 'no change' "$tmp/out" || fail "said no change"
     ;;
+option_error_names_the_command)
+    # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
+    "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q "^nvtrace run: --timeout: expected a number greater than 0, got '0'" "$tmp/err" || fail "message"
+    grep -q "^Run 'nvtrace run --help'" "$tmp/err" || fail "no pointer to --help"
+    ;;
+stdout_write_failure_is_an_error)
+    # `nvtrace report F > /dev/full` exited 0 although nothing was written.
+    "$nv" report "$cases/trace-cmd-report-fgraph-v6.txt" >/dev/full 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+    [ "$rc" = 3 ] || fail "exit $rc, expected 3"
+    grep -q 'cannot write to standard output' "$tmp/err" || fail "message"
+    ;;
+directories_given_as_files_are_named)
+    # `nvtrace dmesg DIR` said "no lines"; `nvtrace scenarios --dir DIR` printed nothing and exited 0;
+    # `nvtrace run DIR` (no scenario.conf) tried to execute it.
+    "$nv" dmesg "$tmp" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q 'is a directory' "$tmp/err" || fail "dmesg DIR: exit $rc"
+    "$nv" scenarios --dir "$tmp" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q 'no scenario in' "$tmp/err" || fail "scenarios --dir: exit $rc"
+    "$nv" run "$tmp" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q 'is a directory but not a scenario' "$tmp/err" || fail "run DIR: exit $rc"
+    ;;
 *) fail "unknown test $t" ;;
 esac
 echo "PASS: $t"
