@@ -73,6 +73,33 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
         return fail(
             Error::usage(fmt::format("offset {}: the missed-event count runs past the page end", header + len)));
     if (len == 0) return {};
+    // libtraceevent's kbuffer loops forever on some corrupt headers (fuzz_capture_page found one: a type_len 0
+    // event whose length word is 0). Walk the event headers first (kernel include/linux/ring_buffer.h: type_len
+    // 1..28 = 4 * type_len data bytes; 0 = length word (>= 4, counting itself) then data; 29/30 = 8-byte time
+    // events; 31 = padding) and refuse a chain that does not fit. The walk stops at the first padding event,
+    // whose length rules kbuffer applies as the kernel does.
+    for (std::size_t p = 0; p < len;) {
+        if (len - p < 4) return fail(Error::usage(fmt::format("offset {}: a truncated event header", header + p)));
+        auto word = static_cast<std::uint32_t>(read_word(page + header + p, 4, big_endian_));
+        unsigned type_len = big_endian_ ? word >> 27 : word & 0x1f;
+        std::size_t step = 0;
+        if (type_len == 31) break;
+        if (type_len == 29 || type_len == 30) {
+            step = 8;
+        } else if (type_len == 0) {
+            if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated event length", header + p)));
+            auto a0 = static_cast<std::size_t>(read_word(page + header + p + 4, 4, big_endian_));
+            if (a0 < 4)
+                return fail(Error::usage(fmt::format("offset {}: an event length of {} bytes", header + p + 4, a0)));
+            step = 4 + ((a0 + 3) & ~std::size_t{3});
+        } else {
+            step = 4 + 4 * std::size_t{type_len};
+        }
+        if (step > len - p)
+            return fail(Error::usage(
+                fmt::format("offset {}: an event runs past the page's data ({} bytes)", header + p, header + len)));
+        p += step;
+    }
     if (kbuffer_load_subbuffer(kbuf_, const_cast<unsigned char*>(page)) < 0)
         return fail(Error::usage("offset 0: kbuffer cannot load this page"));
 

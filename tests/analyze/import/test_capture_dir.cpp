@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,6 +93,23 @@ TEST(CaptureDir, PageFileCutAtAPageBoundaryIsAnErrorNotAQuietReport) {
     c.write("meta.json", j.dump());
     std::string e = error_of(c.dir);
     EXPECT_NE(e.find("lists no buffer"), std::string::npos) << e;
+}
+
+// fuzz_capture_page found a page on which libtraceevent's kbuffer_next_event never returned: a type_len 0 event
+// whose length word is 0 (the fuzzer's input, made into the first of the two pages).
+TEST(CaptureDir, EventLengthOfZeroIsAnErrorNotAHangInKbuffer) {
+    const unsigned char input[] = {0x5b, 0x38, 0x37, 0x5b, 0x38, 0x3b, 0x20, 0x64, 0x66, 0x01, 0x00, 0x00,
+                                   0x01, 0xa6, 0xa6, 0xa6, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83,
+                                   0x83, 0x2d, 0x00, 0x00, 0x38, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83,
+                                   0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0xa6, 0xf7, 0xdd,
+                                   0xdd, 0xfe, 0xff, 0xff, 0xfc, 0xff, 0xff, 0xff, 0x00, 0x00, 0xdd};
+    Copy c;
+    std::string pages(8192, '\0');
+    std::memcpy(pages.data(), input, sizeof input);
+    c.write("raw/instance/cpu0", pages);
+    std::string e = error_of(c.dir);
+    EXPECT_NE(e.find("raw/instance/cpu0"), std::string::npos) << e;
+    EXPECT_NE(e.find("an event length of 0 bytes"), std::string::npos) << e;
 }
 
 TEST(CaptureDir, MissingPageFileIsAnErrorNamingIt) {
