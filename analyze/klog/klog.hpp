@@ -18,7 +18,7 @@ struct KernelLogMessage;
 
 namespace nvtrace::klog {
 
-// ---- knowledge tables (nvidia_tables.cpp) ----
+// ---- knowledge tables (nvidia_tables.cpp: views of analyze/knowledge's NV_STATUS and Xid tables) ----
 struct NvStatusInfo {
     std::string_view name;     // "NV_ERR_INVALID_ADDRESS"
     std::string_view message;  // "Address not valid"
