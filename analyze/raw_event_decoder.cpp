@@ -10,15 +10,42 @@ namespace nvtrace {
 
 namespace {
 
-std::uint64_t read_u(tep_format_field* f, const tep_record* rec) {
+// `native`: the file's byte order is this machine's, so a field is its bytes as they are (the records were
+// checked to hold every field read: RawEventDecoder::Fields::min_size); else libtraceevent swaps them.
+std::uint64_t read_u(tep_format_field* f, const tep_record* rec, bool native) {
+    if (!f) return 0;
+    if (native) {
+        const char* p = static_cast<const char*>(rec->data) + f->offset;
+        switch (f->size) {
+            case 1:
+                return static_cast<std::uint8_t>(*p);
+            case 2: {
+                std::uint16_t v;
+                std::memcpy(&v, p, 2);
+                return v;
+            }
+            case 4: {
+                std::uint32_t v;
+                std::memcpy(&v, p, 4);
+                return v;
+            }
+            case 8: {
+                std::uint64_t v;
+                std::memcpy(&v, p, 8);
+                return v;
+            }
+            default:
+                return 0;  // as tep_read_number_field: only 1, 2, 4 and 8-byte numbers
+        }
+    }
     unsigned long long v = 0;
-    if (!f || tep_read_number_field(f, rec->data, &v) != 0) return 0;
+    if (tep_read_number_field(f, rec->data, &v) != 0) return 0;
     return v;
 }
 
 // Sign-extends a field read through tep_read_number_field according to its declared size and signedness.
-std::int64_t read_s(tep_format_field* f, const tep_record* rec) {
-    std::uint64_t v = read_u(f, rec);
+std::int64_t read_s(tep_format_field* f, const tep_record* rec, bool native) {
+    std::uint64_t v = read_u(f, rec, native);
     if (!f || !(f->flags & TEP_FIELD_IS_SIGNED)) return static_cast<std::int64_t>(v);
     switch (f->size) {
         case 1:
@@ -59,7 +86,9 @@ std::string read_text(tep_format_field* f, const tep_record* rec) {
 }  // namespace
 
 RawEventDecoder::RawEventDecoder(tep_handle* tep, std::vector<std::string> other_events)
-    : tep_(tep), other_events_(std::move(other_events)) {}
+    : tep_(tep),
+      other_events_(std::move(other_events)),
+      native_(tep && tep_is_file_bigendian(tep) == tep_is_local_bigendian(tep)) {}
 
 const RawEventDecoder::Fields& RawEventDecoder::fields_for(int type) {
     auto [it, fresh] = by_type_.try_emplace(type);
@@ -111,16 +140,25 @@ const RawEventDecoder::Fields& RawEventDecoder::fields_for(int type) {
     return f;
 }
 
-std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
+const RawEventDecoder::Fields* RawEventDecoder::check(tep_record* rec) {
     if (rec->size < 8) {  // common_type, common_flags, common_preempt_count, common_pid
         ++undecodable_;
-        return std::nullopt;
+        return nullptr;
     }
     int type = tep_data_type(tep_, rec);
-    const Fields& f = fields_for(type);
+    const Fields* fp = nullptr;
+    if (type >= 0 && type < 65536) {  // common_type is a u16: a flat index, filled on first sight
+        auto t = static_cast<std::size_t>(type);
+        if (t >= by_type_index_.size()) by_type_index_.resize(t + 1, nullptr);
+        if (!by_type_index_[t]) by_type_index_[t] = &fields_for(type);  // unordered_map nodes do not move
+        fp = by_type_index_[t];
+    } else {
+        fp = &fields_for(type);
+    }
+    const Fields& f = *fp;
     if (f.kind != Kind::unknown && rec->size < f.min_size) {
         ++undecodable_;
-        return std::nullopt;
+        return nullptr;
     }
     if (f.kind == Kind::unknown) {
         if (f.event) {
@@ -128,9 +166,12 @@ std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
             if (n == "funcgraph_entry" || n == "funcgraph_exit" || n == "sys_enter_ioctl" || n == "sys_exit_ioctl")
                 ++undecodable_;
         }
-        return std::nullopt;
+        return nullptr;
     }
-    Event ev;
+    return fp;
+}
+
+void RawEventDecoder::fill(tep_record* rec, const Fields& f, Event& ev) {
     ev.ts_ns = rec->ts;
     ev.cpu = rec->cpu;
     ev.pid = tep_data_pid(tep_, rec);
@@ -138,48 +179,61 @@ std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
     ev.irq = flags >= 0 && (flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ)) != 0;
     switch (f.kind) {
         case Kind::func_entry: {
-            FuncEntry e;
-            e.func_addr = read_u(f.func, rec);
-            e.depth = static_cast<int>(read_s(f.depth, rec));
-            ev.body = std::move(e);
+            auto& e = ev.body.emplace<FuncEntry>();
+            e.func_addr = read_u(f.func, rec, native_);
+            e.depth = static_cast<int>(read_s(f.depth, rec, native_));
             break;
         }
         case Kind::func_exit: {
-            FuncExit x;
-            x.func_addr = read_u(f.func, rec);
-            x.depth = static_cast<int>(read_s(f.depth, rec));
-            x.calltime_ns = read_u(f.calltime, rec);
-            x.rettime_ns = read_u(f.rettime, rec);
-            x.overrun = read_u(f.overrun, rec);
-            if (f.retval) x.retval = read_s(f.retval, rec);
-            ev.body = std::move(x);
+            auto& x = ev.body.emplace<FuncExit>();
+            x.func_addr = read_u(f.func, rec, native_);
+            x.depth = static_cast<int>(read_s(f.depth, rec, native_));
+            x.calltime_ns = read_u(f.calltime, rec, native_);
+            x.rettime_ns = read_u(f.rettime, rec, native_);
+            x.overrun = read_u(f.overrun, rec, native_);
+            if (f.retval) x.retval = read_s(f.retval, rec, native_);
             break;
         }
         case Kind::ioctl_enter:
-            ev.body = IoctlEnter{static_cast<int>(read_s(f.fd, rec)), read_u(f.cmd, rec), read_u(f.arg, rec)};
+            ev.body.emplace<IoctlEnter>(IoctlEnter{static_cast<int>(read_s(f.fd, rec, native_)),
+                                                   read_u(f.cmd, rec, native_), read_u(f.arg, rec, native_)});
             break;
         case Kind::ioctl_exit:
-            ev.body = IoctlExit{read_s(f.ret, rec)};
+            ev.body.emplace<IoctlExit>(IoctlExit{read_s(f.ret, rec, native_)});
             break;
         case Kind::print:
-            ev.body = Marker{read_text(f.text, rec)};
+            ev.body.emplace<Marker>(Marker{read_text(f.text, rec)});
             break;
         case Kind::console:
-            ev.body = ConsoleLine{read_text(f.text, rec)};
+            ev.body.emplace<ConsoleLine>(ConsoleLine{read_text(f.text, rec)});
             break;
         case Kind::other: {
             trace_seq s;
             trace_seq_init(&s);
             tep_record_print_fields(&s, rec, f.event);
             trace_seq_terminate(&s);
-            ev.body = OtherEvent{f.event->system, f.event->name, std::string(s.buffer, s.len)};
+            ev.body.emplace<OtherEvent>(OtherEvent{f.event->system, f.event->name, std::string(s.buffer, s.len)});
             trace_seq_destroy(&s);
             break;
         }
-        case Kind::unknown:
-            return std::nullopt;
+        case Kind::unknown:  // check() never returns these
+            break;
     }
+}
+
+std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
+    const Fields* f = check(rec);
+    if (!f) return std::nullopt;
+    std::optional<Event> ev(std::in_place);
+    fill(rec, *f, *ev);
     return ev;
+}
+
+bool RawEventDecoder::decode_append(tep_record* rec, std::vector<Event>& out) {
+    const Fields* f = check(rec);
+    if (!f) return false;
+    fill(rec, *f, out.emplace_back());
+    return true;
 }
 
 }  // namespace nvtrace

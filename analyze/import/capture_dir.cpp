@@ -136,23 +136,124 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
             lost.body = l;
             out.push_back(std::move(lost));
         }
-        if (auto ev = decoder_.decode(&rec)) out.push_back(std::move(*ev));
+        decoder_.decode_append(&rec, out);
     }
     return {};
 }
 
+namespace {
+
+bool by_time(const Event& a, const Event& b) {
+    return a.ts_ns < b.ts_ns;
+}
+
+}  // namespace
+
 std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources) {
     std::size_t total = 0;
-    for (const auto& s : sources)
+    bool all_sorted = true;
+    for (const auto& s : sources) {
         total += s.size();
+        all_sorted = all_sorted && std::is_sorted(s.begin(), s.end(), by_time);
+    }
     std::vector<Event> all;
     all.reserve(total);
-    for (auto& s : sources) {
-        std::move(s.begin(), s.end(), std::back_inserter(all));
-        std::vector<Event>().swap(s);
+    if (!all_sorted) {  // a source out of time order: the stable sort of the concatenation, as documented
+        for (auto& s : sources) {
+            std::move(s.begin(), s.end(), std::back_inserter(all));
+            std::vector<Event>().swap(s);
+        }
+        std::stable_sort(all.begin(), all.end(), by_time);
+        return all;
     }
-    std::stable_sort(all.begin(), all.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    // Every source sorted (the normal case: one CPU's ring buffer is in time order): a k-way merge gives
+    // exactly the stable sort's order when each step takes the earliest head and, on equal times, the
+    // source listed first. A source whose next event is not after the others' heads is copied in a run.
+    struct Head {
+        std::size_t source;
+        std::size_t pos;
+    };
+    std::vector<Head> live;
+    for (std::size_t i = 0; i < sources.size(); ++i)
+        if (!sources[i].empty()) live.push_back({i, 0});
+    while (live.size() > 1) {
+        // The head to take: the smallest time, the lowest source on ties (live stays in source order).
+        std::size_t best = 0;
+        std::uint64_t best_ts = sources[live[0].source][live[0].pos].ts_ns;
+        // The bound its run may reach: before any other head's time (equal times of a later source wait;
+        // equal times of an earlier source come first, so the run stops before them).
+        for (std::size_t k = 1; k < live.size(); ++k) {
+            std::uint64_t t = sources[live[k].source][live[k].pos].ts_ns;
+            if (t < best_ts) {
+                best = k;
+                best_ts = t;
+            }
+        }
+        std::uint64_t bound_le = UINT64_MAX;  // events of `best` with ts_ns <= this may go (later sources)
+        std::uint64_t bound_lt = UINT64_MAX;  // ... and with ts_ns < this (earlier sources)
+        for (std::size_t k = 0; k < live.size(); ++k) {
+            if (k == best) continue;
+            std::uint64_t t = sources[live[k].source][live[k].pos].ts_ns;
+            if (k < best)
+                bound_lt = std::min(bound_lt, t);
+            else
+                bound_le = std::min(bound_le, t);
+        }
+        Head& h = live[best];
+        std::vector<Event>& src = sources[h.source];
+        std::size_t end = h.pos + 1;  // the head itself always goes
+        while (end < src.size() && src[end].ts_ns <= bound_le && src[end].ts_ns < bound_lt)
+            ++end;
+        std::move(src.begin() + static_cast<std::ptrdiff_t>(h.pos), src.begin() + static_cast<std::ptrdiff_t>(end),
+                  std::back_inserter(all));
+        h.pos = end;
+        if (h.pos == src.size()) {
+            std::vector<Event>().swap(src);
+            live.erase(live.begin() + static_cast<std::ptrdiff_t>(best));
+        }
+    }
+    if (!live.empty()) {
+        std::vector<Event>& src = sources[live[0].source];
+        std::move(src.begin() + static_cast<std::ptrdiff_t>(live[0].pos), src.end(), std::back_inserter(all));
+    }
+    for (auto& s : sources)
+        std::vector<Event>().swap(s);
     return all;
+}
+
+std::string damaged_page_example(std::string_view buffer, int cpu, std::uint64_t page_offset,
+                                 std::string_view message) {
+    return fmt::format("raw/{}/cpu{}: page at offset {}, {}; the rest of the page is lost", buffer, cpu, page_offset,
+                       message);
+}
+
+void merge_segments(std::vector<Event>& events, std::vector<std::size_t> starts) {
+    std::vector<std::size_t> bounds{0};  // segment boundaries: 0, the starts, events.size(); none empty
+    for (std::size_t b : starts)
+        if (std::min(b, events.size()) > bounds.back()) bounds.push_back(std::min(b, events.size()));
+    if (bounds.back() != events.size()) bounds.push_back(events.size());
+    auto at = [&](std::size_t i) { return events.begin() + static_cast<std::ptrdiff_t>(i); };
+    for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
+        if (!std::is_sorted(at(bounds[i]), at(bounds[i + 1]), by_time)) {
+            std::stable_sort(events.begin(), events.end(), by_time);
+            return;
+        }
+    // Adjacent segments merged pairwise, log2(segments) rounds: std::inplace_merge is stable (the earlier
+    // segment first on equal times), so the result is the stable sort's order. Its buffer holds the
+    // shorter of the two halves, not a copy of every event.
+    while (bounds.size() > 2) {
+        std::vector<std::size_t> next{0};
+        for (std::size_t i = 0; i + 1 < bounds.size(); i += 2) {
+            if (i + 2 < bounds.size()) {
+                auto first = at(bounds[i]), mid = at(bounds[i + 1]), last = at(bounds[i + 2]);
+                if (by_time(*mid, *(mid - 1))) std::inplace_merge(first, mid, last, by_time);
+                next.push_back(bounds[i + 2]);
+            } else {
+                next.push_back(bounds[i + 1]);
+            }
+        }
+        bounds.swap(next);
+    }
 }
 
 std::vector<CpuBufferStats> buffer_stats_delta(const std::vector<CpuBufferStats>& before,
@@ -337,7 +438,29 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
     // Pages: buffers in the saved order, CPUs in the saved order (the live capture's drain order).
     RawEventDecoder decoder(tep.get(), other_events);
     PageDecoder pages(tep.get(), decoder);
-    std::vector<std::vector<Event>> sources;
+    // Every source decoded into one vector, one segment each, then merged in place (merge_segments): half
+    // the peak memory of a vector per source merged into another. Reserved from meta.json's counts (at
+    // most one event per record plus one lost-event mark per page), bounded by what the files can hold.
+    std::vector<Event> all;
+    std::vector<std::size_t> segment_starts;
+    {
+        std::uint64_t want = 0, bytes = 0;
+        for (const auto& b : raw["buffers"]) {
+            if (!b.is_object()) continue;
+            for (const char* k : {"records", "pages"})
+                if (b.contains(k) && b[k].is_number_unsigned()) want += b[k].get<std::uint64_t>();
+            if (b.contains("name") && b["name"].is_string() && b.contains("cpus") && b["cpus"].is_array())
+                for (const auto& c : b["cpus"]) {
+                    std::error_code ec;
+                    if (!c.is_number_unsigned()) continue;
+                    auto n = fs::file_size(
+                        dir / "raw" / b["name"].get<std::string>() / fmt::format("cpu{}", c.get<std::uint64_t>()), ec);
+                    if (!ec) bytes += n;
+                }
+        }
+        // A record is at least 12 bytes in a page (4-byte event header, 8-byte common fields).
+        all.reserve(static_cast<std::size_t>(std::min(want, bytes / 12 + 1)));
+    }
     for (const auto& b : raw["buffers"]) {
         if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("cpus") ||
             !b["cpus"].is_array())
@@ -349,7 +472,7 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
         if (!psz) return fail(psz.error());
         if (*psz < 16 || *psz > (1u << 24)) return fail(bad(meta_path, fmt::format("raw.buffers: page_size {}", *psz)));
         std::vector<unsigned char> page(*psz + PageDecoder::kPageSlack, 0);
-        std::uint64_t pages_read = 0;
+        std::uint64_t pages_read = 0, damaged_pages = 0;
         const std::uint64_t records_before = pages.records();
         for (const auto& c : b["cpus"]) {
             if (!c.is_number_unsigned() || c.get<std::uint64_t>() > 65535)
@@ -365,13 +488,18 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
                 return fail(bad(file, fmt::format("truncated: {} bytes is not a whole number of {}-byte pages "
                                                   "(last page starts at offset {})",
                                                   fsize, *psz, fsize - fsize % *psz)));
-            sources.emplace_back();
+            segment_starts.push_back(all.size());
             for (std::uint64_t off = 0; off < fsize; off += *psz) {
                 if (!in.read(reinterpret_cast<char*>(page.data()), static_cast<std::streamsize>(*psz)))
                     return fail(bad(file, fmt::format("offset {}: read error", off)));
-                if (auto r = pages.decode(page.data(), *psz, cpu, sources.back()); !r)
-                    return fail(
-                        Error::usage(fmt::format("{}: page at offset {}, {}", file.string(), off, r.error().message)));
+                // A page the decoder refuses keeps the events before the bad one; its rest is data lost (a
+                // live capture on 6.18 wrote two pages whose data ended in zeroes: 84 of 2,000,002 records),
+                // reported as such, and the other pages are still read: refusing the directory would lose them.
+                if (auto r = pages.decode(page.data(), *psz, cpu, all); !r) {
+                    ++damaged_pages;
+                    count_diagnostic(res.stream.diagnostics, "damaged_page", "data_loss",
+                                     damaged_page_example(name, cpu, off, r.error().message));
+                }
                 ++pages_read;
             }
         }
@@ -383,7 +511,8 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
             if (!want_pages) return fail(want_pages.error());
             if (!want_records) return fail(want_records.error());
             std::uint64_t got_records = pages.records() - records_before;
-            if (pages_read != *want_pages || got_records != *want_records)
+            // After a damaged page the record count depends on where each decoder gave up: pages only.
+            if (pages_read != *want_pages || (damaged_pages == 0 && got_records != *want_records))
                 return fail(bad(dir / "raw" / name,
                                 fmt::format("{} page(s) with {} record(s) where meta.json says {} with {}: the page "
                                             "files were cut or meta.json changed",
@@ -392,7 +521,8 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
     }
     if (raw["buffers"].empty()) return fail(bad(meta_path, "raw.buffers lists no buffer: nothing to decode"));
     EventStream& st = res.stream;
-    st.events = merge_sources(sources);
+    merge_segments(all, segment_starts);
+    st.events = std::move(all);
     res.undecodable_records = decoder.undecodable();
 
     // Symbols: the kallsyms subset the capture saved (only when function_graph ran).

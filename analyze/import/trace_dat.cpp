@@ -1,7 +1,9 @@
 // trace.dat (trace-cmd's file, v6 and v7) through libtracecmd (ftrace-formats.md section 4).
 // Built only where libtracecmd is found and the build is not static (NVTRACE_HAVE_TRACECMD).
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,7 @@ static inline int tracefs_hist_command(struct tracefs_instance* i, struct tracef
 }
 #include <trace-cmd/trace-cmd.h>
 
+#include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #endif
 
@@ -53,6 +56,9 @@ struct IterateCtx {
     RawEventDecoder* decoder;
     tep_handle* tep;
     EventStream* stream;
+    // Pids whose comm was already looked up (found or not): one tep look-up per pid, not per record.
+    std::vector<bool> pid_checked;
+    std::map<int, bool> pid_checked_big;  // pids past the flat table (pid_max is at most 4M)
 };
 
 // Names come from the kallsyms the file carries (tep_find_function). libtraceevent 1.7 parses the module
@@ -65,24 +71,38 @@ void name_function(tep_handle* tep, std::uint64_t addr, std::string& name) {
         name = fmt::format("0x{:x}", addr);
 }
 
+// True the first time `pid` is seen by this reader.
+bool first_sight(IterateCtx& ctx, int pid) {
+    constexpr int kFlat = 1 << 22;
+    if (pid < kFlat) {
+        auto p = static_cast<std::size_t>(pid);
+        if (p >= ctx.pid_checked.size()) ctx.pid_checked.resize(std::max(p + 1, 2 * ctx.pid_checked.size()), false);
+        if (ctx.pid_checked[p]) return false;
+        ctx.pid_checked[p] = true;
+        return true;
+    }
+    return ctx.pid_checked_big.emplace(pid, true).second;
+}
+
 int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) {
     auto* ctx = static_cast<IterateCtx*>(data);
+    auto& events = ctx->stream->events;
     if (rec->missed_events != 0) {
-        Event lost;
+        Event& lost = events.emplace_back();
         lost.ts_ns = rec->ts;
         lost.cpu = cpu;
         lost.body = LostEvents{rec->missed_events > 0
                                    ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(rec->missed_events))
                                    : std::nullopt};
-        ctx->stream->events.push_back(std::move(lost));
     }
-    auto ev = ctx->decoder->decode(rec);
-    if (!ev) return 0;
-    if (auto* e = std::get_if<FuncEntry>(&ev->body)) name_function(ctx->tep, e->func_addr, e->function);
-    if (auto* x = std::get_if<FuncExit>(&ev->body)) name_function(ctx->tep, x->func_addr, x->function);
-    if (ev->pid >= 0 && !ctx->stream->comms.count(ev->pid) && tep_is_pid_registered(ctx->tep, ev->pid))
-        if (const char* comm = tep_data_comm_from_pid(ctx->tep, ev->pid)) ctx->stream->comms[ev->pid] = comm;
-    ctx->stream->events.push_back(std::move(*ev));
+    if (!ctx->decoder->decode_append(rec, events)) return 0;
+    Event& ev = events.back();
+    if (auto* e = std::get_if<FuncEntry>(&ev.body)) name_function(ctx->tep, e->func_addr, e->function);
+    if (auto* x = std::get_if<FuncExit>(&ev.body)) name_function(ctx->tep, x->func_addr, x->function);
+    // The comms of the file's saved cmdlines do not change while reading: each pid is looked up once.
+    if (ev.pid >= 0 && first_sight(*ctx, ev.pid) && !ctx->stream->comms.count(ev.pid) &&
+        tep_is_pid_registered(ctx->tep, ev.pid))
+        if (const char* comm = tep_data_comm_from_pid(ctx->tep, ev.pid)) ctx->stream->comms[ev.pid] = comm;
     return 0;
 }
 
@@ -98,11 +118,15 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
                                      path)));
     EventStream stream;
     std::uint64_t undecodable = 0;
+    // Where each handle's events start in stream.events: tracecmd_iterate_events hands them over by time
+    // across that handle's CPUs (ties: lower CPU first), so each segment is normally sorted already.
+    std::vector<std::size_t> segment_starts;
     auto read_handle = [&](tracecmd_input* h) {
         tep_handle* tep = tracecmd_get_tep(h);
         if (!tep) return;
         RawEventDecoder decoder(tep, other_events);
-        IterateCtx ctx{&decoder, tep, &stream};
+        IterateCtx ctx{&decoder, tep, &stream, {}, {}};
+        segment_starts.push_back(stream.events.size());
         tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
         undecodable += decoder.undecodable();
     };
@@ -124,8 +148,10 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
         count_diagnostic(stream.diagnostics, "undecodable_record", "error",
                          fmt::format("{}: funcgraph/ioctl records whose format nvtrace does not understand", path),
                          undecodable);
-    std::stable_sort(stream.events.begin(), stream.events.end(),
-                     [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    // The order is that of a stable sort by ts_ns of the handles' events concatenated (top first, then the
+    // instances in file order; within a handle, the order libtracecmd gave). merge_segments gives it
+    // without a sort when every handle's events are already in time order (capture_dir.hpp).
+    merge_segments(stream.events, std::move(segment_starts));
     return stream;
 }
 

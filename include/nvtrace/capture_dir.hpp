@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,9 +65,22 @@ private:
     std::vector<std::uint8_t> seen_;  // indexed by the 16-bit event type id
 };
 
+// The first_example of the "damaged_page" diagnostic (severity data_loss) that the live capture and
+// read_capture_dir both give for a page PageDecoder refused: "raw/<buffer>/cpu<cpu>: page at offset <byte
+// offset of the page in its file>, <PageDecoder's message>; the rest of the page is lost". The events before
+// the bad one are kept; the other pages are still read.
+std::string damaged_page_example(std::string_view buffer, int cpu, std::uint64_t page_offset, std::string_view message);
+
 // The events of several sources (buffer x CPU, in a fixed order) as one stream: concatenated in source
 // order and stably sorted by ts_ns. Equal timestamps therefore keep source order, then read order.
+// Sorted sources (the normal case) are merged without a sort; the sources are left empty.
 std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources);
+
+// The same order for sources already decoded into one vector: `starts` are the indexes where each source
+// begins (in source order; an index past the end or before the previous start makes an empty source).
+// Sorted sources are merged in place (std::inplace_merge: a buffer of at most the shorter half of a merge,
+// no second copy of every event); any source out of time order gives the stable sort of the whole vector.
+void merge_segments(std::vector<Event>& events, std::vector<std::size_t> starts);
 
 // Per-CPU counter deltas (after - before, matched by cpu and buffer; a counter that went down gives 0).
 std::vector<CpuBufferStats> buffer_stats_delta(const std::vector<CpuBufferStats>& before,
@@ -86,7 +100,8 @@ struct CaptureDirData {
 bool is_raw_capture_dir(const std::string& dir);
 
 // Reads and re-decodes a raw capture directory. Error::usage naming the file (and offset) on anything
-// missing, truncated or malformed.
+// missing, truncated or malformed, except a page whose events cannot be decoded: that page gives the
+// "damaged_page" data_loss diagnostic (damaged_page_example) in stream.diagnostics, and reading goes on.
 Result<CaptureDirData> read_capture_dir(const std::string& dir);
 
 }  // namespace nvtrace

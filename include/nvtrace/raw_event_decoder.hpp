@@ -30,6 +30,10 @@ public:
     // fields nvtrace reads (only in damaged data) is counted in undecodable() and skipped.
     std::optional<Event> decode(tep_record* record);
 
+    // The same decoding, appended to `out` in place (no Event moved): true when an Event was appended,
+    // false where decode() gives nullopt. The reading loops of trace.dat and capture pages use this one.
+    bool decode_append(tep_record* record, std::vector<Event>& out);
+
     std::uint64_t undecodable() const { return undecodable_; }
 
 private:
@@ -52,10 +56,15 @@ private:
         int min_size = 0;  // the record must hold every fixed field read (a shorter one is undecodable)
     };
     const Fields& fields_for(int type);
+    // The Fields of a record nvtrace keeps, after the size checks; nullptr (counted when due) otherwise.
+    const Fields* check(tep_record* record);
+    void fill(tep_record* record, const Fields& f, Event& ev);
 
     tep_handle* tep_;
     std::vector<std::string> other_events_;
     std::unordered_map<int, Fields> by_type_;
+    std::vector<const Fields*> by_type_index_;  // by_type_ indexed by type id: no hash per record
+    bool native_ = false;                       // the data's byte order is this machine's
     std::uint64_t undecodable_ = 0;
 };
 

@@ -1,5 +1,6 @@
 // read_trace_dat through libtracecmd on a real trace.dat, made at test time by the fixture
 // make_trace_dat.sh (root only: the tests skip with its reason otherwise, and fail when CI=true).
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -82,4 +83,28 @@ TEST(TraceDat, GarbageWithTheMagicIsAnError) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("libtracecmd cannot open it"), std::string::npos) << r.error().message;
     std::filesystem::remove(p);
+}
+
+// The reader takes libtracecmd's time-ordered iteration as it comes (no sort when it is in order): the
+// stream must still be in time order, every enter followed by its exit on the single-threaded loop.
+TEST(TraceDat, EventsAreInTimeOrderWithEachEnterBeforeItsExit) {
+    if (!trace_dat_supported()) GTEST_SKIP() << "built without libtracecmd (static build)";
+    std::string path = kDir + "/ioctl-v7.dat";
+    REQUIRE_DAT(path);
+    auto r = import_file(path);
+    ASSERT_TRUE(r) << r.error().message;
+    const auto& ev = r->stream.events;
+    EXPECT_TRUE(std::is_sorted(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; }));
+    int open = 0, pairs = 0;
+    for (const auto& e : ev) {
+        if (std::holds_alternative<IoctlEnter>(e.body)) {
+            EXPECT_EQ(open, 0);
+            ++open;
+        } else if (std::holds_alternative<IoctlExit>(e.body)) {
+            EXPECT_EQ(open, 1);
+            open = 0;
+            ++pairs;
+        }
+    }
+    EXPECT_GE(pairs, 5);
 }
