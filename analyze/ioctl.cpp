@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <unordered_map>
 #include <utility>
+
+#include <sys/mman.h>
 
 #include <fmt/format.h>
 
@@ -131,6 +134,81 @@ std::optional<std::string> path_at(const FdHistory& h, int pid, int fd, std::uin
 
 }  // namespace
 
+namespace {
+
+// What collect_ioctls keeps per pid: one hash lookup per event (and none while the pid repeats).
+struct PidIoctls {
+    std::optional<std::size_t> open;   // index of the ioctl in progress
+    std::vector<std::size_t> records;  // every record of the pid, in order (so by enter_ns)
+    // Preload enter markers not yet matched to a sys_enter_ioctl (a signal handler's ioctl can nest inside
+    // another's markers; more than a few pending means kernel events were lost).
+    std::vector<PreloadMarker> pending;
+};
+
+// A large vector filled once from start to end (a million ioctl records is 350 MB): its pages are faulted in
+// by one madvise(MADV_POPULATE_WRITE) call (Linux 5.14) rather than one page fault per 4 KiB page as the
+// records are written. Only a hint: on older kernels the call fails and the pages fault in as before.
+void prefault(const void* data, std::size_t bytes) {
+    constexpr std::uintptr_t kPage = 4096;
+    if (bytes < (16u << 20)) return;
+    auto begin = (reinterpret_cast<std::uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
+    auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(kPage - 1);
+#ifdef MADV_POPULATE_WRITE
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#endif
+}
+
+class PidTable {
+public:
+    PidIoctls& at(int pid) {
+        if (last_ && pid == last_pid_) return *last_;
+        last_pid_ = pid;
+        last_ = &map_[pid];  // references into an unordered_map stay valid when it rehashes
+        return *last_;
+    }
+    PidIoctls* find(int pid) {
+        if (last_ && pid == last_pid_) return last_;
+        auto it = map_.find(pid);
+        return it == map_.end() ? nullptr : &it->second;
+    }
+
+private:
+    std::unordered_map<int, PidIoctls> map_;
+    int last_pid_ = 0;
+    PidIoctls* last_ = nullptr;
+};
+
+// ioctl_name() is a pure function of (cmd, device path) but builds a whole IoctlDescription: asked once per
+// distinct pair.
+class NameCache {
+public:
+    const std::optional<std::string>& get(std::uint64_t cmd, const std::optional<std::string>& path) {
+        if (last_ && last_cmd_ == cmd && last_->path == path) return last_->name;
+        auto& v = by_cmd_[cmd];
+        Entry* hit = nullptr;
+        for (auto& e : v)
+            if (e.path == path) hit = &e;
+        if (!hit) {
+            v.push_back({path, ioctl_name(cmd, path ? std::optional<std::string_view>(*path) : std::nullopt)});
+            hit = &v.back();
+        }
+        last_cmd_ = cmd;
+        last_ = hit;
+        return hit->name;
+    }
+
+private:
+    struct Entry {
+        std::optional<std::string> path;
+        std::optional<std::string> name;
+    };
+    std::unordered_map<std::uint64_t, std::deque<Entry>> by_cmd_;  // deque: entries never move
+    std::uint64_t last_cmd_ = 0;
+    const Entry* last_ = nullptr;
+};
+
+}  // namespace
+
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
                                         const std::vector<FdPath>& fd_paths) {
     FdHistory history;
@@ -141,27 +219,34 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
                          [](const FdPath* a, const FdPath* b) { return a->since_ns < b->since_ns; });
 
     std::vector<IoctlRecord> out;
-    std::unordered_map<int, std::size_t> open;  // pid -> index of the ioctl in progress
-    // Preload enter markers not yet matched to a sys_enter_ioctl, per pid (a signal handler's ioctl can
-    // nest inside another's markers; more than a few pending means kernel events were lost).
+    {
+        std::size_t enters = 0;
+        for (const Event& ev : stream.events)
+            enters += std::holds_alternative<IoctlEnter>(ev.body);
+        out.reserve(enters);
+        prefault(out.data(), out.capacity() * sizeof(IoctlRecord));
+    }
     constexpr std::size_t kMaxPending = 8;
-    std::unordered_map<int, std::vector<PreloadMarker>> pending;
-    std::unordered_map<int, std::vector<std::size_t>> by_pid_records;  // pid -> records, in order
-    std::vector<bool> exit_marked;                                     // per record: an exit marker was used
+    PidTable pids;
+    NameCache names;
+    std::optional<int> comm_pid;        // the pid whose comm `comm` is
+    const std::string* comm = nullptr;  // stream.comms[*comm_pid], null when it has none
+    std::vector<bool> exit_marked;      // per record: an exit marker was used
+    exit_marked.reserve(out.capacity());
     for (const Event& ev : stream.events) {
         if (const auto* mk = std::get_if<Marker>(&ev.body)) {
             auto m = parse_preload_marker(mk->text);
             if (!m) continue;
             if (m->half == PreloadMarker::Half::enter) {
-                auto& v = pending[ev.pid];
+                auto& v = pids.at(ev.pid).pending;
                 if (v.size() == kMaxPending) v.erase(v.begin());
                 v.push_back(std::move(*m));
                 continue;
             }
             // Exit: the latest record of this pid with the same fd and cmd whose kernel exit was seen.
-            auto it = by_pid_records.find(ev.pid);
-            if (it == by_pid_records.end()) continue;
-            for (auto idx = it->second.rbegin(); idx != it->second.rend(); ++idx) {
+            PidIoctls* p = pids.find(ev.pid);
+            if (!p) continue;
+            for (auto idx = p->records.rbegin(); idx != p->records.rend(); ++idx) {
                 IoctlRecord& r = out[*idx];
                 if (exit_marked[*idx] || r.fd != m->fd || static_cast<std::uint32_t>(r.cmd) != m->cmd) continue;
                 if (!r.exit_ns) break;  // the call it belongs to has not returned in the data: leave it
@@ -170,52 +255,50 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
                 break;
             }
         } else if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) {
-            IoctlRecord r;
+            PidIoctls& p = pids.at(ev.pid);
+            IoctlRecord& r = out.emplace_back();
             r.pid = ev.pid;
-            if (auto it = stream.comms.find(ev.pid); it != stream.comms.end()) r.comm = it->second;
+            if (comm_pid != ev.pid) {
+                auto it = stream.comms.find(ev.pid);
+                comm_pid = ev.pid;
+                comm = it != stream.comms.end() ? &it->second : nullptr;
+            }
+            if (comm) r.comm = *comm;
             r.fd = e->fd;
             r.cmd = e->cmd;
-            r.fd_path = path_at(history, ev.pid, e->fd, ev.ts_ns);
-            std::optional<std::string> marker_name;
-            if (auto pit = pending.find(ev.pid); pit != pending.end()) {
-                auto& v = pit->second;
-                for (auto m = v.rbegin(); m != v.rend(); ++m) {
-                    if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
-                    if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
-                    r.hclass = m->hclass;
-                    r.ctrl = m->ctrl;
-                    if (m->ctrl)  // NVXXXX_CTRL_CMD(class, category, index): the class is bits 31..16
-                        if (auto cls = rm_class_name(*m->ctrl >> 16)) r.ctrl_class = std::string(*cls);
-                    marker_name = m->name;
-                    v.erase(v.begin(), m.base());  // this one and the stale ones before it
-                    break;
-                }
+            if (!history.empty()) r.fd_path = path_at(history, ev.pid, e->fd, ev.ts_ns);
+            auto& v = p.pending;
+            for (auto m = v.rbegin(); m != v.rend(); ++m) {
+                if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
+                if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
+                r.hclass = m->hclass;
+                r.ctrl = m->ctrl;
+                if (m->ctrl)  // NVXXXX_CTRL_CMD(class, category, index): the class is bits 31..16
+                    if (auto cls = rm_class_name(*m->ctrl >> 16)) r.ctrl_class = std::string(*cls);
+                if (m->name) r.name = std::move(m->name);  // the fallback when the number is not known
+                v.erase(v.begin(), m.base());              // this one and the stale ones before it
+                break;
             }
-            r.name = ioctl_name(e->cmd, r.fd_path);
-            if (!r.name) r.name = marker_name;
+            if (const auto& known = names.get(e->cmd, r.fd_path)) r.name = known;
             r.enter_ns = ev.ts_ns;
-            open[ev.pid] = out.size();
-            by_pid_records[ev.pid].push_back(out.size());
-            out.push_back(std::move(r));
+            p.open = out.size() - 1;
+            p.records.push_back(out.size() - 1);
             exit_marked.push_back(false);
         } else if (const auto* x = std::get_if<IoctlExit>(&ev.body)) {
-            auto it = open.find(ev.pid);
-            if (it == open.end()) continue;  // exit of an ioctl entered before the capture
-            IoctlRecord& r = out[it->second];
+            PidIoctls* p = pids.find(ev.pid);
+            if (!p || !p->open) continue;  // exit of an ioctl entered before the capture
+            IoctlRecord& r = out[*p->open];
             r.ret = x->ret;
             r.exit_ns = ev.ts_ns;
-            open.erase(it);
+            p->open.reset();
         }
     }
     // Root calls of the same pid between enter and exit belong to that ioctl.
-    std::unordered_map<int, std::vector<std::size_t>> by_pid;
-    for (std::size_t i = 0; i < out.size(); ++i)
-        by_pid[out[i].pid].push_back(i);
     for (const Call& c : calls) {
         if (c.parent || !c.entry_ns) continue;
-        auto it = by_pid.find(c.pid);
-        if (it == by_pid.end()) continue;
-        auto& idx = it->second;  // sorted by enter_ns
+        PidIoctls* p = pids.find(c.pid);
+        if (!p || p->records.empty()) continue;
+        auto& idx = p->records;  // sorted by enter_ns
         auto pos = std::upper_bound(idx.begin(), idx.end(), *c.entry_ns,
                                     [&](std::uint64_t t, std::size_t i) { return t < out[i].enter_ns; });
         if (pos == idx.begin()) continue;

@@ -1,5 +1,9 @@
 #include "nvtrace/report.hpp"
 
+#include <algorithm>
+#include <deque>
+#include <unordered_map>
+
 #include <fmt/format.h>
 
 #include "nvtrace/call_graph.hpp"
@@ -20,31 +24,61 @@ struct PhaseSpan {
     std::string name;
 };
 
-std::vector<PhaseSpan> phase_spans(const EventStream& stream) {
-    std::vector<PhaseSpan> spans;
-    std::optional<PhaseSpan> cur;
-    for (const Event& ev : stream.events) {
-        const auto* m = std::get_if<Marker>(&ev.body);
-        if (!m) continue;
-        bool begin = m->text.rfind(kPhaseBegin, 0) == 0;
-        bool end = m->text.rfind(kPhaseEnd, 0) == 0;
-        if (!begin && !end) continue;
-        if (cur) {
-            cur->end_ns = ev.ts_ns;
-            spans.push_back(*cur);
-            cur.reset();
+// The spans of the phase markers, fed every marker in stream order (from build_report's one walk of the events).
+class PhaseSpans {
+public:
+    void add(std::uint64_t ts_ns, const std::string& text) {
+        bool begin = text.rfind(kPhaseBegin, 0) == 0;
+        bool end = text.rfind(kPhaseEnd, 0) == 0;
+        if (!begin && !end) return;
+        if (cur_) {
+            cur_->end_ns = ts_ns;
+            spans_.push_back(std::move(*cur_));
+            cur_.reset();
         }
-        if (begin) cur = PhaseSpan{ev.ts_ns, UINT64_MAX, m->text.substr(kPhaseBegin.size())};
+        if (begin) cur_ = PhaseSpan{ts_ns, UINT64_MAX, text.substr(kPhaseBegin.size())};
     }
-    if (cur) spans.push_back(*cur);
-    return spans;
-}
+    std::vector<PhaseSpan> finish() {
+        if (cur_) spans_.push_back(std::move(*cur_));
+        cur_.reset();
+        return std::move(spans_);
+    }
 
-std::optional<std::string> phase_at(const std::vector<PhaseSpan>& spans, std::uint64_t ts) {
-    for (const auto& s : spans)
-        if (ts >= s.begin_ns && ts < s.end_ns) return s.name;
-    return std::nullopt;
-}
+private:
+    std::vector<PhaseSpan> spans_;
+    std::optional<PhaseSpan> cur_;
+};
+
+// The phase of a time: the first span that holds it. Spans of a stream sorted by time follow each other
+// without overlap, and are then found by binary search (a report can ask for millions of calls and ioctls);
+// otherwise (text traces whose times go backwards) every span is tried in order.
+class PhaseIndex {
+public:
+    explicit PhaseIndex(const std::vector<PhaseSpan>& spans) : spans_(spans) {
+        for (std::size_t i = 0; i < spans.size() && ordered_; ++i)
+            ordered_ = spans[i].begin_ns <= spans[i].end_ns && (i == 0 || spans[i - 1].end_ns <= spans[i].begin_ns);
+    }
+    bool empty() const { return spans_.empty(); }
+    std::optional<std::string> at(std::uint64_t ts) const {
+        if (!ordered_) {
+            for (const auto& s : spans_)
+                if (ts >= s.begin_ns && ts < s.end_ns) return s.name;
+            return std::nullopt;
+        }
+        // The last span starting at or before ts is the only one that can hold it; an empty span before it
+        // ([t, t)) holds nothing, so the first match is the same span.
+        auto it = std::upper_bound(spans_.begin(), spans_.end(), ts,
+                                   [](std::uint64_t t, const PhaseSpan& s) { return t < s.begin_ns; });
+        if (it == spans_.begin()) return std::nullopt;
+        --it;
+        if (ts < it->end_ns) return it->name;
+        return std::nullopt;
+    }
+
+private:
+    const std::vector<PhaseSpan>& spans_;
+    bool ordered_ = true;
+};
 
 void add_diag(Completeness& c, std::string name, std::string severity, std::uint64_t count, std::string example) {
     if (count == 0) return;
@@ -140,16 +174,7 @@ std::optional<std::map<std::string, std::string>> parse_event_fields(std::string
 Report build_report(const EventStream& stream) {
     Report r;
     CallGraph g = build_call_graph(stream);
-    auto spans = phase_spans(stream);
-    for (Call& c : g.calls)
-        if (c.entry_ns) c.phase = phase_at(spans, *c.entry_ns);
-    std::vector<FdPath> fds;
-    fds.reserve(stream.fd_paths.size());
-    for (const auto& [key, path] : stream.fd_paths)
-        fds.push_back({key.first, key.second, 0, path});
-    r.ioctls = collect_ioctls(stream, g.calls, fds);
-    for (auto& io : r.ioctls)
-        io.phase = phase_at(spans, io.enter_ns);
+    PhaseSpans span_builder;
 
     Completeness& cm = r.completeness;
     std::uint64_t unknown_loss_marks = 0;
@@ -166,6 +191,7 @@ Report build_report(const EventStream& stream) {
                                  ? fmt::format("{}:{}", stream.file_name, ev.line)
                                  : fmt::format("cpu {} before ts {} ns", ev.cpu, ev.ts_ns);
         } else if (const auto* m = std::get_if<Marker>(&ev.body)) {
+            span_builder.add(ev.ts_ns, m->text);
             // The preload library's per-ioctl lines are folded into `ioctls`, not listed again.
             if (m->text.rfind("nvtrace-ioctl ", 0) == 0 || m->text.rfind("nvtrace-preload ", 0) == 0) continue;
             r.markers.push_back({ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt, ev.pid, m->text});
@@ -181,7 +207,27 @@ Report build_report(const EventStream& stream) {
             r.kernel_log.push_back(std::move(msg));
         }
     }
-    std::size_t from_console = r.kernel_log.size();
+    auto spans = span_builder.finish();
+    PhaseIndex phases(spans);
+    if (!phases.empty())
+        for (Call& c : g.calls)
+            if (c.entry_ns) c.phase = phases.at(*c.entry_ns);
+    std::vector<FdPath> fds;
+    fds.reserve(stream.fd_paths.size());
+    for (const auto& [key, path] : stream.fd_paths)
+        fds.push_back({key.first, key.second, 0, path});
+    r.ioctls = collect_ioctls(stream, g.calls, fds);
+    if (!phases.empty())
+        for (auto& io : r.ioctls)
+            io.phase = phases.at(io.enter_ns);
+
+    // Console lines by text, in order, for their /dev/kmsg twins below (each twin taken once, the first first).
+    // The views point into r.kernel_log's strings: no reallocation while they are used.
+    r.kernel_log.reserve(r.kernel_log.size() + stream.kmsg.size());
+    std::unordered_map<std::string_view, std::deque<std::size_t>> console_by_text;
+    if (!stream.kmsg.empty())
+        for (std::size_t i = 0; i < r.kernel_log.size(); ++i)
+            console_by_text[r.kernel_log[i].text].push_back(i);
     std::uint64_t bad_kmsg = 0;
     std::string first_bad_kmsg;
     for (const auto& raw : stream.kmsg) {
@@ -193,8 +239,10 @@ Report build_report(const EventStream& stream) {
         // The same line seen in the trace buffer (printk:console) keeps its call and trace-clock time and
         // takes the record's level, sequence number and facility, which the console event does not carry.
         KernelLogMessage* twin = nullptr;
-        for (std::size_t i = 0; i < from_console && !twin; ++i)
-            if (r.kernel_log[i].text == rec->message && !r.kernel_log[i].seq) twin = &r.kernel_log[i];
+        if (auto it = console_by_text.find(rec->message); it != console_by_text.end() && !it->second.empty()) {
+            twin = &r.kernel_log[it->second.front()];
+            it->second.pop_front();
+        }
         if (twin) {
             twin->level = rec->level;
             twin->seq = rec->seq;

@@ -1,7 +1,9 @@
-// json_write.hpp: a direct JSON writer for the report's largest arrays (private to analyze). A report of
-// millions of calls spends most of its writing time building one nlohmann::json object per call; these
-// functions append the same bytes as `call_json(c).dump()` (keys in nlohmann's sorted order, the same
-// string escaping, no spaces) straight into a string.
+// json_write.hpp: a direct JSON writer for the report's per-record arrays (private to analyze). A report of
+// millions of calls or ioctls spends most of its writing time building one nlohmann::json object per record;
+// these functions append the same bytes as `<record>_json(x).dump(-1, ' ', false, error_handler_t::replace)`
+// in report_json.cpp (keys in nlohmann's sorted order, the same string escaping, no spaces) straight into a
+// string. tests/analyze/import/test_stream_report.cpp and tests/analyze/test_report_json.cpp compare them with
+// nlohmann's dump.
 #pragma once
 
 #include <ostream>
@@ -9,16 +11,46 @@
 #include <string_view>
 #include <vector>
 
+#include "nvtrace/kernel_log.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace::import {
 
 // `s` as a JSON string, escaped as nlohmann::json::dump() does (ensure_ascii off). Text with bytes >= 0x80
-// goes through nlohmann itself, so invalid UTF-8 fails exactly as it does there.
+// goes through nlohmann itself with error_handler_t::replace: invalid UTF-8 becomes U+FFFD, as everywhere
+// else in write_json(), never an exception.
 void append_json_string(std::string& out, std::string_view s);
 
-// One call as the compact JSON object `call_json(c).dump()` prints (docs/report-format.md, calls[]).
-void append_call_json(std::string& out, const Call& c);
+// One record as the compact JSON object of docs/report-format.md (the element of its array in to_json()).
+void append_call_json(std::string& out, const Call& c);             // calls[]
+void append_ioctl_json(std::string& out, const IoctlRecord& i);     // ioctls[]
+void append_event_json(std::string& out, const EventRecord& e);     // events[]
+void append_marker_json(std::string& out, const MarkerEntry& m);    // markers[]
+void append_graph_json(std::string& out, const GraphNode& n);       // graph[]
+void append_log_json(std::string& out, const KernelLogMessage& m);  // kernel_log[]
+
+// Hands `buf` to `out` once it holds about 1 MiB (and empties it); `force`: whatever it holds.
+void flush_buffer(std::ostream& out, std::string& buf, bool force = false);
+
+// ` "KEY": [` ... `],` (`]` and a newline only when `last`) as write_json() lays out its arrays: one element
+// a line, written through `buf` in 1 MiB writes. `append(buf, element)` appends one element.
+template <class T, class Append>
+void write_array(std::ostream& out, std::string& buf, std::string_view key, const std::vector<T>& items, Append append,
+                 bool last) {
+    buf += " \"";
+    buf += key;
+    buf += "\": [";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i)
+            buf.append(",\n  ", 4);
+        else
+            buf.append("\n  ", 3);
+        append(buf, items[i]);
+        flush_buffer(out, buf);
+    }
+    buf += items.empty() ? "]" : "\n ]";
+    buf += last ? "\n" : ",\n";
+}
 
 // ` "calls": [` ... `],` as write_json() lays out its arrays (one element a line), in 1 MiB writes.
 void write_calls_array(std::ostream& out, const std::vector<Call>& calls);

@@ -231,3 +231,46 @@ TEST(Ioctl, AStaleEnterMarkerDoesNotStick) {
     EXPECT_EQ(io[1].hclass, 0x2u);
     EXPECT_EQ(io[1].status, "NV_ERR_INVALID_ARGUMENT");
 }
+
+// collect_ioctls names each (cmd, device) pair once and keeps per-pid state: the same number on two devices,
+// a preload name for a number nvtrace does not know, and two pids whose ioctls interleave.
+TEST(Ioctl, NamesFollowTheDeviceAndPidsInterleave) {
+    EventStream s;
+    s.comms[5] = "five";
+    s.comms[6] = "six";
+    s.events = {
+        Event{10, 0, 5, false, IoctlEnter{7, 0x21, 0}},  // fd 7 of pid 5: /dev/nvidia-uvm
+        Event{11, 1, 6, false, IoctlEnter{7, 0x21, 0}},  // fd 7 of pid 6: a DRM node
+        Event{12, 0, 5, false, IoctlExit{-1}},
+        mark(13, 6, "nvtrace-ioctl enter fd=8 dev=/dev/nvidiactl cmd=0xc00846ff name=NV_ESC_FUTURE"),
+        Event{14, 1, 6, false, IoctlExit{-2}},
+        Event{15, 1, 6, false, IoctlEnter{8, 0xc00846ff, 0}},  // unknown number: the library's name
+        Event{16, 0, 5, false, IoctlEnter{7, 0x21, 0}},
+        Event{17, 1, 6, false, IoctlExit{0}},
+        Event{18, 1, 6, false, IoctlEnter{8, 0xc00846ff, 0}},  // the same number without a marker: no name
+        Event{19, 0, 5, false, IoctlExit{3}},
+        Event{20, 1, 6, false, IoctlExit{4}},
+        Event{21, 0, 7, false, IoctlExit{5}},  // a pid with no ioctl open
+    };
+    auto io = collect_ioctls(s, {}, {{5, 7, 0, "/dev/nvidia-uvm"}, {6, 7, 0, "/dev/dri/card0"}});
+    ASSERT_EQ(io.size(), 5u);
+    EXPECT_EQ(io[0].pid, 5);
+    EXPECT_EQ(io[0].comm, "five");
+    EXPECT_EQ(io[0].name, "UVM_MAP_EXTERNAL_ALLOCATION");
+    EXPECT_EQ(io[0].ret, -1);
+    EXPECT_EQ(io[1].pid, 6);
+    EXPECT_EQ(io[1].comm, "six");
+    EXPECT_FALSE(io[1].name.has_value());  // 0x21 on a DRM node is no UVM request
+    EXPECT_EQ(io[1].ret, -2);
+    EXPECT_EQ(io[2].fd_path, "/dev/nvidiactl");
+    EXPECT_EQ(io[2].name, "NV_ESC_FUTURE");
+    EXPECT_EQ(io[2].ret, 0);
+    EXPECT_EQ(io[3].pid, 5);
+    EXPECT_EQ(io[3].name, "UVM_MAP_EXTERNAL_ALLOCATION");
+    EXPECT_EQ(io[3].ret, 3);
+    EXPECT_EQ(io[3].exit_ns, 19u);
+    EXPECT_FALSE(io[4].fd_path.has_value());
+    EXPECT_FALSE(io[4].name.has_value());
+    EXPECT_EQ(io[4].ret, 4);
+    EXPECT_EQ(io[4].exit_ns, 20u);
+}

@@ -66,6 +66,53 @@ TEST(Report, KernelLogLineFromTheBufferIsAttachedToTheRunningCall) {
     EXPECT_EQ(r.kernel_log[0].ts_ns, 15u);  // trace clock, from the buffer
 }
 
+// The same text printed twice: each /dev/kmsg record completes one console line, in order; a third record
+// with that text is a message of its own.
+TEST(Report, RepeatedKernelLogLinesPairWithTheirKmsgRecordsInOrder) {
+    EventStream s;
+    s.events = {Event{10, 0, 9, false, ConsoleLine{"NVRM: Xid 13"}}, Event{11, 0, 9, false, ConsoleLine{"other"}},
+                Event{12, 0, 9, false, ConsoleLine{"NVRM: Xid 13"}}};
+    s.kmsg = {{"4,1,10,-;NVRM: Xid 13"}, {"5,2,12,-;NVRM: Xid 13"}, {"6,3,13,-;NVRM: Xid 13"}, {"6,4,14,-;other"}};
+    Report r = build_report(s);
+    ASSERT_EQ(r.kernel_log.size(), 4u);
+    EXPECT_EQ(r.kernel_log[0].seq, 1u);
+    EXPECT_EQ(r.kernel_log[0].level, 4);
+    EXPECT_EQ(r.kernel_log[1].text, "other");
+    EXPECT_EQ(r.kernel_log[1].seq, 4u);
+    EXPECT_EQ(r.kernel_log[2].seq, 2u);
+    EXPECT_EQ(r.kernel_log[2].level, 5);
+    EXPECT_EQ(r.kernel_log[3].seq, 3u);  // no console line left for it
+    EXPECT_EQ(r.kernel_log[3].ts_ns, 13000u);
+}
+
+// Calls and ioctls take the phase whose span holds their start: [begin, next marker), none before the first
+// marker or after "nvtrace-phase-end"; a time equal to a marker's belongs to the phase that marker starts.
+TEST(Report, ManyPhasesEachCallAndIoctlInItsOwn) {
+    EventStream s;
+    s.events.push_back(Event{1, 0, 9, false, IoctlEnter{3, 0x541B, 0}});
+    s.events.push_back(Event{2, 0, 9, false, IoctlExit{0}});
+    for (int p = 0; p < 50; ++p) {
+        std::uint64_t t = 100 + 10 * p;
+        s.events.push_back(Event{t, 0, 9, false, Marker{"nvtrace-phase: p" + std::to_string(p)}});
+        s.events.push_back(Event{t, 0, 9, false, IoctlEnter{3, 0x541B, 0}});
+        s.events.push_back(Event{t + 1, 0, 9, false, IoctlExit{0}});
+        s.events.push_back(entry(t + 2, 9, "f", 0));
+        s.events.push_back(exit_(t + 3, 9, "f", 0, t + 2, t + 3));
+    }
+    s.events.push_back(Event{600, 0, 9, false, Marker{"nvtrace-phase-end"}});
+    s.events.push_back(Event{601, 0, 9, false, IoctlEnter{3, 0x541B, 0}});
+    s.events.push_back(Event{602, 0, 9, false, IoctlExit{0}});
+    Report r = build_report(s);
+    ASSERT_EQ(r.ioctls.size(), 52u);
+    ASSERT_EQ(r.calls.size(), 50u);
+    EXPECT_FALSE(r.ioctls.front().phase.has_value());
+    EXPECT_FALSE(r.ioctls.back().phase.has_value());
+    for (int p = 0; p < 50; ++p) {
+        EXPECT_EQ(r.ioctls[p + 1].phase, "p" + std::to_string(p));
+        EXPECT_EQ(r.calls[p].phase, "p" + std::to_string(p));
+    }
+}
+
 TEST(Report, KmsgOverwrittenIsIncomplete) {
     EventStream s;
     s.kmsg_overwritten = true;
