@@ -1,10 +1,10 @@
 #include "nvtrace/call_graph.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <string_view>
-#include <type_traits>
 #include <unordered_map>
 
 #include "nvtrace/call_stream.hpp"
@@ -18,33 +18,67 @@ std::int64_t stack_key(const Event& ev) {
     return ev.pid >= 0 ? ev.pid : -2 - static_cast<std::int64_t>(ev.cpu);
 }
 
+// A fast hash of a short name (8 bytes at a time, multiply-xorshift mixing); not for untrusted adversarial
+// keys beyond what a slower lookup costs.
+std::uint64_t name_hash(std::string_view s, std::uint64_t seed) {
+    std::uint64_t h = seed ^ (s.size() * 0x9e3779b97f4a7c15ULL);
+    const char* p = s.data();
+    std::size_t n = s.size();
+    auto mix = [](std::uint64_t x) {
+        x ^= x >> 32;
+        x *= 0xd6e8feb86659fd93ULL;
+        x ^= x >> 32;
+        return x;
+    };
+    while (n >= 8) {
+        std::uint64_t w;
+        std::memcpy(&w, p, 8);
+        h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        std::uint64_t w = 0;
+        std::memcpy(&w, p, n);
+        h = mix(h ^ w ^ (std::uint64_t(n) << 59)) * 0x9e3779b97f4a7c15ULL;
+    }
+    return mix(h);
+}
+
 // Distinct call paths ("a > b > c"), each a node under its parent path, with the aggregated row. One flat
-// hash table of (parent, name) -> node: a lookup per call hashes the name once and compares it once.
+// open-addressing table of (parent, name) -> node: a lookup per call hashes the name once and compares it
+// once; the child a node got last is tried before that.
 class PathTree {
 public:
     static constexpr std::uint32_t kRoot = std::numeric_limits<std::uint32_t>::max();
 
-    std::uint32_t intern(std::uint32_t parent, const std::string& function) {
+    std::uint32_t intern(std::uint32_t parent, std::string_view function) {
         // Calls repeat: the child a path got last time is the likely one again (one compare, no hashing).
         std::uint32_t& last = parent == kRoot ? last_root_ : nodes_[parent].last_kid;
-        if (last != kRoot && *nodes_[last].function == function) return last;
-        Key k{parent, function};
-        auto it = index_.find(k);
-        if (it != index_.end()) return last = it->second;
+        if (last != kRoot && nodes_[last].name() == function) return last;
+        std::uint64_t h = name_hash(function, parent);
+        std::size_t mask = slots_.size() - 1;
+        std::size_t i = h & mask;
+        for (; slots_[i].node != kRoot; i = (i + 1) & mask) {
+            const Slot& sl = slots_[i];
+            if (sl.hash == h && sl.parent == parent && nodes_[sl.node].name() == function) return last = sl.node;
+        }
         auto id = static_cast<std::uint32_t>(nodes_.size());
-        names_.push_back(function);  // a deque: the views in index_ stay valid
+        names_.emplace_back(function);  // a deque: the pointers in nodes_ stay valid
         Node n;
         n.parent = parent;
-        n.function = &names_.back();
-        n.row.min_ns = std::numeric_limits<std::uint64_t>::max();
+        n.data = names_.back().data();
+        n.size = static_cast<std::uint32_t>(names_.back().size());
         nodes_.push_back(n);
-        index_.emplace(Key{parent, names_.back()}, id);
+        rows_.emplace_back().min_ns = std::numeric_limits<std::uint64_t>::max();
+        slots_[i] = Slot{h, parent, id};
+        if (nodes_.size() * 2 > slots_.size()) grow();
         (parent == kRoot ? last_root_ : nodes_[parent].last_kid) = id;
         return id;
     }
 
     void add(std::uint32_t node, const std::optional<std::uint64_t>& duration, std::uint64_t child_ns) {
-        GraphNode& n = nodes_[node].row;
+        GraphNode& n = rows_[node];
         ++n.count;
         if (duration) {
             std::uint64_t d = *duration;
@@ -60,17 +94,17 @@ public:
         std::vector<std::string> paths(nodes_.size());
         for (std::size_t i = 0; i < nodes_.size(); ++i) {  // a parent is always interned before its children
             const Node& n = nodes_[i];
-            paths[i] = n.parent == kRoot ? *n.function : paths[n.parent] + " > " + *n.function;
+            paths[i] = n.parent == kRoot ? std::string(n.name()) : paths[n.parent] + " > " + std::string(n.name());
         }
         std::vector<std::size_t> order;
         order.reserve(nodes_.size());
         for (std::size_t i = 0; i < nodes_.size(); ++i)
-            if (nodes_[i].row.count) order.push_back(i);
+            if (rows_[i].count) order.push_back(i);
         std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return paths[a] < paths[b]; });
         std::vector<GraphNode> out;
         out.reserve(order.size());
         for (std::size_t i : order) {
-            const GraphNode& r = nodes_[i].row;
+            const GraphNode& r = rows_[i];
             if (!out.empty() && out.back().path == paths[i]) {  // names holding " > " can spell one path twice
                 GraphNode& n = out.back();
                 n.count += r.count;
@@ -89,25 +123,34 @@ public:
     }
 
 private:
-    struct Key {
-        std::uint32_t parent;
-        std::string_view name;
-        bool operator==(const Key& o) const { return parent == o.parent && name == o.name; }
+    struct Slot {
+        std::uint64_t hash = 0;
+        std::uint32_t parent = kRoot;
+        std::uint32_t node = kRoot;  // kRoot: empty
     };
-    struct KeyHash {
-        std::size_t operator()(const Key& k) const {
-            return std::hash<std::string_view>()(k.name) ^ (std::size_t(k.parent) * 0x9e3779b97f4a7c15ULL);
+    void grow() {
+        std::vector<Slot> old(slots_.size() * 2);
+        old.swap(slots_);
+        std::size_t mask = slots_.size() - 1;
+        for (const Slot& sl : old) {
+            if (sl.node == kRoot) continue;
+            std::size_t i = sl.hash & mask;
+            while (slots_[i].node != kRoot)
+                i = (i + 1) & mask;
+            slots_[i] = sl;
         }
-    };
+    }
     struct Node {
         std::uint32_t parent = kRoot;
-        const std::string* function = nullptr;  // in names_
-        std::uint32_t last_kid = kRoot;         // the child interned last, kRoot for none
-        GraphNode row;                          // path filled in by rows()
+        std::uint32_t last_kid = kRoot;  // the child interned last, kRoot for none
+        const char* data = nullptr;      // the function, in names_
+        std::uint32_t size = 0;
+        std::string_view name() const { return {data, size}; }
     };
     std::vector<Node> nodes_;
+    std::vector<GraphNode> rows_;  // by node; path filled in by rows()
     std::deque<std::string> names_;
-    std::unordered_map<Key, std::uint32_t, KeyHash> index_;
+    std::vector<Slot> slots_ = std::vector<Slot>(1024);  // a power of two, at most half full
     std::uint32_t last_root_ = kRoot;
 };
 
@@ -122,13 +165,44 @@ struct CallStream::Impl {
         std::uint64_t child_ns = 0;  // known durations of the direct children handed over
         std::uint32_t node = PathTree::kRoot;
     };
+    // A shadow stack whose popped frames stay allocated: the next entry at that depth reuses the strings
+    // of the call that was there (no allocation per call once a sink has only read the call it was given).
+    class Stack {
+    public:
+        std::size_t size() const { return n_; }
+        bool empty() const { return n_ == 0; }
+        Frame& back() { return v_[n_ - 1]; }
+        const Frame& back() const { return v_[n_ - 1]; }
+        Frame& operator[](std::size_t i) { return v_[i]; }
+        const Frame& operator[](std::size_t i) const { return v_[i]; }
+        // The slot above the top, not pushed yet (valid until the next push()).
+        Frame& spare() {
+            if (n_ == v_.size()) v_.emplace_back();
+            return v_[n_];
+        }
+        void push() { ++n_; }
+        void pop_back() { --n_; }
+
+    private:
+        std::vector<Frame> v_;
+        std::size_t n_ = 0;
+    };
 
     Sink sink;
     std::vector<Call>* slots = nullptr;  // build_call_graph: calls land at index id - 1
     bool aggregate = true;
     CallGraph g;
     std::uint64_t next_id = 1;
-    std::unordered_map<std::int64_t, std::vector<Frame>> stacks;
+    std::unordered_map<std::int64_t, Stack> stacks;
+    Stack* last_stack = nullptr;  // stacks[last_key]: events of one task come in runs
+    std::int64_t last_key = 0;
+    Stack& stack(std::int64_t key) {
+        if (!last_stack || key != last_key) {
+            last_stack = &stacks[key];  // stable: an unordered_map never moves its elements
+            last_key = key;
+        }
+        return *last_stack;
+    }
     // Orphan returns not handed over yet, per stack: a later orphan one level up is their parent (the
     // kernel returns inner calls first), so they wait until none can come. `tops`: the ones not adopted,
     // all at kernel depth `depth`, all under the open frame stack[base - 1] (a root when base is 0).
@@ -146,9 +220,9 @@ struct CallStream::Impl {
     PathTree paths;
     const std::map<int, std::string>* comms = nullptr;
 
-    bool same_function(const Frame& fr, const FuncExit& x) const {
+    bool same_function(const Frame& fr, const FuncExit& x, std::string_view function) const {
         if (fr.func_addr != 0 && x.func_addr != 0) return fr.func_addr == x.func_addr;
-        return x.function.empty() || fr.call.function == x.function;  // a bare "}" closes whatever is open
+        return function.empty() || fr.call.function == function;  // a bare "}" closes whatever is open
     }
 
     // A final call: aggregated, its duration added to its parent's children (`parent`: the frame below
@@ -161,9 +235,9 @@ struct CallStream::Impl {
         else
             sink(std::move(c));
     }
-    void pop(std::vector<Frame>& st) {
-        Frame f = std::move(st.back());
-        st.pop_back();
+    void pop(Stack& st) {
+        Frame& f = st.back();
+        st.pop_back();  // f stays allocated above the top
         emit(std::move(f.call), f.node, f.child_ns, st.empty() ? nullptr : &st.back());
     }
     // Keeps the earlier of `at` and the example already there.
@@ -176,10 +250,10 @@ struct CallStream::Impl {
             first->line && at.line ? at.line < first->line : at.ts_ns && (!first->ts_ns || *at.ts_ns < *first->ts_ns);
         if (earlier) first = std::move(at);
     }
-    static EventPlace place(const Event& ev, std::string function) {
-        return {ev.line, ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt, ev.cpu, std::move(function)};
+    static EventPlace place(const Event& ev, std::string_view function) {
+        return {ev.line, ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt, ev.cpu, std::string(function)};
     }
-    void drop_unclosed(std::vector<Frame>& st, std::size_t keep) {
+    void drop_unclosed(Stack& st, std::size_t keep) {
         while (st.size() > keep) {
             const Frame& f = st.back();
             note(g.first_unclosed_call, {f.line, f.call.entry_ns, f.call.cpu, f.call.function});
@@ -190,7 +264,7 @@ struct CallStream::Impl {
     }
     // Ids, parents and depths of the waiting orphans, parents first (entry order), then hands them over,
     // children first, under the frame they returned into.
-    void flush_orphans(std::int64_t key, std::vector<Frame>& st) {
+    void flush_orphans(std::int64_t key, Stack& st) {
         auto it = orphans.find(key);
         if (it == orphans.end() || it->second.tops.empty()) return;
         Orphans o = std::move(it->second);
@@ -236,7 +310,7 @@ struct CallStream::Impl {
             emit(std::move(o.pool[*i].call), node[*i], child_ns[*i], top[*i] ? under : nullptr);
     }
     // Before `st` loses or gains frames at or below the waiting orphans' parent frame.
-    void flush_if(std::int64_t key, std::vector<Frame>& st, bool cond) {
+    void flush_if(std::int64_t key, Stack& st, bool cond) {
         if (cond) flush_orphans(key, st);
     }
     const Orphans* waiting(std::int64_t key) const {
@@ -244,27 +318,48 @@ struct CallStream::Impl {
         return it == orphans.end() || it->second.tops.empty() ? nullptr : &it->second;
     }
 
-    Call new_call(const Event& ev, const std::vector<Frame>& st) {
-        Call c;
+    // Sets every field of `c` (a reused call: its strings keep their buffers) for an entry on top of `st`.
+    void init_call(Call& c, const Event& ev, const Stack& st, std::string_view function,
+                   const std::optional<std::string_view>& module) {
         c.id = next_id++;
-        if (!st.empty()) c.parent = st.back().call.id;
+        if (!st.empty())
+            c.parent = st.back().call.id;
+        else
+            c.parent.reset();
         c.cpu = ev.cpu;
         c.pid = ev.pid;
-        if (auto it = comms->find(ev.pid); it != comms->end()) c.comm = it->second;
+        if (auto it = comms->find(ev.pid); it != comms->end())
+            c.comm.assign(it->second);
+        else
+            c.comm.clear();
         c.depth = static_cast<int>(st.size());
+        c.function.assign(function);
+        if (!module)
+            c.module.reset();
+        else if (c.module)
+            c.module->assign(*module);
+        else
+            c.module.emplace(*module);
+        if (ev.ts_known)
+            c.entry_ns = ev.ts_ns;
+        else
+            c.entry_ns.reset();
+        c.duration_ns.reset();
+        c.retval.reset();
         c.irq = ev.irq;
+        c.entry_seen = true;
+        c.exit_seen = false;
+        c.phase.reset();
         if (slots) slots->emplace_back();
-        return c;
     }
-    std::uint32_t node_for(const std::vector<Frame>& st, const std::string& function) {
+    std::uint32_t node_for(const Stack& st, std::string_view function) {
         if (!aggregate) return PathTree::kRoot;
         return paths.intern(st.empty() ? PathTree::kRoot : st.back().node, function);
     }
 
-    // `Ev` non-const: the event is not needed afterwards and its strings are moved into the call.
-    template <class Ev>
-    void add(Ev& ev, std::size_t idx) {
-        constexpr bool steal = !std::is_const_v<Ev>;
+    // `function` and `module` stand for the FuncEntry's / FuncExit's own (ignored for other events).
+    void add(const Event& ev, std::size_t idx, std::string_view function,
+             const std::optional<std::string_view>& module) {
         if (std::holds_alternative<ConsoleLine>(ev.body) || std::holds_alternative<Marker>(ev.body)) {
             if (auto it = stacks.find(stack_key(ev)); it != stacks.end() && !it->second.empty())
                 g.open_call_at[idx] = it->second.back().call.id;
@@ -272,7 +367,7 @@ struct CallStream::Impl {
         }
         if (auto* e = std::get_if<FuncEntry>(&ev.body)) {
             std::int64_t key = stack_key(ev);
-            auto& st = stacks[key];
+            auto& st = stack(key);
             // An entry as deep as the waiting orphans is their sibling; a shallower one ends their parent.
             if (const Orphans* o = waiting(key)) flush_if(key, st, e->depth < o->depth);
             std::size_t keep = st.size();
@@ -285,35 +380,27 @@ struct CallStream::Impl {
             if (e->depth > expected_depth) {
                 if (st.empty()) {
                     ++g.starts_mid_tree;
-                    note(g.first_starts_mid_tree, place(ev, e->function));
+                    note(g.first_starts_mid_tree, place(ev, function));
                 } else if (!ev.irq) {
                     ++g.depth_gaps;
-                    note(g.first_depth_gap, place(ev, e->function));
+                    note(g.first_depth_gap, place(ev, function));
                 }
             }
-            Frame f;
-            f.call = new_call(ev, st);
-            if constexpr (steal) {
-                f.call.function = std::move(e->function);
-                f.call.module = std::move(e->module);
-            } else {
-                f.call.function = e->function;
-                f.call.module = e->module;
-            }
-            if (ev.ts_known) f.call.entry_ns = ev.ts_ns;
-            f.call.exit_seen = false;
+            Frame& f = st.spare();
+            init_call(f.call, ev, st, function, module);
             f.kernel_depth = e->depth;
             f.line = ev.line;
             f.func_addr = e->func_addr;
-            f.node = node_for(st, f.call.function);
-            st.push_back(std::move(f));
+            f.child_ns = 0;
+            f.node = node_for(st, function);
+            st.push();
         } else if (auto* x = std::get_if<FuncExit>(&ev.body)) {
             std::int64_t key = stack_key(ev);
-            auto& st = stacks[key];
+            auto& st = stack(key);
             g.graph_overruns += x->overrun;
             std::size_t found = st.size();
             for (std::size_t k = st.size(); k-- > 0;) {
-                if (st[k].kernel_depth == x->depth && same_function(st[k], *x)) {
+                if (st[k].kernel_depth == x->depth && same_function(st[k], *x, function)) {
                     found = k;
                     break;
                 }
@@ -347,16 +434,11 @@ struct CallStream::Impl {
                 c.pid = ev.pid;
                 if (auto it = comms->find(ev.pid); it != comms->end()) c.comm = it->second;
                 c.irq = ev.irq;
-                if (x->function.empty())
+                if (function.empty())
                     c.function.push_back('?');  // a bare "}" names nothing
-                else if constexpr (steal)
-                    c.function = std::move(x->function);
                 else
-                    c.function = x->function;
-                if constexpr (steal)
-                    c.module = std::move(x->module);
-                else
-                    c.module = x->module;
+                    c.function = function;
+                if (module) c.module = std::string(*module);
                 c.entry_seen = false;
                 c.exit_seen = true;
                 if (x->calltime_ns != 0)
@@ -400,14 +482,37 @@ CallStream::CallStream(Sink sink, bool aggregate) : impl_(std::make_unique<Impl>
 
 CallStream::~CallStream() = default;
 
-void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms) {
-    impl_->comms = &comms;
-    impl_->add(ev, index);
+namespace {
+
+// The names of an event: its FuncEntry's or FuncExit's own (empty for other events).
+std::pair<std::string_view, std::optional<std::string_view>> names_of(const Event& ev) {
+    const std::string* function = nullptr;
+    const std::optional<std::string>* module = nullptr;
+    if (const auto* e = std::get_if<FuncEntry>(&ev.body)) {
+        function = &e->function;
+        module = &e->module;
+    } else if (const auto* x = std::get_if<FuncExit>(&ev.body)) {
+        function = &x->function;
+        module = &x->module;
+    }
+    if (!function) return {};
+    std::optional<std::string_view> m;
+    if (*module) m = **module;
+    return {*function, m};
 }
 
-void CallStream::add(Event&& ev, std::size_t index, const std::map<int, std::string>& comms) {
+}  // namespace
+
+void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms) {
     impl_->comms = &comms;
-    impl_->add(ev, index);
+    auto [function, module] = names_of(ev);
+    impl_->add(ev, index, function, module);
+}
+
+void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms,
+                     std::string_view function, std::optional<std::string_view> module) {
+    impl_->comms = &comms;
+    impl_->add(ev, index, function, module);
 }
 
 void CallStream::finish() {
@@ -431,8 +536,10 @@ CallGraph build_call_graph(const EventStream& stream) {
     std::vector<Call> calls;
     cs.impl_->slots = &calls;
     cs.impl_->comms = &stream.comms;
-    for (std::size_t idx = 0; idx < stream.events.size(); ++idx)
-        cs.impl_->add(stream.events[idx], idx);
+    for (std::size_t idx = 0; idx < stream.events.size(); ++idx) {
+        auto [function, module] = names_of(stream.events[idx]);
+        cs.impl_->add(stream.events[idx], idx, function, module);
+    }
     cs.finish();
     CallGraph g = std::move(cs.impl_->g);
     g.calls = std::move(calls);

@@ -22,6 +22,15 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
         std::size_t first_unknown = std::size_t(-1);  // first event on this CPU with no pid, for backfill
     };
     std::unordered_map<int, CpuState> cpus;
+    CpuState* last_cs = nullptr;  // cpus[last_cpu]: lines of one CPU come in runs
+    int last_cpu = 0;
+    auto cpu_state = [&](int cpu) -> CpuState& {
+        if (!last_cs || cpu != last_cpu) {
+            last_cs = &cpus[cpu];  // stable: an unordered_map never moves its elements
+            last_cpu = cpu;
+        }
+        return *last_cs;
+    };
     std::uint64_t last_ts = 0;
     bool any_ts = false;
 
@@ -55,7 +64,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
                 b.lost(ctx, L.count);
                 continue;
             case FgraphLine::Kind::banner: {
-                CpuState& cs = cpus[L.cpu];
+                CpuState& cs = cpu_state(L.cpu);
                 // Lines of this CPU before its first banner ran as the task switched out.
                 if (cs.pid < 0 && cs.first_unknown != std::size_t(-1)) {
                     auto& evs = b.stream().events;  // drain() keeps every event from first_unknown on
@@ -77,7 +86,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
                 break;
         }
         const GraphColumns& c = L.cols;
-        CpuState& cs = cpus[L.cpu];
+        CpuState& cs = cpu_state(L.cpu);
         if (c.task) {
             ctx.pid = c.task->pid;
             b.comm(c.task->pid, c.task->comm);
@@ -94,7 +103,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             for (const auto& [cpu, st] : cpus)
                 if (st.pid < 0 && st.first_unknown != std::size_t(-1)) upto = std::min(upto, st.first_unknown);
             b.drain(upto);
-            b.consumed(line.data());  // events hold copies of what they need from the text
+            b.consumed(line.data());  // or before the first name a kept event still views
         }
     }
     return b.finish("function_graph lines (' 0)   1.234 us    |  func();')");

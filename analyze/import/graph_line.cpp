@@ -7,6 +7,23 @@ namespace {
 constexpr std::string_view kIrqEnter = "==========>";
 constexpr std::string_view kIrqExit = "<==========";
 
+// "<digits>.<digits>" seconds, already split and checked to be digits: parse_decimal_ns(s, 1e9) without
+// looking for the dot again.
+std::optional<std::uint64_t> seconds_ns(std::string_view ip, std::string_view fp) {
+    if (ip.size() > 10)
+        return parse_decimal_ns(std::string(ip) + "." + std::string(fp), 1'000'000'000);  // may overflow
+    std::uint64_t sec = 0;
+    for (char c : ip)
+        sec = sec * 10 + static_cast<std::uint64_t>(c - '0');
+    std::uint64_t f = 0;
+    std::size_t k = 0;
+    for (; k < fp.size() && k < 9; ++k)
+        f = f * 10 + static_cast<std::uint64_t>(fp[k] - '0');
+    for (; k < 9; ++k)
+        f *= 10;
+    return sec * 1'000'000'000 + f;
+}
+
 // The text of a "/* ... */" tail: "f", "= V", "f = V", "f ret=V", "<-caller+0x1a/0x40 ret=V".
 void parse_tail_comment(std::string_view inner, GraphBody& out, bool want_name) {
     bool value_next = false;
@@ -144,11 +161,11 @@ void parse_graph_body(std::string_view body, GraphBody& out) {
     parse_suffixes(r.substr(1), out, false);
 }
 
-GraphColumns parse_graph_columns(std::string_view rest, int base) {
+GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<std::size_t> first_bar) {
     GraphColumns c;
     std::size_t body_start = 0;
     for (int col = 0; col < 3; ++col) {
-        std::size_t bar = rest.find('|', body_start);
+        std::size_t bar = col == 0 && first_bar ? *first_bar : rest.find('|', body_start);
         if (bar == std::string_view::npos) break;
         std::string_view seg = trim(rest.substr(body_start, bar - body_start));
         std::optional<std::uint64_t> duration;
@@ -255,7 +272,7 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
             while (r < s.size() && s[r] == ' ')
                 ++r;
             if (r < s.size() && s[r] == '|' && num_end > q + 1) {
-                L.ts_ns = parse_decimal_ns(s.substr(d, num_end - d), 1'000'000'000);
+                L.ts_ns = seconds_ns(s.substr(d, q - d), s.substr(q + 1, num_end - q - 1));
                 p = r + 1;
                 base = 2;
             }
@@ -278,7 +295,8 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
     std::string_view rest = s.substr(p);
     // Context-switch banner (verif_pid): " 0)  platfor-3210  =>  vmstat-2854  ", no '|' at all; a
     // sched_switch comment also holds "==>" but sits behind the DURATION column's '|'.
-    if (rest.find('|') == std::string_view::npos) {
+    std::size_t first_bar = rest.find('|');
+    if (first_bar == std::string_view::npos) {
         std::size_t arrow = rest.find(" => ");
         if (arrow != std::string_view::npos) {
             auto prev = split_comm_pid(rest.substr(0, arrow));
@@ -291,7 +309,7 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
             }
         }
     }
-    L.cols = parse_graph_columns(rest, base);
+    L.cols = parse_graph_columns(rest, base, first_bar);
     if (L.cols.body.kind == GraphBody::Kind::malformed) {
         L.kind = FgraphLine::Kind::malformed;
         L.expected = L.cols.body.expected;

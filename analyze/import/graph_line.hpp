@@ -37,7 +37,8 @@ struct GraphColumns {
     std::string_view lat_flags;
     GraphBody body;
 };
-GraphColumns parse_graph_columns(std::string_view rest, int base);
+// `first_bar`: rest.find('|') when the caller already looked (npos: none), to save searching again.
+GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<std::size_t> first_bar = std::nullopt);
 
 // The body itself ("func() {", "f [mod](a=1);", "} /* f = -22 */", "/* text */", "==========>").
 void parse_graph_body(std::string_view body, GraphBody& out);

@@ -21,7 +21,11 @@ StreamBuilder::StreamBuilder(std::string_view file_name, std::string_view text) 
 StreamBuilder::TaskState& StreamBuilder::task(const LineCtx& ctx) {
     // Same keys as build_call_graph: the task when known, else the CPU.
     std::int64_t key = ctx.pid >= 0 ? ctx.pid : -2 - static_cast<std::int64_t>(ctx.cpu);
-    return tasks_[key];
+    if (!last_task_ || key != last_task_key_) {  // lines of one task come in runs
+        last_task_ = &tasks_[key];               // stable: an unordered_map never moves its elements
+        last_task_key_ = key;
+    }
+    return *last_task_;
 }
 
 // An entry deeper than the innermost open frame + 1, with an open frame, is an interrupt that arrived
@@ -30,32 +34,44 @@ StreamBuilder::TaskState& StreamBuilder::task(const LineCtx& ctx) {
 bool StreamBuilder::in_irq(const LineCtx& ctx, TaskState& t, int depth, bool entering) {
     if (t.irq_floor >= 0 && depth < t.irq_floor) t.irq_floor = -1;
     if (entering && t.irq_floor < 0 && !t.open.empty() && depth > t.open.back() + 1) t.irq_floor = depth;
-    auto m = irq_markers_.find(ctx.cpu);
-    bool marked = m != irq_markers_.end() && m->second > 0;
+    bool marked = irq_marks(ctx.cpu) > 0;
     return ctx.irq || marked || (t.irq_floor >= 0 && depth >= t.irq_floor);
 }
 
-void StreamBuilder::push(const LineCtx& ctx, EventBody body) {
-    Event ev;
-    ev.ts_ns = ctx.ts_ns;
-    ev.ts_known = ctx.ts_known;
-    ev.cpu = ctx.cpu;
-    ev.pid = ctx.pid;
-    ev.line = ctx.line;
-    auto m = irq_markers_.find(ctx.cpu);
-    ev.irq = ctx.irq || (m != irq_markers_.end() && m->second > 0);
-    ev.body = std::move(body);
-    stream_.events.push_back(std::move(ev));
+namespace {
+
+// True when clean() would return `s` unchanged (printable ASCII).
+bool plain_ascii(std::string_view s) {
+    for (char c : s) {
+        auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u >= 0x80) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void StreamBuilder::push(const LineCtx& ctx, EventBody body, const FuncNames& names) {
+    emplace(ctx, std::move(body), names);
+}
+
+template <class Body>
+void StreamBuilder::emplace(const LineCtx& ctx, Body&& body, const FuncNames& names) {
+    bool irq = ctx.irq || irq_marks(ctx.cpu) > 0;
+    // Member by member (Event is an aggregate): no zeroing of the whole event first.
+    stream_.events.emplace_back(ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known,
+                                ctx.line);
+    if (drain_) names_.push_back(names);
 }
 
 void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
     using K = GraphBody::Kind;
     switch (b.kind) {
         case K::irq_enter:
-            ++irq_markers_[ctx.cpu];
+            ++irq_marks(ctx.cpu);
             return;
         case K::irq_exit: {
-            auto& n = irq_markers_[ctx.cpu];
+            auto& n = irq_marks(ctx.cpu);
             if (n > 0) --n;
             return;
         }
@@ -68,27 +84,38 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
             while (!t.open.empty() && t.open.back() >= b.depth)
                 t.open.pop_back();
             bool irq = in_irq(ctx, t, b.depth, true);
+            FuncNames names;
+            // Streaming: names stay views into the text when cleaning would not change them.
+            names.viewed = drain_ && plain_ascii(b.function) && plain_ascii(b.module);
             FuncEntry e;
-            e.function = clean(b.function);
-            if (!b.module.empty()) e.module = clean(b.module);
+            if (names.viewed) {
+                names.function = b.function;
+                names.module = b.module;
+                names.has_module = !b.module.empty();
+            } else {
+                e.function = clean(b.function);
+                if (!b.module.empty()) e.module = clean(b.module);
+            }
             e.depth = b.depth;
             LineCtx c = ctx;
             c.irq = irq;
             if (b.kind == K::entry) {
                 t.open.push_back(b.depth);
-                push(c, std::move(e));
+                emplace(c, std::move(e), names);
                 return;
             }
             FuncExit x;
-            x.function = e.function;
-            x.module = e.module;
+            if (!names.viewed) {
+                x.function = e.function;
+                x.module = e.module;
+            }
             x.depth = b.depth;
             x.duration_ns = b.duration_ns;
             x.retval = b.retval;
             if (t.irq_floor == b.depth) t.irq_floor = -1;  // an interrupt that was a leaf
-            push(c, std::move(e));
+            emplace(c, std::move(e), names);
             last_exit_ = size();
-            push(c, std::move(x));
+            emplace(c, std::move(x), names);
             return;
         }
         case K::exit: {
@@ -100,12 +127,17 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
             c.irq = in_irq(ctx, t, b.depth, false);
             if (t.irq_floor == b.depth) t.irq_floor = -1;
             FuncExit x;
-            x.function = clean(b.function);  // empty for a bare "}": closes the innermost open call
+            FuncNames names;
+            names.viewed = drain_ && plain_ascii(b.function);
+            if (names.viewed)
+                names.function = b.function;
+            else
+                x.function = clean(b.function);  // empty for a bare "}": closes the innermost open call
             x.depth = b.depth;
             x.duration_ns = b.duration_ns;
             x.retval = b.retval;
             last_exit_ = size();
-            push(c, std::move(x));
+            emplace(c, std::move(x), names);
             return;
         }
         case K::none:
@@ -151,6 +183,8 @@ void StreamBuilder::set_drain(Drain sink, std::function<void(const char*)> consu
     consumed_ = std::move(consumed);
     stream_.events = {};
     stream_.events.reserve(1 << 17);
+    names_.clear();
+    names_.reserve(1 << 17);
 }
 
 void StreamBuilder::drain(std::size_t upto) {
@@ -163,9 +197,10 @@ void StreamBuilder::drain(std::size_t upto) {
         Event& ev = evs[i];
         if (ev.ts_ns < drained_ts_ && first_unsorted_line_ == 0) first_unsorted_line_ = ev.line ? ev.line : 1;
         drained_ts_ = ev.ts_ns;
-        drain_(std::move(ev), base_ + i);
+        drain_(std::move(ev), base_ + i, names_[i]);
     }
     evs.erase(evs.begin(), evs.begin() + static_cast<std::ptrdiff_t>(n));
+    names_.erase(names_.begin(), names_.begin() + static_cast<std::ptrdiff_t>(n));
     base_ += n;
 }
 
@@ -173,6 +208,8 @@ Result<EventStream> StreamBuilder::finish(std::string_view what) {
     if (drain_ && size() > 0) {
         last_exit_.reset();
         drain(size());
+        stream_.events = {};  // all handed over: the buffers go (the caller builds its report next)
+        names_ = {};
         if (first_unsorted_line_)
             count_diagnostic(stream_.diagnostics, "unsorted_timestamps", "info",
                              fmt::format("{}:{}: timestamp goes back; streamed in file order, not sorted", file_,

@@ -26,6 +26,16 @@ struct LineCtx {
     std::uint32_t line = 0;
 };
 
+// Streaming only: the names of a FuncEntry / FuncExit. When `viewed`, they are views into the text (which
+// must stay mapped until finish()) and the event's own function and module are left empty (no string per
+// event); otherwise the event holds them (names that needed cleaning, the whole-file path, other events).
+struct FuncNames {
+    std::string_view function;
+    std::string_view module;
+    bool has_module = false;
+    bool viewed = false;
+};
+
 class StreamBuilder {
 public:
     // `text` sizes the event vector up front (about one event per line, leaves two): growing a vector of
@@ -34,7 +44,7 @@ public:
 
     // Entry, leaf, exit, comment or irq marker. Comments become events (comment_event).
     void graph(const LineCtx& ctx, const GraphBody& body);
-    void push(const LineCtx& ctx, EventBody body);
+    void push(const LineCtx& ctx, EventBody body, const FuncNames& names = {});
     void lost(const LineCtx& ctx, std::optional<std::uint64_t> count);
     // "(Overruns: N)" after a return line: belongs to the last FuncExit.
     bool overruns(std::uint64_t n);
@@ -49,11 +59,17 @@ public:
 
     // Streaming: events are handed to `sink` (with their index) by drain() and finish() instead of being
     // kept. Events are then not sorted: one that goes back in time is counted (unsorted_timestamps).
-    using Drain = std::function<void(Event&&, std::size_t index)>;
-    // `consumed(p)`: the text before p is read and referenced by nothing kept (the caller may unmap it).
+    // The names of a FuncEntry / FuncExit come as `names` (FuncNames above).
+    using Drain = std::function<void(Event&&, std::size_t index, const FuncNames& names)>;
+    // `consumed(p)`: the text before p is read and referenced by nothing kept (the caller may drop its pages).
     void set_drain(Drain sink, std::function<void(const char*)> consumed = {});
+    // The reader is past `p`: tells the caller the text before p, or before the first name an event not yet
+    // drained still views, is done with.
     void consumed(const char* p) {
-        if (consumed_) consumed_(p);
+        if (!consumed_) return;
+        for (const FuncNames& n : names_)
+            if (n.viewed && !n.function.empty() && n.function.data() < p) p = n.function.data();
+        consumed_(p);
     }
     bool draining() const { return static_cast<bool>(drain_); }
     // Hands over the events before index `upto` (never the last FuncExit, which "(Overruns: N)" may still
@@ -70,13 +86,27 @@ private:
         int irq_floor = -1;     // depth of an interrupt entered with no marker, while it runs
     };
     TaskState& task(const LineCtx& ctx);
+    template <class Body>  // push() of a FuncEntry / FuncExit: the event built member by member
+    void emplace(const LineCtx& ctx, Body&& body, const FuncNames& names);
     bool in_irq(const LineCtx& ctx, TaskState& t, int depth, bool entering);
 
     std::string file_;
     EventStream stream_;
     std::unordered_map<std::int64_t, TaskState> tasks_;
     std::unordered_map<int, int> irq_markers_;  // cpu -> open "==========>" scopes
-    std::optional<std::size_t> last_exit_;      // index (drained events included)
+    int& irq_marks(int cpu) {
+        if (!last_irq_ || cpu != last_irq_cpu_) {
+            last_irq_ = &irq_markers_[cpu];
+            last_irq_cpu_ = cpu;
+        }
+        return *last_irq_;
+    }
+    int* last_irq_ = nullptr;  // the entry of last_irq_cpu_
+    int last_irq_cpu_ = 0;
+    TaskState* last_task_ = nullptr;  // tasks_[last_task_key_]
+    std::int64_t last_task_key_ = 0;
+    std::vector<FuncNames> names_;          // streaming: one per event of stream_.events
+    std::optional<std::size_t> last_exit_;  // index (drained events included)
     Drain drain_;
     std::function<void(const char*)> consumed_;
     std::size_t base_ = 0;

@@ -6,12 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
-#include "json_write.hpp"
+#include "calls_jsonl.hpp"
 #include "nvtrace/call_stream.hpp"
 #include "stream_builder.hpp"
 #include "text_util.hpp"
@@ -31,12 +33,25 @@ public:
         if (!begin && !end) return;
         if (cur_) {
             cur_->end = ev.ts_ns;
+            // In time order (the usual case) spans neither overlap nor go back: at() can search them.
+            if (cur_->end < cur_->begin || (!spans_.empty() && cur_->begin < spans_.back().end)) ordered_ = false;
             spans_.push_back(*cur_);
             cur_.reset();
         }
         if (begin) cur_ = Span{ev.ts_ns, UINT64_MAX, m.text.substr(kBegin.size())};
     }
     std::optional<std::string> at(std::uint64_t ts) const {
+        if (ordered_) {
+            // Every span ends at or before cur_ begins: the first span holding ts is the last one that
+            // begins at or before it, and none holds a ts at or after cur_'s begin.
+            if (cur_ && ts >= cur_->begin && (spans_.empty() || ts >= spans_.back().end)) return cur_->name;
+            auto it = std::upper_bound(spans_.begin(), spans_.end(), ts,
+                                       [](std::uint64_t t, const Span& s) { return t < s.begin; });
+            if (it != spans_.begin() && ts < std::prev(it)->end) return std::prev(it)->name;
+            // No span holds ts: cur_ does when it began at or before ts, as below.
+            if (cur_ && ts >= cur_->begin) return cur_->name;
+            return std::nullopt;
+        }
         for (const auto& s : spans_)
             if (ts >= s.begin && ts < s.end) return s.name;
         if (cur_ && ts >= cur_->begin) return cur_->name;
@@ -52,29 +67,7 @@ private:
     };
     std::vector<Span> spans_;
     std::optional<Span> cur_;
-};
-
-// Buffered JSON Lines writer of calls.
-class CallsWriter {
-public:
-    explicit CallsWriter(std::ostream& out) : out_(out) { buf_.reserve(1 << 20); }
-    ~CallsWriter() { flush(); }
-    void write(const Call& c) {
-        append_call_json(buf_, c);
-        buf_ += '\n';
-        ++count_;
-        if (buf_.size() > (1u << 20) - 4096) flush();
-    }
-    void flush() {
-        out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-        buf_.clear();
-    }
-    std::uint64_t count() const { return count_; }
-
-private:
-    std::ostream& out_;
-    std::string buf_;
-    std::uint64_t count_ = 0;
+    bool ordered_ = true;
 };
 
 // What build_report derives from the call graph, added to a report built from the non-call events.
@@ -119,8 +112,10 @@ void add_call_summary(Completeness& cm, const CallGraph& g, std::string_view fil
 struct Mapped {
     const char* data = nullptr;
     std::size_t size = 0;
-    ~Mapped() {
+    ~Mapped() { reset(); }
+    void reset() {
         if (data) ::munmap(const_cast<char*>(data), size);
+        data = nullptr;
     }
 };
 
@@ -154,7 +149,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         out.format = in->format;
         out.report = build_report(in->stream);
         out.kernel_log = std::move(in->kernel_log);
-        CallsWriter w(calls_out);
+        CallsJsonlWriter w(calls_out);
         for (const Call& c : out.report.calls)
             w.write(c);
         w.flush();
@@ -168,7 +163,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     EventStream rest;                        // everything but funcgraph entries and exits
     std::vector<std::size_t> console_index;  // stream index of each ConsoleLine kept in `rest`
     Phases phases;
-    CallsWriter w(calls_out);
+    CallsJsonlWriter w(calls_out);
     CallStream calls([&](Call&& c) {
         if (c.entry_ns) c.phase = phases.at(*c.entry_ns);
         w.write(c);
@@ -179,15 +174,19 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     auto consumed = [&](const char* p) {
         auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
         std::size_t upto = static_cast<std::size_t>(p - m.data) / page * page;
-        if (upto >= released + (std::size_t(16) << 20)) {
+        if (upto >= released + (std::size_t(4) << 20)) {
             ::madvise(const_cast<char*>(m.data) + released, upto - released, MADV_DONTNEED);
             released = upto;
         }
     };
     b.set_drain(
-        [&](Event&& ev, std::size_t index) {
+        [&](Event&& ev, std::size_t index, const FuncNames& names) {
             if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
-                calls.add(std::move(ev), index, b.stream().comms);  // its names move into the call
+                if (names.viewed)
+                    calls.add(ev, index, b.stream().comms, names.function,
+                              names.has_module ? std::optional(names.module) : std::nullopt);
+                else
+                    calls.add(ev, index, b.stream().comms);
                 return;
             }
             calls.add(static_cast<const Event&>(ev), index, b.stream().comms);
@@ -198,6 +197,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         consumed);
     auto s = read_fgraph_text_into(text, b);
     if (!s) return fail(s.error());
+    m.reset();  // every event is drained: nothing views the text any more
     calls.finish();
     w.flush();
     rest.comms = std::move(s->comms);

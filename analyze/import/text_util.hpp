@@ -75,11 +75,30 @@ inline std::optional<std::uint64_t> parse_decimal_ns(std::string_view s, std::ui
     std::size_t dot = s.find('.');
     std::string_view ip = s.substr(0, dot);
     auto i = parse_u64(ip);
-    if (!i || *i > UINT64_MAX / unit_ns) return std::nullopt;
+    std::uint64_t limit = unit_ns == 1000            ? UINT64_MAX / 1000  // constants: no division per call
+                          : unit_ns == 1'000'000'000 ? UINT64_MAX / 1'000'000'000
+                                                     : UINT64_MAX / unit_ns;
+    if (!i || *i > limit) return std::nullopt;
     std::uint64_t ns = *i * unit_ns;
     if (dot != std::string_view::npos) {
         std::string_view fp = s.substr(dot + 1);
         if (fp.empty()) return std::nullopt;
+        // unit_ns = 10^m (us and s): the first m fraction digits as one number, scaled once.
+        int m = unit_ns == 1000 ? 3 : unit_ns == 1'000'000'000 ? 9 : 0;
+        if (m) {
+            std::uint64_t f = 0;
+            int k = 0;
+            for (char c : fp) {
+                if (!is_digit(c)) return std::nullopt;
+                if (k < m) {
+                    f = f * 10 + static_cast<std::uint64_t>(c - '0');
+                    ++k;
+                }
+            }
+            for (; k < m; ++k)
+                f *= 10;
+            return ns + f;
+        }
         std::uint64_t scale = unit_ns;
         for (char c : fp) {
             if (!is_digit(c)) return std::nullopt;

@@ -8,7 +8,9 @@
 // Calls therefore arrive in the order they end, not by id; ids are the ones build_call_graph gives (entry
 // order, 1-based), and a call always arrives before its parent.
 // Memory: the open frames of every task plus one row per distinct call path (the aggregated graph), however
-// many events go through.
+// many events go through. A call handed to the sink lives in its frame's slot, which the next entry at that
+// depth of that task reuses: a sink that only reads the call lets its string buffers be reused (no allocation
+// per call); one that moves from it costs the next call its allocations, nothing else.
 // Thread-safety: one instance per thread.
 #pragma once
 
@@ -16,7 +18,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nvtrace/call_graph.hpp"
@@ -35,8 +39,11 @@ public:
     // Events in ts_ns order. `index` is the event's position in its stream (the key of open_call_at for
     // ConsoleLine and Marker events); `comms` maps pids to comms as known at this point.
     void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms);
-    // The same for an event the caller no longer needs: its strings are moved into the call.
-    void add(Event&& ev, std::size_t index, const std::map<int, std::string>& comms);
+    // The same for a FuncEntry / FuncExit whose names the caller holds elsewhere (the function_graph reader's
+    // views into the text it reads): `function` and `module` stand for the event's own, which are ignored.
+    // The views need to live only during the call.
+    void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms, std::string_view function,
+             std::optional<std::string_view> module);
     // Hands over every call still open, as unclosed. Call once, after the last add().
     void finish();
 

@@ -65,6 +65,21 @@ TEST(GraphLine, AbsTimeColumn) {
     EXPECT_EQ(l.cols.body.depth, 0);
 }
 
+// Seconds of up to 10 digits take a direct path; longer ones and digits past ns precision as before.
+TEST(GraphLine, AbsTimeDigitsAndLimits) {
+    EXPECT_EQ(tokenize_fgraph_line("1.1234567891 |   0)               |  f() {").ts_ns, 1123456789u);
+    EXPECT_EQ(tokenize_fgraph_line("0.5 |   0)               |  f() {").ts_ns, 500000000u);
+    EXPECT_EQ(tokenize_fgraph_line("9999999999.000001 |   0)               |  f() {").ts_ns, 9999999999000001000u);
+    EXPECT_EQ(tokenize_fgraph_line("12345678901.5 |   0)               |  f() {").ts_ns, 12345678901500000000u);
+    EXPECT_FALSE(tokenize_fgraph_line("18446744074.000000 |   0)               |  f() {").ts_ns);  // over 2^64 ns
+    EXPECT_EQ(parse_decimal_ns("82.823", 1000), 82823u);
+    EXPECT_EQ(parse_decimal_ns("82.8239", 1000), 82823u);
+    EXPECT_EQ(parse_decimal_ns("3594274", 1'000'000'000), 3594274000000000u);
+    EXPECT_EQ(parse_decimal_ns("1.5", 250), 375u);  // other units: digit by digit, as before
+    EXPECT_FALSE(parse_decimal_ns("1.x", 1000));
+    EXPECT_FALSE(parse_decimal_ns("1.", 1000));
+}
+
 TEST(GraphLine, AbsTimeWithoutCpuColumn) {
     auto l = tokenize_fgraph_line("  360.774522 |   1.234 us    |    f();");
     ASSERT_EQ(l.kind, L::graph);

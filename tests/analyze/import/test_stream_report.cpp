@@ -8,8 +8,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "calls_jsonl.hpp"
 #include "json_write.hpp"
 #include "nvtrace/call_stream.hpp"
 #include "nvtrace/import.hpp"
@@ -216,4 +218,162 @@ TEST(CallStream, SameCallsAsBuildCallGraph) {
     a.graph = aggregate_graph(g.calls);
     b.graph = cs.graph();
     EXPECT_EQ(to_json(a)["graph"], to_json(b)["graph"]);
+}
+
+// The --calls-jsonl writer prints append_call_json's bytes, one call a line: escapes, invalid UTF-8, nulls,
+// names larger than its buffer and enough calls to flush it many times.
+TEST(CallsJsonl, SameBytesAsAppendCallJson) {
+    std::vector<Call> calls;
+    Call a;
+    a.id = 1;
+    a.function = "f\"q\\u\x01\x1f\t\n\r\b\f\x7f";
+    a.comm = "k/0:1";
+    a.module = "nvidia";
+    a.entry_ns = 123;
+    a.duration_ns = 0;
+    a.retval = -22;
+    a.phase = "p h";
+    calls.push_back(a);
+    Call b;
+    b.id = 2;
+    b.parent = 1;
+    b.function = "caf\xc3\xa9 bad \xff\xc3";
+    b.comm = "\xe2\x82";
+    b.cpu = 3;
+    b.pid = 4242;
+    b.depth = 1;
+    b.irq = true;
+    b.entry_seen = false;
+    b.exit_seen = false;
+    b.retval = INT64_MIN;
+    b.duration_ns = UINT64_MAX;
+    b.phase = "ph\x01";
+    calls.push_back(b);
+    Call big;
+    big.id = 3;
+    big.function = std::string(2u << 20, 'x');  // larger than the buffer
+    calls.push_back(big);
+    big.function = std::string(300000, '"');   // escaped: twice as long
+    big.module = std::string(200000, '\x01');  // escaped: six times as long, over the buffer
+    calls.push_back(big);
+    for (std::uint64_t i = 0; i < 20000; ++i) {
+        Call c;
+        c.id = 10 + i;
+        c.parent = i;
+        c.function = "function_" + std::to_string(i * 7919);
+        c.comm = "cuda_app";
+        c.entry_ns = 7238523140208000u + i;
+        c.duration_ns = i * 3;
+        if (i % 3 == 0) c.module = "nvidia_uvm";
+        if (i % 5 == 0) c.retval = -static_cast<std::int64_t>(i);
+        calls.push_back(c);
+    }
+    std::string want;
+    for (const Call& c : calls) {
+        import::append_call_json(want, c);
+        want += '\n';
+    }
+    std::ostringstream got;
+    {
+        import::CallsJsonlWriter w(got);
+        for (const Call& c : calls)
+            w.write(c);
+        EXPECT_EQ(w.count(), calls.size());
+    }
+    EXPECT_EQ(got.str().size(), want.size());
+    EXPECT_TRUE(got.str() == want);
+}
+
+// Streaming keeps plain names as views into the text; names that need cleaning (invalid UTF-8, control
+// bytes) go the old way. Both must give the whole-file report.
+TEST(StreamReport, NamesNeedingCleaningSameAsWholeFile) {
+    std::string text =
+        "# tracer: function_graph\n"
+        "  100.000001 |   0)               |  outer [nvidia]() {\n"
+        "  100.000002 |   0)   1.000 us    |    caf\xc3\xa9_leaf [nv\xffidia]();\n"
+        "  100.000003 |   0)               |    bad\xfe() {\n"
+        "  100.000004 |   0)   0.500 us    |      ok_leaf();\n"
+        "  100.000005 |   0)   2.000 us    |    } /* bad\xfe */\n"
+        "  100.000006 |   0)   3.000 us    |    } /* \x01ghost */\n"
+        "  100.000007 |   0)   9.000 us    |  } /* outer */\n";
+    std::string path = temp_file("unclean.txt", text);
+    expect_same_report(path, 4);
+    std::ostringstream lines;
+    auto st = report_streaming(path, std::nullopt, lines);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(st);
+    EXPECT_NE(
+        lines.str().find("\"function\":\"caf\xc3\xa9_leaf\",\"id\":2,\"irq\":false,\"module\":\"nv\xef\xbf\xbdidia\""),
+        std::string::npos)
+        << lines.str();
+}
+
+// Names given beside the event (the reader's views) instead of in it: the same calls and graph, and a sink
+// that only reads each call (so its frame's strings are reused) sees every call whole.
+TEST(CallStream, NamesGivenApartSameAsInTheEvent) {
+    auto in = import_file(kData + "/cases/fgraph-irq-nested-module-suffix.txt");
+    ASSERT_TRUE(in);
+    CallGraph g = build_call_graph(in->stream);
+    std::vector<json> got(g.calls.size());
+    CallStream cs([&](Call&& c) {
+        Report r;
+        r.calls = {c};  // a copy: c itself stays in its frame
+        got.at(c.id - 1) = to_json(r)["calls"][0];
+    });
+    for (std::size_t i = 0; i < in->stream.events.size(); ++i) {
+        Event ev = in->stream.events[i];
+        std::string function;
+        std::optional<std::string> module;
+        if (auto* e = std::get_if<FuncEntry>(&ev.body)) {
+            function = std::exchange(e->function, "");
+            module = std::exchange(e->module, std::nullopt);
+        } else if (auto* x = std::get_if<FuncExit>(&ev.body)) {
+            function = std::exchange(x->function, "");
+            module = std::exchange(x->module, std::nullopt);
+        }
+        cs.add(ev, i, in->stream.comms, function, module ? std::optional<std::string_view>(*module) : std::nullopt);
+    }
+    cs.finish();
+    Report a;
+    a.calls = g.calls;
+    json want = to_json(a)["calls"];
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], want[i]) << i;
+    Report b;
+    a.graph = aggregate_graph(g.calls);
+    b.graph = cs.graph();
+    EXPECT_EQ(to_json(a)["graph"], to_json(b)["graph"]);
+}
+
+// Phases (nvtrace-phase markers) found by time for every streamed call: many phases, an end marker, calls
+// before the first and between phases, and one marker that goes back in time (then searched one by one).
+TEST(StreamReport, ManyPhasesSameAsWholeFile) {
+    for (bool back : {false, true}) {
+        std::string text = "# tracer: function_graph\n";
+        std::uint64_t us = 100000000;
+        auto line = [&](const std::string& body) {
+            text += fmt::format("{}.{:06} |   0)   0.500 us    |  {}\n", us / 1000000, us % 1000000, body);
+            us += 3;
+        };
+        line("before();");
+        for (int p = 0; p < 400; ++p) {
+            if (p == 200) line("/* nvtrace-phase-end */");
+            if (p == 201) line("between();");
+            if (back && p == 300) us -= 20;
+            line(fmt::format("/* nvtrace-phase: p{} */", p));
+            line(fmt::format("f{}();", p % 7));
+            line("g();");
+        }
+        std::string path = temp_file(back ? "phases-back.txt" : "phases.txt", text);
+        auto in = import_file(path);
+        ASSERT_TRUE(in);
+        if (!has_diag(build_report(in->stream), "unsorted_timestamps")) expect_same_report(path, 800);
+        std::ostringstream lines;
+        auto st = report_streaming(path, std::nullopt, lines);
+        ASSERT_TRUE(st);
+        EXPECT_NE(lines.str().find("\"function\":\"f3\",\"id\":"), std::string::npos);
+        EXPECT_NE(lines.str().find("\"phase\":\"p399\""), std::string::npos);
+        std::filesystem::remove(path);
+    }
 }
