@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -64,9 +65,19 @@ int do_diff(const DiffArgs& args) {
     o.keep_irq_nesting = args.keep_irq;
     o.keep_unchanged = args.all;
 
-    auto ra = load_report_input(args.a);
-    if (!ra) return usage_error(ra.error());
-    auto rb = load_report_input(args.b);
+    // Two saved reports are read at once, one on another thread (reading is nearly all of a diff's time); a
+    // trace file is imported on its own. A's error is the one reported when both fail, as before.
+    Result<Report> ra = fail(Error::usage("")), rb = fail(Error::usage(""));
+    if (is_saved_report_input(args.a) && is_saved_report_input(args.b)) {
+        std::thread tb([&] { rb = load_report_input(args.b); });
+        ra = load_report_input(args.a);
+        tb.join();
+        if (!ra) return usage_error(ra.error());
+    } else {
+        ra = load_report_input(args.a);
+        if (!ra) return usage_error(ra.error());
+        rb = load_report_input(args.b);
+    }
     if (!rb) return usage_error(rb.error());
 
     // Two reports without calls (events-only runs: no function_graph) have nothing to compare: saying
@@ -75,6 +86,11 @@ int do_diff(const DiffArgs& args) {
         return usage_error(Error::usage(
             "neither report has calls (function_graph was not traced: run with --module): nothing to compare"));
     DiffResult d = diff_reports(*ra, *rb, o);
+    // The reports are not needed any more: freeing 2,000,000 calls overlaps with printing (joined on return).
+    std::jthread release([&] {
+        *ra = Report{};
+        *rb = Report{};
+    });
     d.a.label = args.a;
     d.b.label = args.b;
     if (o.phase) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include <fnmatch.h>
@@ -341,8 +342,12 @@ DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& opt
     d.options = options;
     d.a = input_of(a);
     d.b = input_of(b);
-    Trie ta = build_trie(a, options, d.a);
-    Trie tb = build_trie(b, options, d.b);
+    // The two tries are independent: B's is built on another thread (a diff of two reports of 1,000,000 calls
+    // spends most of its own time here).
+    Trie ta, tb;
+    std::thread other([&] { tb = build_trie(b, options, d.b); });
+    ta = build_trie(a, options, d.a);
+    other.join();
     d.retvals_compared = d.a.has_retvals && d.b.has_retvals;
     Merger m{ta, tb, options, d.retvals_compared, d.summary};
     // The virtual roots (node 0 of each trie) align by definition; their children are the root paths.

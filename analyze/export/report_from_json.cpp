@@ -1,8 +1,13 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -285,52 +290,577 @@ Result<Report> report_from_json(const json& j) {
     return r;
 }
 
-Result<Report> read_report_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
-    Report r;
-    std::optional<std::string> error;
-    const Section* current = nullptr;  // the top-level array being read
-    std::size_t index = 0;
-    // Depth 1 events are the top-level keys and values; a depth 2 object_end inside an array section is one
-    // finished element: convert it and tell the parser to drop it.
-    json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) {
-        if (depth == 1 && ev == json::parse_event_t::key) {
-            current = section(parsed.get_ref<const std::string&>());
-            index = 0;
-        } else if (depth == 1 && ev == json::parse_event_t::array_end) {
-            current = nullptr;
-        } else if (depth == 2 && current && ev == json::parse_event_t::object_end) {
-            if (!error) try {
-                    add_element(r, *current, parsed, index);
-                } catch (const FieldError& e) {
-                    error = e.where;
+namespace {
+
+// ---- read_report_file: nlohmann's SAX parser over the file read in blocks ----
+//
+// A saved report is mostly `calls` (1,000,000 of them for a 245 MB file). Building a DOM object per call and
+// looking its fields up cost more than the lexing itself, so a `calls` element is filled straight from the
+// SAX events into a Call, with the same rules and messages as call_from (the field's JSON type is recorded as
+// it arrives and checked at the element's end, in call_from's order). Every other section element and the
+// head are built as DOM values and converted by the same functions as report_from_json, so the two readers
+// agree on everything.
+
+// The file in blocks, as an input iterator for nlohmann's iterator_input_adapter: the file is never held
+// whole (a report is as large as its calls) and not mapped (mapped pages count in the resident size).
+class BlockReader {
+public:
+    explicit BlockReader(int fd) : fd_(fd), buf_(kBlock) {}
+    // Next block into [p, lim); p = lim = nullptr at end of file or on a read error (then error() says why).
+    void next(const char*& p, const char*& lim) {
+        for (;;) {
+            ssize_t n = ::read(fd_, buf_.data(), buf_.size());
+            if (n > 0) {
+                p = buf_.data();
+                lim = p + n;
+                return;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) error_ = std::strerror(errno);
+            p = lim = nullptr;
+            return;
+        }
+    }
+    const std::string& error() const { return error_; }
+
+private:
+    static constexpr std::size_t kBlock = 1 << 20;
+    int fd_;
+    std::vector<char> buf_;
+    std::string error_;
+};
+
+class BlockIterator {
+public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+
+    BlockIterator() = default;  // the end
+    explicit BlockIterator(BlockReader& r) : r_(&r) { r_->next(p_, lim_); }
+    const char& operator*() const { return *p_; }
+    BlockIterator& operator++() {
+        if (++p_ == lim_) r_->next(p_, lim_);
+        return *this;
+    }
+    bool operator==(const BlockIterator& o) const { return p_ == o.p_; }
+    bool operator!=(const BlockIterator& o) const { return p_ != o.p_; }
+
+private:
+    BlockReader* r_ = nullptr;
+    const char* p_ = nullptr;
+    const char* lim_ = nullptr;
+};
+
+// The fields of a call, in call_from's order (which is also the order its errors are checked in).
+enum CallField : std::uint8_t {
+    kId,
+    kParent,
+    kCpu,
+    kPid,
+    kComm,
+    kDepth,
+    kFunction,
+    kModule,
+    kEntryNs,
+    kDurationNs,
+    kRetval,
+    kIrq,
+    kEntrySeen,
+    kExitSeen,
+    kPhase,
+    kCallFields,
+    kUnknownField = kCallFields,
+};
+
+// Whether k is the literal (a fixed-size compare the compiler inlines; a library memcmp per key was 5 % of a
+// read).
+template <std::size_t N>
+bool is(std::string_view k, const char (&lit)[N]) {
+    return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+}
+
+CallField call_field(std::string_view k) {
+    if (k.empty()) return kUnknownField;
+    switch (k[0]) {
+        case 'c':
+            if (is(k, "cpu")) return kCpu;
+            if (is(k, "comm")) return kComm;
+            break;
+        case 'd':
+            if (is(k, "depth")) return kDepth;
+            if (is(k, "duration_ns")) return kDurationNs;
+            break;
+        case 'e':
+            if (is(k, "entry_ns")) return kEntryNs;
+            if (is(k, "entry_seen")) return kEntrySeen;
+            if (is(k, "exit_seen")) return kExitSeen;
+            break;
+        case 'f':
+            if (is(k, "function")) return kFunction;
+            break;
+        case 'i':
+            if (is(k, "id")) return kId;
+            if (is(k, "irq")) return kIrq;
+            break;
+        case 'm':
+            if (is(k, "module")) return kModule;
+            break;
+        case 'p':
+            if (is(k, "parent")) return kParent;
+            if (is(k, "phase")) return kPhase;
+            if (is(k, "pid")) return kPid;
+            break;
+        case 'r':
+            if (is(k, "retval")) return kRetval;
+            break;
+        default:
+            break;
+    }
+    return kUnknownField;
+}
+
+constexpr const char* kCallFieldNames[] = {"id",     "parent",   "cpu",        "pid",       "comm",
+                                           "depth",  "function", "module",     "entry_ns",  "duration_ns",
+                                           "retval", "irq",      "entry_seen", "exit_seen", "phase"};
+
+// The JSON type of a value as nlohmann's DOM would hold it (non-negative integers are "unsigned").
+enum class Kind : std::uint8_t { missing, null, boolean, integer, unsigned_, floating, string, structured };
+
+class ReportSax {
+public:
+    explicit ReportSax(Report& r) : r_(r) {}
+
+    // The results: the first field error of a section element, a parse error, and the head (every top-level
+    // key but the array sections, which hold only their elements that are not objects).
+    std::optional<std::string> field_error;
+    std::optional<std::string> parse_error_text;
+    json head;
+
+    void finish() {
+        // The calls, gathered in blocks (no reallocation of a vector of 1,000,000 calls at twice its size),
+        // moved into r.calls block by block, each block freed once moved.
+        std::size_t n = 0;
+        for (const auto& b : call_blocks_)
+            n += b.size();
+        r_.calls.reserve(r_.calls.size() + n);
+        for (auto& b : call_blocks_) {
+            std::move(b.begin(), b.end(), std::back_inserter(r_.calls));
+            std::vector<Call>().swap(b);
+        }
+        call_blocks_.clear();
+    }
+
+    // nlohmann's SAX interface.
+    bool null() {
+        return scalar(Kind::null, [] { return json(nullptr); });
+    }
+    bool boolean(bool v) {
+        if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
+            kinds_[field_] = Kind::boolean;
+            bools_[field_] = v;
+            return true;
+        }
+        return scalar(Kind::boolean, [v] { return json(v); });
+    }
+    bool number_integer(json::number_integer_t v) {
+        if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
+            kinds_[field_] = Kind::integer;
+            ints_[field_] = v;
+            return true;
+        }
+        return scalar(Kind::integer, [v] { return json(v); });
+    }
+    bool number_unsigned(json::number_unsigned_t v) {
+        if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
+            kinds_[field_] = Kind::unsigned_;
+            uints_[field_] = v;
+            return true;
+        }
+        return scalar(Kind::unsigned_, [v] { return json(v); });
+    }
+    bool number_float(json::number_float_t v, const json::string_t&) {
+        return scalar(Kind::floating, [v] { return json(v); });
+    }
+    bool string(json::string_t& v) {
+        if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
+            kinds_[field_] = Kind::string;
+            if (std::string* s = call_string(field_)) s->assign(v);
+            return true;
+        }
+        return scalar(Kind::string, [&v] { return json(v); });
+    }
+    bool binary(json::binary_t&) { return true; }  // not produced by the JSON parser
+
+    bool start_object(std::size_t) {
+        switch (state_) {
+            case State::top:
+                state_ = State::head;
+                head = json::object();
+                return true;
+            case State::head:
+                return dom_start(json::object(), Dest::head_key);
+            case State::section:
+                if (section_ == &kSections[0]) {
+                    start_call();
+                    return true;
                 }
-            ++index;
-            return false;
+                return dom_start(json::object(), Dest::element);
+            case State::call:
+                return structured_in_call();
+            case State::dom:
+                return dom_open(json::object());
+            case State::done:
+                return true;
         }
         return true;
-    };
-    json head;
-    try {
-        head = json::parse(in, cb);
-    } catch (const json::parse_error& e) {
-        return fail(Error::usage(fmt::format("{}: not valid JSON: {}", path, e.what())));
     }
-    if (error) return fail(Error::usage(fmt::format("{}: {}", path, *error)));
+    bool end_object() {
+        switch (state_) {
+            case State::head:
+                state_ = State::done;
+                return true;
+            case State::call:
+                if (skip_ > 0) {
+                    --skip_;
+                    return true;
+                }
+                end_call();
+                state_ = State::section;
+                return true;
+            case State::dom:
+                return dom_close();
+            default:
+                return true;
+        }
+    }
+    bool start_array(std::size_t) {
+        switch (state_) {
+            case State::top:
+                return dom_start(json::array(), Dest::top);
+            case State::head:
+                if (section_) {
+                    head[key_] = json::array();
+                    index_ = 0;
+                    state_ = State::section;
+                    return true;
+                }
+                return dom_start(json::array(), Dest::head_key);
+            case State::section:
+                return dom_start(json::array(), Dest::non_object);
+            case State::call:
+                return structured_in_call();
+            case State::dom:
+                return dom_open(json::array());
+            case State::done:
+                return true;
+        }
+        return true;
+    }
+    bool end_array() {
+        switch (state_) {
+            case State::section:
+                state_ = State::head;
+                section_ = nullptr;
+                return true;
+            case State::call:
+                --skip_;
+                return true;
+            case State::dom:
+                return dom_close();
+            default:
+                return true;
+        }
+    }
+    bool key(json::string_t& k) {
+        switch (state_) {
+            case State::head:
+                key_ = k;
+                section_ = section(k);
+                return true;
+            case State::call:
+                if (skip_ == 0) field_ = call_field(k);
+                return true;
+            case State::dom:
+                dom_key_ = k;
+                return true;
+            default:
+                return true;
+        }
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+        parse_error_text = e.what();
+        return false;
+    }
+
+private:
+    enum class State { top, head, section, call, dom, done };
+    // Where a DOM value goes once complete: the top (not an object), head[key], a section element to convert,
+    // or a section element that is not an object (kept in head[key] for the "array of objects" error).
+    enum class Dest { top, head_key, element, non_object };
+
+    Report& r_;
+    State state_ = State::top;
+    std::string key_;                   // the current top-level key
+    const Section* section_ = nullptr;  // its section, if it is one
+    std::size_t index_ = 0;             // of the current element in its section
+
+    // The call being read.
+    Call call_;
+    CallField field_ = kUnknownField;
+    int skip_ = 0;  // depth inside an object or array value of a call field (skipped)
+    std::array<Kind, kCallFields> kinds_{};
+    std::array<bool, kCallFields> bools_{};
+    std::array<std::int64_t, kCallFields> ints_{};
+    std::array<std::uint64_t, kCallFields> uints_{};
+    std::vector<std::vector<Call>> call_blocks_;
+
+    // The DOM value being built.
+    Dest dest_ = Dest::top;
+    json dom_;
+    std::vector<json*> open_;  // its open containers, innermost last
+    std::string dom_key_;
+
+    std::string* call_string(CallField f) {
+        switch (f) {
+            case kComm:
+                return &call_.comm;
+            case kFunction:
+                return &call_.function;
+            case kModule:
+                if (!call_.module) call_.module.emplace();
+                return &*call_.module;
+            case kPhase:
+                if (!call_.phase) call_.phase.emplace();
+                return &*call_.phase;
+            default:
+                return nullptr;
+        }
+    }
+
+    template <class Make>
+    bool scalar(Kind kind, Make make) {
+        switch (state_) {
+            case State::top:
+                dest_ = Dest::top;
+                dom_ = make();
+                return dom_done();
+            case State::head:
+                head[key_] = make();
+                return true;
+            case State::section:
+                dest_ = Dest::non_object;
+                dom_ = make();
+                return dom_done();
+            case State::call:
+                // null or a float for a call field (its type is checked at the element's end); else an unknown
+                // key's value, or something inside a skipped structure.
+                if (skip_ == 0 && field_ != kUnknownField) kinds_[field_] = kind;
+                return true;
+            case State::dom:
+                dom_put(make());
+                return true;
+            case State::done:
+                return true;
+        }
+        return true;
+    }
+
+    bool structured_in_call() {
+        if (skip_ == 0 && field_ != kUnknownField) kinds_[field_] = Kind::structured;
+        ++skip_;
+        return true;
+    }
+
+    void start_call() {
+        state_ = State::call;
+        field_ = kUnknownField;
+        skip_ = 0;
+        kinds_.fill(Kind::missing);
+    }
+
+    void end_call() {
+        std::size_t index = index_++;
+        if (field_error) return;
+        try {
+            convert_call(index);
+        } catch (const FieldError& e) {
+            field_error = e.where;
+            return;
+        }
+        if (call_blocks_.empty() || call_blocks_.back().size() == kCallBlock) {
+            call_blocks_.emplace_back();
+            call_blocks_.back().reserve(kCallBlock);
+        }
+        call_blocks_.back().push_back(std::move(call_));
+        call_ = Call{};
+    }
+
+    static constexpr std::size_t kCallBlock = 4096;
+
+    // call_from's rules, on the recorded kinds.
+    [[noreturn]] void wrong(std::size_t index, CallField f, const char* what) const {
+        throw FieldError{fmt::format("calls[{}].{}: {}", index, kCallFieldNames[f], what)};
+    }
+    bool absent(CallField f) const { return kinds_[f] == Kind::missing || kinds_[f] == Kind::null; }
+    std::uint64_t need_unsigned(std::size_t index, CallField f) const {
+        if (kinds_[f] == Kind::missing) wrong(index, f, "missing");
+        if (kinds_[f] != Kind::unsigned_) wrong(index, f, "expected an unsigned integer");
+        return uints_[f];
+    }
+    std::optional<std::uint64_t> maybe_unsigned(std::size_t index, CallField f) const {
+        if (absent(f)) return std::nullopt;
+        return need_unsigned(index, f);
+    }
+    template <class T>
+    std::optional<T> maybe_integer(std::size_t index, CallField f) const {
+        if (absent(f)) return std::nullopt;
+        if (kinds_[f] == Kind::unsigned_) return static_cast<T>(uints_[f]);
+        if (kinds_[f] == Kind::integer) return static_cast<T>(ints_[f]);
+        wrong(index, f, "expected an integer");
+    }
+    bool bool_or(std::size_t index, CallField f, bool fallback) const {
+        if (absent(f)) return fallback;
+        if (kinds_[f] != Kind::boolean) wrong(index, f, "expected a boolean");
+        return bools_[f];
+    }
+    // A string field: its value is already in place when it is a string.
+    void string_or_empty(std::size_t index, CallField f, std::string& s) const {
+        if (absent(f))
+            s.clear();
+        else if (kinds_[f] != Kind::string)
+            wrong(index, f, "expected a string");
+    }
+    void maybe_string(std::size_t index, CallField f, std::optional<std::string>& s) const {
+        if (absent(f))
+            s.reset();
+        else if (kinds_[f] != Kind::string)
+            wrong(index, f, "expected a string");
+    }
+
+    void convert_call(std::size_t i) {
+        Call& c = call_;
+        c.id = need_unsigned(i, kId);
+        c.parent = maybe_unsigned(i, kParent);
+        c.cpu = maybe_integer<int>(i, kCpu).value_or(-1);
+        c.pid = maybe_integer<int>(i, kPid).value_or(-1);
+        string_or_empty(i, kComm, c.comm);
+        c.depth = maybe_integer<int>(i, kDepth).value_or(0);
+        if (kinds_[kFunction] == Kind::missing) wrong(i, kFunction, "missing");
+        if (kinds_[kFunction] != Kind::string) wrong(i, kFunction, "expected a string");
+        maybe_string(i, kModule, c.module);
+        c.entry_ns = maybe_unsigned(i, kEntryNs);
+        c.duration_ns = maybe_unsigned(i, kDurationNs);
+        c.retval = maybe_integer<std::int64_t>(i, kRetval);
+        c.irq = bool_or(i, kIrq, false);
+        c.entry_seen = bool_or(i, kEntrySeen, true);
+        c.exit_seen = bool_or(i, kExitSeen, true);
+        maybe_string(i, kPhase, c.phase);
+    }
+
+    // DOM building, for everything but calls.
+    bool dom_start(json container, Dest dest) {
+        dest_ = dest;
+        dom_ = std::move(container);
+        open_.assign(1, &dom_);
+        state_ = State::dom;
+        return true;
+    }
+    json* dom_put(json v) {
+        json* top = open_.back();
+        if (top->is_array()) {
+            top->push_back(std::move(v));
+            return &top->back();
+        }
+        json& slot = (*top)[dom_key_];
+        slot = std::move(v);
+        return &slot;
+    }
+    bool dom_open(json container) {
+        open_.push_back(dom_put(std::move(container)));
+        return true;
+    }
+    bool dom_close() {
+        open_.pop_back();
+        return open_.empty() ? dom_done() : true;
+    }
+    // A DOM value is complete: put it where it belongs.
+    bool dom_done() {
+        switch (dest_) {
+            case Dest::top:
+                head = std::move(dom_);
+                state_ = State::done;
+                return true;
+            case Dest::head_key:
+                head[key_] = std::move(dom_);
+                state_ = State::head;
+                return true;
+            case Dest::element: {
+                std::size_t index = index_++;
+                if (!field_error) try {
+                        add_element(r_, *section_, dom_, index);
+                    } catch (const FieldError& e) {
+                        field_error = e.where;
+                    }
+                state_ = State::section;
+                return true;
+            }
+            case Dest::non_object:
+                ++index_;
+                head[key_].push_back(std::move(dom_));
+                state_ = State::section;
+                return true;
+        }
+        return true;
+    }
+};
+
+}  // namespace
+
+Result<Report> read_report_file(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    Report r;
+    ReportSax sax(r);
+    {
+        BlockReader reader(fd);
+        (void)json::sax_parse(BlockIterator(reader), BlockIterator(), &sax);
+        ::close(fd);
+        if (!reader.error().empty())
+            return fail(Error::usage(fmt::format("{}: cannot read: {}", path, reader.error())));
+    }
+    if (sax.parse_error_text)
+        return fail(Error::usage(fmt::format("{}: not valid JSON: {}", path, *sax.parse_error_text)));
+    if (sax.field_error) return fail(Error::usage(fmt::format("{}: {}", path, *sax.field_error)));
+    sax.finish();
     try {
-        fill_head(r, head);
+        fill_head(r, sax.head);
         for (const auto& s : kSections) {
-            const json* a = field(head, s.key);
+            const json* a = field(sax.head, s.key);
             if (!a) continue;
             if (!a->is_array()) throw FieldError{fmt::format("{}: expected an array", s.key)};
-            // Elements that are not objects were kept by the callback: they are errors.
+            // Elements that are not objects were kept in the head: they are errors.
             if (!a->empty()) throw FieldError{fmt::format("{}: expected an array of objects", s.key)};
         }
     } catch (const FieldError& e) {
         return fail(Error::usage(fmt::format("{}: {}", path, e.where)));
     }
     return r;
+}
+
+bool is_saved_report_input(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) return true;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return true;  // load_report_input says why
+    char ch = 0;
+    while (in.get(ch) && (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')) {
+    }
+    return ch == '{';
 }
 
 Result<Report> load_report_input(const std::string& path) {
@@ -344,11 +874,8 @@ Result<Report> load_report_input(const std::string& path) {
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
-    char ch = 0;
-    while (in.get(ch) && (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')) {
-    }
     in.close();
-    if (ch == '{') return read_report_file(path);
+    if (is_saved_report_input(path)) return read_report_file(path);
     auto imported = import_file(path);
     if (!imported) return fail(imported.error());
     Report r = build_report(imported->stream);

@@ -17,7 +17,7 @@
 // Siblings are sorted by impact: the time of an added/removed subtree, else |delta total_ns|, at least
 // the largest impact below it. Unchanged subtrees are pruned unless DiffOptions::keep_unchanged.
 //
-// Thread-safety: pure functions.
+// Thread-safety: pure functions (diff_reports builds the two reports' trees on two threads of its own).
 #pragma once
 
 #include <cstdint>

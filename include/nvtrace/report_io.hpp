@@ -20,11 +20,21 @@ namespace nvtrace {
 // no completeness, a field of the wrong type.
 Result<Report> report_from_json(const nlohmann::json& j);
 
-// Reads a report.json file (streamed: each call, ioctl, ... is converted as it is parsed). Errors name the file.
+// Reads a report.json file (streamed: each call, ioctl, ... is converted as it is parsed; the file is read in
+// 1 MiB blocks, never held whole, and `calls` elements are filled without a DOM per call). Errors name the
+// file: "PATH: not valid JSON: ... at line L, column C: ...", "PATH: calls[3].function: expected a string",
+// "PATH: cannot open: ...", "PATH: cannot read: ...". Thread-safety: reads of different (or the same) files
+// may run at once on different threads.
 Result<Report> read_report_file(const std::string& path);
 
 // What `nvtrace check/diff/export` accept: a report.json, a capture directory holding one, or a trace file in
 // any format `nvtrace report` reads (built into a report on the fly, source.kind "file").
 Result<Report> load_report_input(const std::string& path);
+
+// Whether load_report_input(path) reads a saved report (a capture directory, or a file whose first non-blank
+// character is '{') rather than importing a trace file; also true for a path it cannot open (it says why).
+// Saved reports may be loaded on several threads at once (`nvtrace diff` reads its two inputs in parallel);
+// trace files are imported one at a time (the trace.dat reader goes through libtracecmd).
+bool is_saved_report_input(const std::string& path);
 
 }  // namespace nvtrace

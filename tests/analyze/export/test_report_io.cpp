@@ -98,3 +98,217 @@ TEST(ReportIo, LoadsCaptureDirectoriesAndTraceFiles) {
     EXPECT_FALSE(load_report_input((d / "missing.json").string()));
     fs::remove_all(d);
 }
+
+// read_report_file fills `calls` straight from the parser's events (no DOM per call) and reads the file in
+// 1 MiB blocks: these hold it to report_from_json's results and messages, which build a DOM.
+namespace {
+
+nlohmann::json baseline() {
+    return parse_file(std::string(NVTRACE_TEST_DATA) + "/reports/baseline.json");
+}
+
+Result<Report> read_text(const fs::path& dir, const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return read_report_file((dir / name).string());
+}
+
+}  // namespace
+
+TEST(ReportIo, StreamedCallsMatchTheDomReaderForEveryFieldShape) {
+    nlohmann::json j = baseline();
+    auto& calls = j["calls"];
+    // Optional fields missing, nulls, defaults, values at the edges of their types, unknown keys holding
+    // objects and arrays (skipped, with keys inside them named like call fields), and duplicate keys (the last
+    // one wins, as in a DOM).
+    calls[0].erase("comm");
+    calls[0].erase("cpu");
+    calls[0].erase("module");
+    calls[0].erase("irq");
+    calls[0].erase("entry_seen");
+    calls[1]["module"] = nullptr;
+    calls[1]["retval"] = -22;
+    calls[1]["cpu"] = nullptr;
+    calls[2]["retval"] = 18446744073709551615ull;
+    calls[2]["extra"] = {{"function", 5}, {"id", {1, 2, {{"x", nullptr}}}}};
+    calls[3]["also"] = {nlohmann::json::object(), nlohmann::json::array(), 1.5, "s", true};
+    calls[4]["entry_ns"] = 0;
+    calls[4]["phase"] = nullptr;
+    calls[5]["depth"] = -1;
+    std::string text = j.dump();
+    const std::string dup = "\"function\":\"first_then_replaced\",";
+    text.insert(text.find("{", text.find("\"calls\"")) + 1, dup);  // calls[0] holds "function" twice
+    j = nlohmann::json::parse(text);
+
+    fs::path d = temp_dir("shapes");
+    auto streamed = read_text(d, "shapes.json", text);
+    ASSERT_TRUE(streamed) << streamed.error().message;
+    auto dom = report_from_json(j);
+    ASSERT_TRUE(dom) << dom.error().message;
+    EXPECT_EQ(to_json(*streamed), to_json(*dom));
+    EXPECT_EQ(streamed->calls[0].function, dom->calls[0].function);
+    EXPECT_NE(streamed->calls[0].function, "first_then_replaced");
+    EXPECT_EQ(streamed->calls[0].cpu, -1);
+    EXPECT_EQ(streamed->calls[0].comm, "");
+    EXPECT_FALSE(streamed->calls[1].module);
+    EXPECT_EQ(streamed->calls[1].retval, -22);
+    EXPECT_EQ(streamed->calls[2].retval, static_cast<std::int64_t>(18446744073709551615ull));
+    fs::remove_all(d);
+}
+
+TEST(ReportIo, WrongTypeOfACallFieldNamesTheFileAndFieldLikeTheDomReader) {
+    using nlohmann::json;
+    const std::vector<std::pair<const char*, json>> cases = {
+        {"id", "7"},
+        {"id", -1},
+        {"id", nullptr},
+        {"id", 1.5},
+        {"parent", "1"},
+        {"parent", -3},
+        {"cpu", "2"},
+        {"cpu", 2.0},
+        {"pid", true},
+        {"comm", 5},
+        {"depth", json::array()},
+        {"function", nullptr},
+        {"function", 1},
+        {"module", false},
+        {"entry_ns", -1},
+        {"duration_ns", "12 us"},
+        {"duration_ns", json::object()},
+        {"retval", "0"},
+        {"retval", 0.5},
+        {"irq", 0},
+        {"entry_seen", "yes"},
+        {"exit_seen", 1},
+        {"phase", json::array({"a"})},
+    };
+    fs::path d = temp_dir("types");
+    for (const auto& [key, value] : cases) {
+        json j = baseline();
+        j["calls"][3][key] = value;
+        SCOPED_TRACE(std::string(key) + " = " + value.dump());
+        auto dom = report_from_json(j);
+        ASSERT_FALSE(dom);
+        auto streamed = read_text(d, "bad.json", j.dump());
+        ASSERT_FALSE(streamed);
+        EXPECT_EQ(streamed.error().message, (d / "bad.json").string() + ": " + dom.error().message);
+        EXPECT_NE(streamed.error().message.find(std::string("calls[3].") + key + ": "), std::string::npos)
+            << streamed.error().message;
+    }
+    // Required fields missing.
+    for (const char* key : {"id", "function"}) {
+        json j = baseline();
+        j["calls"][5].erase(key);
+        auto streamed = read_text(d, "missing.json", j.dump());
+        ASSERT_FALSE(streamed);
+        EXPECT_EQ(streamed.error().message, (d / "missing.json").string() + ": calls[5]." + key + ": missing");
+    }
+    // The first wrong field in call_from's order is the one named, whatever the order in the file.
+    json j = baseline();
+    j["calls"][2]["phase"] = 1;
+    j["calls"][2]["cpu"] = "x";
+    auto streamed = read_text(d, "two.json", j.dump());
+    ASSERT_FALSE(streamed);
+    EXPECT_EQ(streamed.error().message, (d / "two.json").string() + ": calls[2].cpu: expected an integer");
+    fs::remove_all(d);
+}
+
+TEST(ReportIo, TruncatedFileIsInvalidJsonWithItsPositionAtEveryCut) {
+    const std::string text = baseline().dump(1);
+    fs::path d = temp_dir("cuts");
+    for (std::size_t cut = 0; cut < text.size(); cut += 97) {
+        SCOPED_TRACE(cut);
+        auto r = read_text(d, "cut.json", text.substr(0, cut));
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error().message.rfind((d / "cut.json").string() + ": not valid JSON: ", 0), 0u)
+            << r.error().message;
+        EXPECT_NE(r.error().message.find("line "), std::string::npos) << r.error().message;
+        EXPECT_NE(r.error().message.find("column "), std::string::npos) << r.error().message;
+    }
+    // Trailing garbage after the report, and garbage inside a call.
+    auto trailing = read_text(d, "trailing.json", text + "\n}");
+    ASSERT_FALSE(trailing);
+    EXPECT_NE(trailing.error().message.find("not valid JSON"), std::string::npos) << trailing.error().message;
+    std::string inside = text;
+    inside.replace(inside.find("\"duration_ns\": 40000"), 20, "\"duration_ns\": 4x000");
+    auto bad = read_text(d, "inside.json", inside);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("inside.json: not valid JSON: "), std::string::npos) << bad.error().message;
+    fs::remove_all(d);
+}
+
+TEST(ReportIo, SectionsOfTheWrongShapeAreErrors) {
+    fs::path d = temp_dir("shape");
+    struct Case {
+        std::string text;
+        std::string message;
+    };
+    nlohmann::json j = baseline();
+    nlohmann::json non_object = j;
+    non_object["calls"].push_back(5);
+    nlohmann::json nested = j;
+    nested["calls"].push_back(nlohmann::json::array({j["calls"][0]}));
+    nlohmann::json object_calls = j;
+    object_calls["calls"] = {{"x", j["calls"][0]}};
+    nlohmann::json ioctl_bad = j;
+    ioctl_bad["ioctls"][1]["cmd"] = "0x1";
+    nlohmann::json no_schema = j;
+    no_schema.erase("schema");
+    const std::vector<Case> cases = {
+        {non_object.dump(), "calls: expected an array of objects"},
+        {nested.dump(), "calls: expected an array of objects"},
+        {object_calls.dump(), "calls: expected an array"},
+        {ioctl_bad.dump(), "ioctls[1].cmd: expected an unsigned integer"},
+        {no_schema.dump(), "schema: expected \"nvtrace.report/1\", found nothing"},
+        {"[" + j.dump() + "]", "(top): expected a JSON object"},
+        {"5", "(top): expected a JSON object"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.message);
+        auto r = read_text(d, "shape.json", c.text);
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error().message, (d / "shape.json").string() + ": " + c.message);
+        // The DOM reader fails too (it names the element that is not an object: "calls[24]: expected an object").
+        EXPECT_FALSE(report_from_json(nlohmann::json::parse(c.text)));
+    }
+    auto empty = read_text(d, "empty.json", "");
+    ASSERT_FALSE(empty);
+    EXPECT_NE(empty.error().message.find("empty.json: not valid JSON"), std::string::npos) << empty.error().message;
+    auto missing = read_report_file((d / "missing.json").string());
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().message.find("missing.json: cannot open: "), std::string::npos);
+    fs::remove_all(d);
+}
+
+TEST(ReportIo, LargeReportAcrossManyReadBlocksMatchesTheDomReader) {
+    // 20,000 calls with long names: several 1 MiB read blocks (strings, numbers and keys cut at block edges)
+    // and several blocks of gathered calls.
+    nlohmann::json j = baseline();
+    nlohmann::json one = j["calls"][1];
+    auto& calls = j["calls"];
+    for (std::uint64_t i = 0; i < 20000; ++i) {
+        one["id"] = 1000 + i;
+        one["function"] = "function_with_a_rather_long_name_" + std::to_string(i * 7919 % 1000);
+        one["duration_ns"] = i * 31;
+        one["retval"] = i % 3 == 0 ? nlohmann::json(nullptr) : nlohmann::json(-static_cast<std::int64_t>(i % 40));
+        calls.push_back(one);
+    }
+    fs::path d = temp_dir("large");
+    std::string text = j.dump(1);
+    ASSERT_GT(text.size(), 3u << 20);
+    auto streamed = read_text(d, "large.json", text);
+    ASSERT_TRUE(streamed) << streamed.error().message;
+    ASSERT_EQ(streamed->calls.size(), calls.size());
+    EXPECT_EQ(to_json(*streamed), j);
+    fs::remove_all(d);
+}
+
+TEST(ReportIo, SavedReportInputsAreToldFromTraceFiles) {
+    fs::path d = temp_dir("kind");
+    EXPECT_TRUE(is_saved_report_input(d.string()));
+    EXPECT_TRUE(is_saved_report_input(std::string(NVTRACE_TEST_DATA) + "/reports/baseline.json"));
+    std::ofstream(d / "spaced.json") << " \n\t{}";
+    EXPECT_TRUE(is_saved_report_input((d / "spaced.json").string()));
+    EXPECT_FALSE(is_saved_report_input(std::string(NVTRACE_TEST_DATA) + "/cases/fgraph-irq-nested-module-suffix.txt"));
+    fs::remove_all(d);
+}
