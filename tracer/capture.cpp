@@ -5,7 +5,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -14,6 +18,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -36,22 +41,31 @@ using Clock = std::chrono::steady_clock;
 
 namespace fs = std::filesystem;
 
-// The raw side of the capture (docs/formats.md, "Capture directory"): every sub-buffer read from
-// per_cpu/cpuN/trace_pipe_raw (tracefs_cpu_read, non-blocking: partial pages too) is appended to
-// raw/<buffer>/cpuN and decoded by PageDecoder into that source's events. Sources are kept apart and
-// merged at the end in source order (buffer, then CPU), as the offline reader does.
+// The raw side of the capture (docs/formats.md, "Capture directory"). While the program runs, nothing is
+// decoded: a thread moves sub-buffers from per_cpu/cpuN/trace_pipe_raw to raw/<buffer>/cpuN every 5 ms,
+// spliced into a pipe per source, then read and written. The kernel (tracing_buffers_splice_read) hands over
+// only sub-buffers the writer has left, i.e. full ones, so a fast drain writes no half-empty pages. At the
+// end, flush() read()s what is left, partial pages too (zero-padded to page_size), and decode_all() decodes
+// the files with PageDecoder, source by source (buffer, then CPU), the way the offline reader does.
+// libtracefs 1.6's tracefs_cpu_write() is not used: its pipe-to-file splice is non-blocking and may move
+// fewer bytes than it took from the ring buffer, leaving pages in its private pipe that tracefs_cpu_flush()
+// never writes out.
 class RawRecorder {
 public:
     struct Source {
         std::string buffer;  // "instance" or "top"
         int cpu = -1;
-        tracefs_cpu* tcpu = nullptr;
-        std::FILE* out = nullptr;
+        int fd = -1;   // trace_pipe_raw, O_NONBLOCK
+        int out = -1;  // raw/<buffer>/cpuN
+        int pipe[2] = {-1, -1};
+        bool splice = false;  // else read(): whole pages and partial ones alike
+        std::size_t pipe_size = 0;
+        std::string error;  // its first I/O error (written by the mover thread while it runs)
         std::size_t page_size = 0;
-        std::vector<Event> events;
-        std::size_t pids_scanned = 0;  // events already looked at for new pids
-        std::uint64_t records = 0;
-        std::uint64_t pages = 0;
+        std::uint64_t bytes = 0;    // written to `out`
+        std::uint64_t pages = 0;    // decode_all(): pages in the file
+        std::uint64_t records = 0;  // decode_all(): records decoded from them
+        fs::path path;
     };
     RawRecorder() = default;
     RawRecorder(const RawRecorder&) = delete;
@@ -59,76 +73,236 @@ public:
     ~RawRecorder() { close(); }
 
     // Opens trace_pipe_raw of every CPU of `inst` (nullptr = top level) and raw/<buffer>/cpuN under `dir`.
-    Result<void> open(tracefs_instance* inst, const std::string& buffer, const fs::path& dir) {
+    // `page_size`: the sub-buffer size (events/header_page).
+    Result<void> open(tracefs_instance* inst, const std::string& buffer, const fs::path& dir, std::size_t page_size) {
         std::error_code ec;
         fs::create_directories(dir / "raw" / buffer, ec);
         if (ec)
             return fail(
                 Error::environment(fmt::format("cannot create {}: {}", (dir / "raw" / buffer).string(), ec.message())));
+        if (page_size == 0) return fail(Error::environment("events/header_page gives no sub-buffer size"));
+        const bool can_splice = page_size == static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
         long ncpu = ::sysconf(_SC_NPROCESSORS_CONF);
+        std::size_t opened = 0;
         for (int cpu = 0; cpu < ncpu; ++cpu) {
-            tracefs_cpu* t = tracefs_cpu_open(inst, cpu, true);
-            if (!t) continue;  // a CPU without a buffer (not possible on this machine)
+            int fd = tracefs_instance_file_open(inst, fmt::format("per_cpu/cpu{}/trace_pipe_raw", cpu).c_str(),
+                                                O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+            if (fd < 0) continue;  // a CPU without a buffer (not possible on this machine)
             Source src;
             src.buffer = buffer;
             src.cpu = cpu;
-            src.tcpu = t;
-            src.page_size = static_cast<std::size_t>(std::max(0, tracefs_cpu_read_size(t)));
-            auto path = dir / "raw" / buffer / fmt::format("cpu{}", cpu);
-            src.out = std::fopen(path.c_str(), "wb");
-            if (!src.out) {
-                tracefs_cpu_close(t);
+            src.fd = fd;
+            src.page_size = page_size;
+            src.path = dir / "raw" / buffer / fmt::format("cpu{}", cpu);
+            src.out = ::open(src.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (src.out < 0) {
+                int err = errno;
+                ::close(fd);
                 return fail(
-                    Error::environment(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno))));
+                    Error::environment(fmt::format("cannot write {}: {}", src.path.string(), std::strerror(err))));
             }
-            std::setvbuf(src.out, nullptr, _IOFBF, 1 << 16);
+            if (can_splice && ::pipe2(src.pipe, O_CLOEXEC) == 0) {
+                src.splice = true;
+                // A larger pipe takes more pages per splice (at most one pipe's worth); 1 MiB is fs/pipe-max-size.
+                int size = ::fcntl(src.pipe[1], F_SETPIPE_SZ, 1 << 20);
+                if (size < 0) size = ::fcntl(src.pipe[1], F_GETPIPE_SZ);
+                src.pipe_size = static_cast<std::size_t>(std::max(size, static_cast<int>(page_size)));
+            }
             sources_.push_back(std::move(src));
-            page_.resize(std::max(page_.size(), sources_.back().page_size + PageDecoder::kPageSlack));
+            ++opened;
         }
-        if (sources_.empty() || sources_.back().buffer != buffer)
+        page_.resize(std::max(page_.size(), page_size + PageDecoder::kPageSlack));
+        if (opened == 0)
             return fail(Error::environment(fmt::format("cannot open per_cpu/cpuN/trace_pipe_raw of the {} buffer: {}",
                                                        buffer, std::strerror(errno))));
         return {};
     }
 
-    // Reads every page available now from every source.
-    void drain(PageDecoder& dec) {
-        for (auto& src : sources_) {
-            for (;;) {
-                int n = tracefs_cpu_read(src.tcpu, page_.data(), true);
-                if (n <= 0) break;
-                // trace_pipe_raw returns whole sub-buffers; pad anything shorter so the file stays page-aligned.
-                if (static_cast<std::size_t>(n) < src.page_size)
-                    std::memset(page_.data() + n, 0, src.page_size - static_cast<std::size_t>(n));
-                if (std::fwrite(page_.data(), 1, src.page_size, src.out) != src.page_size && write_error.empty())
-                    write_error = fmt::format("raw/{}/cpu{}: {}", src.buffer, src.cpu, std::strerror(errno));
-                ++src.pages;
-                std::uint64_t before = dec.records();
-                if (auto r = dec.decode(page_.data(), src.page_size, src.cpu, src.events); !r && decode_error.empty())
-                    decode_error =
-                        fmt::format("raw/{}/cpu{} page {}: {}", src.buffer, src.cpu, src.pages - 1, r.error().message);
-                src.records += dec.records() - before;
+    // While tracing: starts the thread that, every 5 ms, moves the full pages of every source to its file
+    // (splice into the source's pipe, then read/write), until none is left. It does nothing else (no /proc,
+    // no kmsg), so the capture loop's other work never delays it.
+    void start() {
+        copy_.resize(std::size_t{1} << 20);
+        mover_ = std::thread([this] {
+            // This thread only (Linux: a thread id is a PRIO_PROCESS target; nvtrace runs as root): a reader
+            // that does not run for ~16 ms loses events of a busy program at the default buffer size, so it
+            // goes before ordinary jobs (docs/run.md). Nothing else's priority changes; failure is harmless.
+            (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), -10);
+            while (!stop_.load(std::memory_order_relaxed)) {
+                for (auto& src : sources_)
+                    if (src.splice && src.error.empty())
+                        while (std::size_t n = fill_pipe(src))
+                            pipe_to_file(src, n);
+                timespec tick{0, 5'000'000};
+                ::nanosleep(&tick, nullptr);
             }
+        });
+    }
+
+    // While tracing, from the capture loop: read()s the sources that cannot splice (the thread has the others).
+    void drain() {
+        for (auto& src : sources_)
+            if (src.fd >= 0 && !src.splice) read_pages(src);
+    }
+
+    // After tracing stopped: stops the thread, moves the rest of the full pages, then reads what is left
+    // (partial pages) with read().
+    void flush() {
+        stop();
+        copy_.resize(std::size_t{1} << 20);
+        for (auto& src : sources_) {
+            if (src.fd < 0) continue;
+            if (src.splice && src.error.empty())
+                while (std::size_t n = fill_pipe(src))
+                    pipe_to_file(src, n);
+            read_pages(src);
         }
+    }
+
+    void stop() {
+        stop_.store(true, std::memory_order_relaxed);
+        if (mover_.joinable()) mover_.join();
     }
 
     void close() {
+        stop();
         for (auto& src : sources_) {
-            if (src.out && std::fclose(src.out) != 0 && write_error.empty())
-                write_error = fmt::format("raw/{}/cpu{}: {}", src.buffer, src.cpu, std::strerror(errno));
-            src.out = nullptr;
-            if (src.tcpu) tracefs_cpu_close(src.tcpu);
-            src.tcpu = nullptr;
+            for (int* fd : {&src.fd, &src.pipe[0], &src.pipe[1]}) {
+                if (*fd >= 0) ::close(*fd);
+                *fd = -1;
+            }
+            if (src.out >= 0 && ::close(src.out) != 0) note(src.error, src, "close", errno);
+            src.out = -1;
+            if (!src.error.empty() && write_error.empty()) write_error = src.error;
         }
     }
 
+    // After close(): decodes every page file, counting its pages and records, into one vector merged by time
+    // (merge_segments, one segment per source in drain order), as read_capture_dir does.
+    std::vector<Event> decode_all(PageDecoder& dec) {
+        std::vector<Event> all;
+        std::vector<std::size_t> starts;
+        {
+            // A reservation is address space only until used: 1 event per 24 bytes of pages is above the 36
+            // bytes an ioctl event takes, so the vector does not grow (and copy) for ioctl-only captures.
+            std::uint64_t bytes = 0;
+            for (const auto& src : sources_)
+                bytes += src.bytes;
+            all.reserve(static_cast<std::size_t>(bytes / 24 + 1));
+        }
+        for (auto& src : sources_) {
+            starts.push_back(all.size());
+            std::FILE* f = std::fopen(src.path.c_str(), "rb");
+            if (!f) {
+                note(decode_error, src, "open", errno);
+                continue;
+            }
+            std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
+            const std::uint64_t before = dec.records();
+            for (;;) {
+                std::size_t got = std::fread(page_.data(), 1, src.page_size, f);
+                if (got < src.page_size) {
+                    if (got > 0 && decode_error.empty())
+                        decode_error =
+                            fmt::format("raw/{}/cpu{}: {} bytes after the last whole page", src.buffer, src.cpu, got);
+                    break;
+                }
+                if (auto r = dec.decode(page_.data(), src.page_size, src.cpu, all); !r) {
+                    if (decode_error.empty())
+                        decode_error =
+                            fmt::format("raw/{}/cpu{} page {}: {}", src.buffer, src.cpu, src.pages, r.error().message);
+                    // The same data_loss diagnostic as read_capture_dir gives for this page.
+                    count_diagnostic(
+                        diagnostics, "damaged_page", "data_loss",
+                        damaged_page_example(src.buffer, src.cpu, src.pages * src.page_size, r.error().message));
+                }
+                ++src.pages;
+            }
+            std::fclose(f);
+            src.records = dec.records() - before;
+        }
+        merge_segments(all, std::move(starts));
+        return all;
+    }
+
     std::vector<Source>& sources() { return sources_; }
-    std::string write_error;
+    std::string write_error;  // the first read or write error of the drain: pages were lost
     std::string decode_error;
+    std::vector<Diagnostic> diagnostics;  // decode_all(): damaged pages (data_loss)
 
 private:
+    // Splices the full pages available now from trace_pipe_raw into the source's pipe, until none is left or
+    // the pipe is full. Returns the bytes moved. An error (not EAGAIN) stops the splicing of this source.
+    std::size_t fill_pipe(Source& src) {
+        std::size_t moved = 0;
+        for (;;) {
+            ssize_t n =
+                ::splice(src.fd, nullptr, src.pipe[1], nullptr, src.pipe_size, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                moved += static_cast<std::size_t>(n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno != EAGAIN)
+                src.error = fmt::format("raw/{}/cpu{}: splice from trace_pipe_raw: {}", src.buffer, src.cpu,
+                                        std::strerror(errno));
+            return moved;  // 0 or EAGAIN: no full page left, or the pipe is full
+        }
+    }
+
+    void note(std::string& what, const Source& src, const char* step, int err) {
+        if (what.empty()) what = fmt::format("raw/{}/cpu{}: {}: {}", src.buffer, src.cpu, step, std::strerror(err));
+    }
+
+    bool write_all(Source& src, const unsigned char* p, std::size_t n) {
+        while (n > 0) {
+            ssize_t w = ::write(src.out, p, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                note(src.error, src, "write", w < 0 ? errno : EIO);
+                return false;
+            }
+            p += w;
+            n -= static_cast<std::size_t>(w);
+            src.bytes += static_cast<std::uint64_t>(w);
+        }
+        return true;
+    }
+
+    // Every page read() returns now (trace_pipe_raw gives one sub-buffer per read, or what the writer has
+    // committed so far on the page it is on), zero-padded to page_size so the file stays page-aligned.
+    void read_pages(Source& src) {
+        for (;;) {
+            ssize_t n = ::read(src.fd, page_.data(), src.page_size);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno != EAGAIN) note(src.error, src, "trace_pipe_raw", errno);
+            if (n <= 0) return;
+            if (static_cast<std::size_t>(n) < src.page_size)
+                std::memset(page_.data() + n, 0, src.page_size - static_cast<std::size_t>(n));
+            write_all(src, page_.data(), src.page_size);
+        }
+    }
+
+    // Moves `n` bytes (whole pages) from the source's pipe to its file with read() and write() (a splice into
+    // a file holds the pipe's lock for the whole write).
+    void pipe_to_file(Source& src, std::size_t n) {
+        while (n > 0) {
+            ssize_t r = ::read(src.pipe[0], copy_.data(), std::min(n, copy_.size()));
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) {
+                note(src.error, src, "pipe", r < 0 ? errno : EIO);
+                return;
+            }
+            n -= static_cast<std::size_t>(r);
+            write_all(src, copy_.data(), static_cast<std::size_t>(r));
+        }
+    }
+
     std::vector<Source> sources_;
     std::vector<unsigned char> page_;
+    std::vector<unsigned char> copy_;  // pipe_to_file
+    std::thread mover_;
+    std::atomic<bool> stop_{false};
 };
 
 Result<void> write_file(const fs::path& p, const std::string& text) {
@@ -255,23 +429,6 @@ private:
     sigset_t set_{}, old_{};
     std::vector<int> restored_;  // signals that were ignored when the capture started
 };
-
-// Reads /proc/PID/fd of each pid into `paths` ((pid, fd) -> link target). Silently skips pids that are gone.
-void poll_fd_paths(const std::set<int>& pids, std::map<std::pair<int, int>, std::string>& paths) {
-    for (int pid : pids) {
-        std::string dir = fmt::format("/proc/{}/fd", pid);
-        DIR* d = ::opendir(dir.c_str());
-        if (!d) continue;
-        while (dirent* e = ::readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            char target[PATH_MAX];
-            ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
-            if (n <= 0) continue;
-            paths[{pid, std::atoi(e->d_name)}] = std::string(target, static_cast<std::size_t>(n));
-        }
-        ::closedir(d);
-    }
-}
 
 bool event_exists(const char* tracing_dir, const char* system, const char* event) {
     return ::access(fmt::format("{}/events/{}/{}", tracing_dir, system, event).c_str(), F_OK) == 0;
@@ -611,14 +768,16 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     RawEventDecoder decoder(tep, kept_events);
     PageDecoder page_decoder(tep, decoder);
     RawRecorder raw;  // creates the capture directory (and raw/<buffer>/)
-    if (auto r = raw.open(inst.get(), "instance", out_dir); !r) return fail(r.error());
+    const auto page_size = static_cast<std::size_t>(std::max(0, tep_get_sub_buffer_size(tep)));
+    if (auto r = raw.open(inst.get(), "instance", out_dir, page_size); !r) return fail(r.error());
     if (use_fgraph && !fgraph)
-        if (auto r = raw.open(nullptr, "top", out_dir); !r) return fail(r.error());
-    auto drain = [&] { raw.drain(page_decoder); };
-    // Pids whose open files are followed: the program and every task seen in its events (its children).
-    std::set<int> pids{child.pid()};
+        if (auto r = raw.open(nullptr, "top", out_dir, page_size); !r) return fail(r.error());
+    auto drain = [&] { raw.drain(); };
+    // Processes whose open files are followed: the program's process tree (not nvtrace itself).
+    ProcessTree tree(child.pid());
     std::map<std::pair<int, int>, std::string> fd_paths;
 
+    if (opts.drain_while_running) raw.start();
     tracefs_trace_on(inst.get());
     tracefs_printf(inst.get(), "nvtrace-start pid=%d\n", child.pid());
     auto t0 = Clock::now();
@@ -627,7 +786,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     std::optional<ExitStatus> status;
     std::optional<Clock::time_point> kill_deadline;
     while (!status) {
-        timespec tick{0, 10'000'000};  // 10 ms drain; what it keeps at 2 M events: docs/performance.md
+        timespec tick{0, 10'000'000};  // 10 ms: fd paths, kmsg, the program's exit
         int sig = ::sigtimedwait(&signals.set(), nullptr, &tick);
         if (sig > 0 && !res.interrupted_by) {
             res.interrupted_by = sig;
@@ -641,12 +800,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
         if (kill_deadline && Clock::now() > *kill_deadline) child.kill_group(SIGKILL);
         if (opts.drain_while_running) drain();
-        const int self = static_cast<int>(::getpid());
-        for (auto& src : raw.sources())
-            for (; src.pids_scanned < src.events.size(); ++src.pids_scanned)
-                // nvtrace's own start/end markers carry its pid: its fds are not the program's.
-                if (int pid = src.events[src.pids_scanned].pid; pid > 0 && pid != self) pids.insert(pid);
-        poll_fd_paths(pids, fd_paths);
+        poll_fd_paths(tree.refresh(), fd_paths);
         kmsg.poll();
         status = child.poll_exit();
     }
@@ -690,8 +844,13 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     }
     tracefs_trace_off(inst.get());
     if (use_fgraph && !fgraph) (void)journal.write("tracing_on", "0");  // journaled: restored just below
-    drain();
+    raw.flush();
     raw.close();
+    std::vector<Event> decoded = raw.decode_all(page_decoder);
+    res.stream.diagnostics = std::move(raw.diagnostics);
+    // Pages the drain could not read or write are events lost: the report says so (read_capture_dir too).
+    if (!raw.write_error.empty())
+        count_diagnostic(res.stream.diagnostics, "pages_not_saved", "data_loss", raw.write_error);
     kmsg.poll();
     res.restore_failures = journal.restore();
 
@@ -735,10 +894,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     st.kmsg = std::move(kmsg.records());
     st.kmsg_overwritten = kmsg.overwritten();
     st.fd_paths = std::move(fd_paths);
-    std::vector<std::vector<Event>> per_source;
-    for (auto& src : raw.sources())
-        per_source.push_back(std::move(src.events));
-    st.events = merge_sources(per_source);
+    st.events = std::move(decoded);
 
     tracefs_load_cmdlines(tracing_dir, tep);
     std::string child_comm = opts.argv[0].substr(opts.argv[0].find_last_of('/') + 1).substr(0, 15);

@@ -3,8 +3,11 @@
 // What it sets up (DESIGN.md section 4): a private instance nvtrace-<pid> with syscalls:sys_enter_ioctl /
 // sys_exit_ioctl (and the user's --event list) scoped by set_event_pid + event-fork; with modules,
 // function_graph filtered by ":mod:M" and scoped by set_ftrace_pid + function-fork, in the instance where
-// the kernel allows it and otherwise at the top level under a TopLevelJournal. The buffers are drained
-// every 10 ms while the program runs; /dev/kmsg is read from the start to the end of the run.
+// the kernel allows it and otherwise at the top level under a TopLevelJournal. While the program runs, a
+// thread moves the full ring-buffer pages to the capture directory every 5 ms (nothing is decoded meanwhile)
+// and the open files of the program's process tree are polled every 10 ms; after the run the rest is read
+// and the page files are decoded as `nvtrace report DIR` decodes them. /dev/kmsg is read from the start to
+// the end of the run.
 // Thread-safety: one capture at a time per process (it blocks SIGINT/SIGTERM/SIGHUP while it runs).
 #pragma once
 

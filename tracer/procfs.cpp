@@ -1,10 +1,18 @@
 #include "procfs.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -27,6 +35,115 @@ std::optional<std::string> first_line(const std::string& path) {
     return s;
 }
 }  // namespace
+
+namespace {
+
+// The numeric entries of directory `path` (/proc: pids, /proc/PID/task: thread ids).
+std::vector<int> numeric_entries(const char* path) {
+    std::vector<int> out;
+    DIR* d = ::opendir(path);
+    if (!d) return out;
+    while (dirent* e = ::readdir(d)) {
+        char* end = nullptr;
+        long v = std::strtol(e->d_name, &end, 10);
+        if (end != e->d_name && *end == '\0' && v > 0 && v <= INT_MAX) out.push_back(static_cast<int>(v));
+    }
+    ::closedir(d);
+    return out;
+}
+
+// PPID and PGRP of /proc/PID/stat ("PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses,
+// so the fields start after the last ')'). False when the process is gone.
+bool read_parent_and_group(int pid, int& ppid, int& pgrp) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    const char* close = std::strrchr(buf, ')');
+    char state = '?';
+    return close && std::sscanf(close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3;
+}
+
+}  // namespace
+
+const std::vector<int>& ProcessTree::refresh() {
+    const int self = static_cast<int>(::getpid());
+    std::vector<int> pids = numeric_entries("/proc");
+    std::sort(pids.begin(), pids.end());
+    // Pids that left /proc are forgotten (a later process with the same pid is classified anew).
+    for (auto it = member_.begin(); it != member_.end();)
+        it = std::binary_search(pids.begin(), pids.end(), it->first) ? std::next(it) : member_.erase(it);
+    struct Fresh {
+        int ppid = 0, pgrp = 0;
+        int state = 0;  // 0 unresolved, 1 resolving (a cycle through pid reuse), 2 resolved
+    };
+    std::unordered_map<int, Fresh> fresh;
+    for (int pid : pids)
+        if (!member_.count(pid)) {
+            Fresh f;
+            if (read_parent_and_group(pid, f.ppid, f.pgrp)) fresh.emplace(pid, f);
+        }
+    // A new process's parent may be new too: resolve parents first (iteratively, no recursion depth limit).
+    for (auto& [pid0, f0] : fresh) {
+        std::vector<int> chain{pid0};
+        while (!chain.empty()) {
+            int pid = chain.back();
+            Fresh& f = fresh.at(pid);
+            if (f.state == 2) {
+                chain.pop_back();
+                continue;
+            }
+            auto parent_fresh = fresh.find(f.ppid);
+            if (f.state == 0 && parent_fresh != fresh.end() && parent_fresh->second.state == 0 && pid != root_ &&
+                f.pgrp != root_ && f.ppid != self) {
+                f.state = 1;
+                chain.push_back(f.ppid);
+                continue;
+            }
+            bool parent_member = false;
+            if (auto k = member_.find(f.ppid); k != member_.end()) parent_member = k->second;
+            bool mine = pid != self && (pid == root_ || f.pgrp == root_ || f.ppid == self || parent_member);
+            member_[pid] = mine;
+            f.state = 2;
+            chain.pop_back();
+        }
+    }
+    members_.clear();
+    for (int pid : pids)
+        if (auto k = member_.find(pid); k != member_.end() && k->second) members_.push_back(pid);
+    return members_;
+}
+
+void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::string>& paths) {
+    const int self = static_cast<int>(::getpid());
+    char path[64];
+    for (int pid : pids) {
+        if (pid == self) continue;
+        std::snprintf(path, sizeof path, "/proc/%d/fd", pid);
+        DIR* d = ::opendir(path);
+        if (!d) continue;
+        std::vector<std::pair<int, std::string>> fds;
+        while (dirent* e = ::readdir(d)) {
+            if (e->d_name[0] == '.') continue;
+            char target[PATH_MAX];
+            ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+            if (n <= 0) continue;
+            fds.emplace_back(std::atoi(e->d_name), std::string(target, static_cast<std::size_t>(n)));
+        }
+        ::closedir(d);
+        std::snprintf(path, sizeof path, "/proc/%d/task", pid);
+        std::vector<int> tids = numeric_entries(path);
+        if (tids.empty()) tids.push_back(pid);
+        for (int tid : tids)
+            for (const auto& [fd, target] : fds)
+                paths[{tid, fd}] = target;
+    }
+}
 
 bool module_loaded(const std::string& module) {
     std::string name = module;

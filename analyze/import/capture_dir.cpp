@@ -520,6 +520,9 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
         }
     }
     if (raw["buffers"].empty()) return fail(bad(meta_path, "raw.buffers lists no buffer: nothing to decode"));
+    // The capture could not read or write some pages (meta.json raw.write_error): their events are lost.
+    if (raw.contains("write_error") && raw["write_error"].is_string())
+        count_diagnostic(res.stream.diagnostics, "pages_not_saved", "data_loss", raw["write_error"].get<std::string>());
     EventStream& st = res.stream;
     merge_segments(all, segment_starts);
     st.events = std::move(all);

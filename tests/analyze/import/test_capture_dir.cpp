@@ -165,6 +165,24 @@ TEST(CaptureDir, PageEndingInZeroesIsDataLossAndTheOtherPagesAreKept) {
     EXPECT_TRUE(named);
 }
 
+// A drain that could not read or write some pages records it in meta.json raw.write_error; the report of the
+// directory said complete all the same. Those pages' events are lost: a data_loss diagnostic now says so.
+TEST(CaptureDir, DrainWriteErrorInMetaIsDataLoss) {
+    Copy c;
+    nlohmann::json j = nlohmann::json::parse(c.read("meta.json"));
+    j["raw"]["write_error"] = "raw/instance/cpu1: No space left on device";
+    c.write("meta.json", j.dump());
+    auto r = read_capture_dir(c.dir.string());
+    ASSERT_TRUE(r) << r.error().message;
+    Report rep = build_report(r->stream);
+    EXPECT_FALSE(rep.completeness.complete);
+    bool found = false;
+    for (const auto& d : rep.completeness.diagnostics)
+        found = found || (d.name == "pages_not_saved" && d.severity == "data_loss" &&
+                          d.first_example == "raw/instance/cpu1: No space left on device");
+    EXPECT_TRUE(found);
+}
+
 TEST(CaptureDir, MissingPageFileIsAnErrorNamingIt) {
     Copy c;
     fs::remove(c.dir / "raw/instance/cpu1");
