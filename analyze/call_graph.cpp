@@ -45,6 +45,23 @@ std::uint64_t name_hash(std::string_view s, std::uint64_t seed) {
     return mix(h);
 }
 
+// a == b for short names without a memcmp call: 8 bytes at a time, the last word overlapping.
+bool same_name(std::string_view a, std::string_view b) {
+    std::size_t n = a.size();
+    if (n != b.size()) return false;
+    if (n < 8) return a == b;
+    const char* p = a.data();
+    const char* q = b.data();
+    for (std::size_t i = 0;; i += 8) {
+        if (i + 8 > n) i = n - 8;
+        std::uint64_t x, y;
+        std::memcpy(&x, p + i, 8);
+        std::memcpy(&y, q + i, 8);
+        if (x != y) return false;
+        if (i + 8 == n) return true;
+    }
+}
+
 // Distinct call paths ("a > b > c"), each a node under its parent path, with the aggregated row. One flat
 // open-addressing table of (parent, name) -> node: a lookup per call hashes the name once and compares it
 // once; the child a node got last is tried before that.
@@ -55,13 +72,14 @@ public:
     std::uint32_t intern(std::uint32_t parent, std::string_view function) {
         // Calls repeat: the child a path got last time is the likely one again (one compare, no hashing).
         std::uint32_t& last = parent == kRoot ? last_root_ : nodes_[parent].last_kid;
-        if (last != kRoot && nodes_[last].name() == function) return last;
+        if (last != kRoot && same_name(nodes_[last].name(), function)) return last;
         std::uint64_t h = name_hash(function, parent);
         std::size_t mask = slots_.size() - 1;
         std::size_t i = h & mask;
         for (; slots_[i].node != kRoot; i = (i + 1) & mask) {
             const Slot& sl = slots_[i];
-            if (sl.hash == h && sl.parent == parent && nodes_[sl.node].name() == function) return last = sl.node;
+            if (sl.hash == h && sl.parent == parent && same_name(nodes_[sl.node].name(), function))
+                return last = sl.node;
         }
         auto id = static_cast<std::uint32_t>(nodes_.size());
         names_.emplace_back(function);  // a deque: the pointers in nodes_ stay valid
@@ -222,7 +240,7 @@ struct CallStream::Impl {
 
     bool same_function(const Frame& fr, const FuncExit& x, std::string_view function) const {
         if (fr.func_addr != 0 && x.func_addr != 0) return fr.func_addr == x.func_addr;
-        return function.empty() || fr.call.function == function;  // a bare "}" closes whatever is open
+        return function.empty() || same_name(fr.call.function, function);  // a bare "}" closes whatever is open
     }
 
     // A final call: aggregated, its duration added to its parent's children (`parent`: the frame below
@@ -314,13 +332,14 @@ struct CallStream::Impl {
         if (cond) flush_orphans(key, st);
     }
     const Orphans* waiting(std::int64_t key) const {
+        if (orphans.empty()) return nullptr;  // the usual case: no hashing (a division) per event
         auto it = orphans.find(key);
         return it == orphans.end() || it->second.tops.empty() ? nullptr : &it->second;
     }
 
     // Sets every field of `c` (a reused call: its strings keep their buffers) for an entry on top of `st`.
     void init_call(Call& c, const Event& ev, const Stack& st, std::string_view function,
-                   const std::optional<std::string_view>& module) {
+                   const std::string_view* module) {
         c.id = next_id++;
         if (!st.empty())
             c.parent = st.back().call.id;
@@ -357,9 +376,9 @@ struct CallStream::Impl {
         return paths.intern(st.empty() ? PathTree::kRoot : st.back().node, function);
     }
 
-    // `function` and `module` stand for the FuncEntry's / FuncExit's own (ignored for other events).
-    void add(const Event& ev, std::size_t idx, std::string_view function,
-             const std::optional<std::string_view>& module) {
+    // `function` and `module` (null: none) stand for the FuncEntry's / FuncExit's own (ignored for other
+    // events). A pointer, not a std::optional: building one per event stalls on its store and reload.
+    void add(const Event& ev, std::size_t idx, std::string_view function, const std::string_view* module) {
         if (std::holds_alternative<ConsoleLine>(ev.body) || std::holds_alternative<Marker>(ev.body)) {
             if (auto it = stacks.find(stack_key(ev)); it != stacks.end() && !it->second.empty())
                 g.open_call_at[idx] = it->second.back().call.id;
@@ -406,15 +425,22 @@ struct CallStream::Impl {
                 }
                 if (st[k].kernel_depth < x->depth) break;
             }
-            std::optional<std::uint64_t> duration = x->duration_ns;
-            if (!duration && x->rettime_ns >= x->calltime_ns && x->calltime_ns != 0)
+            // A flag and a value, not a std::optional built on the stack (its store and reload stall).
+            bool has_duration = x->duration_ns.has_value();
+            std::uint64_t duration = x->duration_ns.value_or(0);
+            if (!has_duration && x->rettime_ns >= x->calltime_ns && x->calltime_ns != 0) {
                 duration = x->rettime_ns - x->calltime_ns;
+                has_duration = true;
+            }
             if (found < st.size()) {
                 if (const Orphans* o = waiting(key)) flush_if(key, st, x->depth < o->depth);
                 drop_unclosed(st, found + 1);
                 Call& c = st.back().call;
                 c.exit_seen = true;
-                c.duration_ns = duration;
+                if (has_duration)
+                    c.duration_ns = duration;
+                else
+                    c.duration_ns.reset();
                 c.retval = x->retval;
                 pop(st);
             } else {
@@ -443,9 +469,9 @@ struct CallStream::Impl {
                 c.exit_seen = true;
                 if (x->calltime_ns != 0)
                     c.entry_ns = x->calltime_ns;
-                else if (ev.ts_known && duration && ev.ts_ns >= *duration)
-                    c.entry_ns = ev.ts_ns - *duration;
-                c.duration_ns = duration;
+                else if (ev.ts_known && has_duration && ev.ts_ns >= duration)
+                    c.entry_ns = ev.ts_ns - duration;
+                if (has_duration) c.duration_ns = duration;
                 c.retval = x->retval;
                 ++g.orphan_returns;
                 note(g.first_orphan_return, place(ev, c.function));
@@ -506,11 +532,17 @@ std::pair<std::string_view, std::optional<std::string_view>> names_of(const Even
 void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms) {
     impl_->comms = &comms;
     auto [function, module] = names_of(ev);
-    impl_->add(ev, index, function, module);
+    impl_->add(ev, index, function, module ? &*module : nullptr);
 }
 
 void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms,
                      std::string_view function, std::optional<std::string_view> module) {
+    impl_->comms = &comms;
+    impl_->add(ev, index, function, module ? &*module : nullptr);
+}
+
+void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms,
+                     std::string_view function, const std::string_view* module) {
     impl_->comms = &comms;
     impl_->add(ev, index, function, module);
 }
@@ -538,7 +570,7 @@ CallGraph build_call_graph(const EventStream& stream) {
     cs.impl_->comms = &stream.comms;
     for (std::size_t idx = 0; idx < stream.events.size(); ++idx) {
         auto [function, module] = names_of(stream.events[idx]);
-        cs.impl_->add(stream.events[idx], idx, function, module);
+        cs.impl_->add(stream.events[idx], idx, function, module ? &*module : nullptr);
     }
     cs.finish();
     CallGraph g = std::move(cs.impl_->g);

@@ -36,8 +36,9 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
 
     LineSplitter lines(text);
     std::string_view line;
+    FgraphLine L;  // reused: tokenize_fgraph_line sets what each kind of line uses
     while (lines.next(line)) {
-        FgraphLine L = tokenize_fgraph_line(line);
+        tokenize_fgraph_line(line, L);
         std::uint32_t n = lines.number();
         LineCtx ctx;
         ctx.line = n;
@@ -66,11 +67,8 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             case FgraphLine::Kind::banner: {
                 CpuState& cs = cpu_state(L.cpu);
                 // Lines of this CPU before its first banner ran as the task switched out.
-                if (cs.pid < 0 && cs.first_unknown != std::size_t(-1)) {
-                    auto& evs = b.stream().events;  // drain() keeps every event from first_unknown on
-                    for (std::size_t i = cs.first_unknown - b.base(); i < evs.size(); ++i)
-                        if (evs[i].cpu == L.cpu && evs[i].pid < 0) evs[i].pid = L.prev.pid;
-                }
+                if (cs.pid < 0 && cs.first_unknown != std::size_t(-1))
+                    b.backfill_pid(cs.first_unknown, L.cpu, L.prev.pid);  // drain() kept them all
                 cs.first_unknown = std::size_t(-1);
                 cs.pid = L.next.pid;
                 b.comm(L.prev.pid, L.prev.comm);

@@ -1,11 +1,21 @@
 #include "graph_line.hpp"
 
+#include <array>
+
 namespace nvtrace::import {
 
 namespace {
 
 constexpr std::string_view kIrqEnter = "==========>";
 constexpr std::string_view kIrqExit = "<==========";
+
+// The bytes that end a function name: '(', a space or tab, '{', ';', '}' (one load per byte to test).
+constexpr auto kNameStop = [] {
+    std::array<bool, 256> t{};
+    for (unsigned char c : std::string_view("( \t{;}"))
+        t[c] = true;
+    return t;
+}();
 
 // "<digits>.<digits>" seconds, already split and checked to be digits: parse_decimal_ns(s, 1e9) without
 // looking for the dot again.
@@ -107,8 +117,7 @@ void parse_graph_body(std::string_view body, GraphBody& out) {
         return;
     }
     std::size_t i = 0;
-    while (i < body.size() && body[i] != '(' && !is_space(body[i]) && body[i] != '{' && body[i] != ';' &&
-           body[i] != '}')
+    while (i < body.size() && !kNameStop[static_cast<unsigned char>(body[i])])
         ++i;
     if (i == 0) {
         out.kind = GraphBody::Kind::malformed;
@@ -163,9 +172,28 @@ void parse_graph_body(std::string_view body, GraphBody& out) {
 
 GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<std::size_t> first_bar) {
     GraphColumns c;
+    parse_graph_columns(rest, base, first_bar ? *first_bar : rest.find('|'), c);
+    return c;
+}
+
+void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c) {
+    // Field by field: cheaper than zeroing the whole struct.
+    c.task.reset();
+    c.lat_flags = {};
+    GraphBody& b = c.body;
+    b.kind = GraphBody::Kind::none;
+    b.duration_ns.reset();
+    b.depth = 0;
+    b.function = {};
+    b.module = {};
+    b.args = {};
+    b.retaddr = {};
+    b.comment = {};
+    b.retval.reset();
+    b.expected = {};
     std::size_t body_start = 0;
     for (int col = 0; col < 3; ++col) {
-        std::size_t bar = col == 0 && first_bar ? *first_bar : rest.find('|', body_start);
+        std::size_t bar = col == 0 ? first_bar : rest.find('|', body_start);
         if (bar == std::string_view::npos) break;
         std::string_view seg = trim(rest.substr(body_start, bar - body_start));
         std::optional<std::uint64_t> duration;
@@ -173,13 +201,13 @@ GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<
         if (seg.empty() || seg == kIrqEnter || seg == kIrqExit || duration) {
             if (seg == kIrqEnter) {
                 c.body.kind = GraphBody::Kind::irq_enter;
-                return c;
+                return;
             }
             if (seg == kIrqExit) {
                 c.body.kind = GraphBody::Kind::irq_exit;
-                return c;
+                return;
             }
-            c.body.duration_ns = duration;
+            if (duration) c.body.duration_ns.emplace(*duration);  // reset above; no optional copied whole
             body_start = bar + 1;
             base = 2;
             break;
@@ -201,28 +229,34 @@ GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<
         break;
     }
     std::string_view body = rest.substr(body_start);
-    std::size_t n = 0;
-    while (n < body.size() && body[n] == ' ')
-        ++n;
+    std::size_t n = space_run(body, 0);
     int spaces = static_cast<int>(std::min<std::size_t>(n, 1u << 20));
     c.body.depth = spaces >= base ? (spaces - base) / 2 : 0;
     parse_graph_body(body.substr(n), c.body);
-    return c;
 }
 
 FgraphLine tokenize_fgraph_line(std::string_view s) {
     FgraphLine L;
+    tokenize_fgraph_line(s, L);
+    return L;
+}
+
+void tokenize_fgraph_line(std::string_view s, FgraphLine& L) {
+    L.kind = FgraphLine::Kind::malformed;
+    L.ts_ns.reset();
+    L.cpu = -1;
+    L.expected = {};
     while (!s.empty() && s[0] == '\t')
         s.remove_prefix(1);  // copies of Documentation/trace/ftrace.rst carry a tab before every line
     std::string_view t = trim(s);
     if (t.empty()) {
         L.kind = FgraphLine::Kind::blank;
-        return L;
+        return;
     }
     if (t[0] == '#') {
         L.kind = starts_with(t, "#####") ? FgraphLine::Kind::annotation : FgraphLine::Kind::header;
         L.header = trim(t.substr(1));
-        return L;
+        return;
     }
     if (starts_with(t, "CPU:")) {
         // "CPU:%d [LOST %lu EVENTS]" (kernel/trace/trace.c, print_trace_line with iter->lost_events)
@@ -233,14 +267,14 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
             L.kind = FgraphLine::Kind::lost;
             L.cpu = *cpu;
             L.count = parse_u64(trim(r.substr(6, r.size() - 6 - 7)));
-            return L;
+            return;
         }
         L.expected = "'CPU:N [LOST M EVENTS]'";
-        return L;
+        return;
     }
     if (t[0] == '-' && t.find_first_not_of('-') == std::string_view::npos) {
         L.kind = FgraphLine::Kind::dashes;
-        return L;
+        return;
     }
     if (starts_with(t, "(Overruns:")) {
         L.kind = FgraphLine::Kind::overruns;
@@ -251,7 +285,7 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
             L.kind = FgraphLine::Kind::malformed;
             L.expected = "'(Overruns: N)'";
         }
-        return L;
+        return;
     }
 
     std::size_t p = 0;
@@ -261,18 +295,30 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
         std::size_t d = 0;
         while (d < s.size() && s[d] == ' ')
             ++d;
+        // The value is gathered while the digits are checked (one pass); seconds_ns below when the
+        // integer part may overflow.
         std::size_t q = d;
+        std::uint64_t sec = 0;
         while (q < s.size() && is_digit(s[q]))
-            ++q;
+            sec = sec * 10 + static_cast<std::uint64_t>(s[q++] - '0');
         if (q > d && q < s.size() && s[q] == '.') {
             std::size_t r = q + 1;
-            while (r < s.size() && is_digit(s[r]))
+            std::uint64_t frac = 0;
+            while (r < s.size() && is_digit(s[r])) {
+                if (r - q <= 9) frac = frac * 10 + static_cast<std::uint64_t>(s[r] - '0');  // ns precision
                 ++r;
+            }
             std::size_t num_end = r;
             while (r < s.size() && s[r] == ' ')
                 ++r;
             if (r < s.size() && s[r] == '|' && num_end > q + 1) {
-                L.ts_ns = seconds_ns(s.substr(d, q - d), s.substr(q + 1, num_end - q - 1));
+                if (q - d > 10) {
+                    L.ts_ns = seconds_ns(s.substr(d, q - d), s.substr(q + 1, num_end - q - 1));
+                } else {
+                    for (std::size_t k = num_end - q - 1; k < 9; ++k)
+                        frac *= 10;
+                    L.ts_ns.emplace(sec * 1'000'000'000 + frac);
+                }
                 p = r + 1;
                 base = 2;
             }
@@ -284,10 +330,15 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
         while (q < s.size() && s[q] == ' ')
             ++q;
         std::size_t d = q;
+        std::uint64_t cpu = 0;  // exact up to 19 digits; parse_int decides beyond
         while (q < s.size() && is_digit(s[q]))
-            ++q;
+            cpu = cpu * 10 + static_cast<std::uint64_t>(s[q++] - '0');
         if (q > d && q < s.size() && s[q] == ')') {
-            if (auto cpu = parse_int(s.substr(d, q - d))) L.cpu = *cpu;
+            if (q - d > 18) {
+                if (auto c = parse_int(s.substr(d, q - d))) L.cpu = *c;
+            } else if (cpu <= 0x7fffffff) {
+                L.cpu = static_cast<int>(cpu);
+            }
             p = q + 1;
             base = 1;
         }
@@ -305,18 +356,17 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
                 L.kind = FgraphLine::Kind::banner;
                 L.prev = *prev;
                 L.next = *next;
-                return L;
+                return;
             }
         }
     }
-    L.cols = parse_graph_columns(rest, base, first_bar);
+    parse_graph_columns(rest, base, first_bar, L.cols);
     if (L.cols.body.kind == GraphBody::Kind::malformed) {
         L.kind = FgraphLine::Kind::malformed;
         L.expected = L.cols.body.expected;
-        return L;
+        return;
     }
     L.kind = FgraphLine::Kind::graph;
-    return L;
 }
 
 }  // namespace nvtrace::import

@@ -39,6 +39,9 @@ struct GraphColumns {
 };
 // `first_bar`: rest.find('|') when the caller already looked (npos: none), to save searching again.
 GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<std::size_t> first_bar = std::nullopt);
+// The same into `c`, whatever it held before (a reader reuses one per-line struct: no zeroing, no copy);
+// `first_bar` is rest.find('|'), already looked for.
+void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c);
 
 // The body itself ("func() {", "f [mod](a=1);", "} /* f = -22 */", "/* text */", "==========>").
 void parse_graph_body(std::string_view body, GraphBody& out);
@@ -56,5 +59,8 @@ struct FgraphLine {
     std::string_view expected;           // malformed
 };
 FgraphLine tokenize_fgraph_line(std::string_view line);
+// The same into `L`, whatever it held before: the fields the resulting kind uses are all set (prev and
+// next are set for a banner only, count for lost and overruns only, header for header and annotation only).
+void tokenize_fgraph_line(std::string_view line, FgraphLine& L);
 
 }  // namespace nvtrace::import

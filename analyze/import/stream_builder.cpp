@@ -1,6 +1,7 @@
 #include "stream_builder.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -42,8 +43,15 @@ namespace {
 
 // True when clean() would return `s` unchanged (printable ASCII).
 bool plain_ascii(std::string_view s) {
-    for (char c : s) {
-        auto u = static_cast<unsigned char>(c);
+    constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {  // 8 bytes at a time: a byte >= 0x80, or below 0x20 (borrows)
+        std::uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        if ((w & high) | ((w - 0x20 * ones) & ~w & high)) return false;
+    }
+    for (; i < s.size(); ++i) {
+        auto u = static_cast<unsigned char>(s[i]);
         if (u < 0x20 || u >= 0x80) return false;
     }
     return true;
@@ -58,10 +66,52 @@ void StreamBuilder::push(const LineCtx& ctx, EventBody body, const FuncNames& na
 template <class Body>
 void StreamBuilder::emplace(const LineCtx& ctx, Body&& body, const FuncNames& names) {
     bool irq = ctx.irq || irq_marks(ctx.cpu) > 0;
+    if (drain_) {
+        pend(ctx, irq, Pending::Kind::other, 0, nullptr, names);
+        others_.emplace_back(ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known,
+                             ctx.line);
+        return;
+    }
     // Member by member (Event is an aggregate): no zeroing of the whole event first.
     stream_.events.emplace_back(ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known,
                                 ctx.line);
-    if (drain_) names_.push_back(names);
+}
+
+void StreamBuilder::pend(const LineCtx& ctx, bool irq, Pending::Kind kind, int depth, const GraphBody* b,
+                         const FuncNames& names) {
+    Pending& p = pending_.add();  // a reused slot: every field is written
+    p.ts_ns = ctx.ts_ns;
+    p.cpu = ctx.cpu;
+    p.pid = ctx.pid;
+    p.line = ctx.line;
+    p.irq = irq;
+    p.ts_known = ctx.ts_known;
+    p.kind = kind;
+    p.depth = depth;
+    p.names = names;
+    if (b) {
+        p.has_duration = b->duration_ns.has_value();
+        p.duration_ns = b->duration_ns.value_or(0);
+        p.has_retval = b->retval.has_value();
+        p.retval = b->retval.value_or(0);
+    } else {
+        p.has_duration = false;
+        p.duration_ns = 0;
+        p.has_retval = false;
+        p.retval = 0;
+    }
+    p.overrun = 0;
+}
+
+void StreamBuilder::backfill_pid(std::size_t from, int cpu, int pid) {
+    if (drain_) {
+        for (std::size_t i = from - base_; i < pending_.size(); ++i)
+            if (pending_[i].cpu == cpu && pending_[i].pid < 0) pending_[i].pid = pid;
+        return;
+    }
+    auto& evs = stream_.events;
+    for (std::size_t i = from - base_; i < evs.size(); ++i)
+        if (evs[i].cpu == cpu && evs[i].pid < 0) evs[i].pid = pid;
 }
 
 void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
@@ -84,6 +134,24 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
             while (!t.open.empty() && t.open.back() >= b.depth)
                 t.open.pop_back();
             bool irq = in_irq(ctx, t, b.depth, true);
+            LineCtx c = ctx;
+            c.irq = irq;
+            // Streaming: names stay views into the text when cleaning would not change them, and the
+            // events wait as Pending records.
+            if (drain_ && plain_ascii(b.function) && plain_ascii(b.module)) {
+                FuncNames names{b.function, b.module, !b.module.empty(), true};
+                bool marked = irq || irq_marks(ctx.cpu) > 0;
+                if (b.kind == K::entry) {
+                    t.open.push_back(b.depth);
+                    pend(c, marked, Pending::Kind::entry, b.depth, nullptr, names);
+                    return;
+                }
+                if (t.irq_floor == b.depth) t.irq_floor = -1;  // an interrupt that was a leaf
+                pend(c, marked, Pending::Kind::entry, b.depth, nullptr, names);
+                last_exit_ = size();
+                pend(c, marked, Pending::Kind::exit, b.depth, &b, names);
+                return;
+            }
             FuncNames names;
             // Streaming: names stay views into the text when cleaning would not change them.
             names.viewed = drain_ && plain_ascii(b.function) && plain_ascii(b.module);
@@ -97,8 +165,6 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
                 if (!b.module.empty()) e.module = clean(b.module);
             }
             e.depth = b.depth;
-            LineCtx c = ctx;
-            c.irq = irq;
             if (b.kind == K::entry) {
                 t.open.push_back(b.depth);
                 emplace(c, std::move(e), names);
@@ -126,6 +192,14 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
             LineCtx c = ctx;
             c.irq = in_irq(ctx, t, b.depth, false);
             if (t.irq_floor == b.depth) t.irq_floor = -1;
+            if (drain_ && plain_ascii(b.function)) {
+                FuncNames names;
+                names.function = b.function;
+                names.viewed = true;
+                last_exit_ = size();
+                pend(c, c.irq || irq_marks(ctx.cpu) > 0, Pending::Kind::exit, b.depth, &b, names);
+                return;
+            }
             FuncExit x;
             FuncNames names;
             names.viewed = drain_ && plain_ascii(b.function);
@@ -158,6 +232,19 @@ void StreamBuilder::lost(const LineCtx& ctx, std::optional<std::uint64_t> count)
 
 bool StreamBuilder::overruns(std::uint64_t n) {
     if (!last_exit_) return false;
+    if (drain_) {
+        Pending& p = pending_[*last_exit_ - base_];
+        if (p.kind == Pending::Kind::exit) {
+            p.overrun += n;
+            return true;
+        }
+        // An exit kept whole: the others_ before it are those of the pending records before it.
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < *last_exit_ - base_; ++i)
+            if (pending_[i].kind == Pending::Kind::other) ++k;
+        std::get<FuncExit>(others_[k].body).overrun += n;
+        return true;
+    }
     std::get<FuncExit>(stream_.events[*last_exit_ - base_].body).overrun += n;
     return true;
 }
@@ -182,25 +269,63 @@ void StreamBuilder::set_drain(Drain sink, std::function<void(const char*)> consu
     drain_ = std::move(sink);
     consumed_ = std::move(consumed);
     stream_.events = {};
-    stream_.events.reserve(1 << 17);
-    names_.clear();
-    names_.reserve(1 << 17);
+    pending_.reset();
+    others_.clear();
+    entry_ev_.body = FuncEntry{};
+    exit_ev_.body = FuncExit{};
 }
 
 void StreamBuilder::drain(std::size_t upto) {
     if (!drain_) return;
     if (last_exit_) upto = std::min(upto, *last_exit_);
     if (upto <= base_) return;
-    auto& evs = stream_.events;
-    std::size_t n = std::min(upto - base_, evs.size());
+    std::size_t n = std::min(upto - base_, pending_.size());
     for (std::size_t i = 0; i < n; ++i) {
-        Event& ev = evs[i];
-        if (ev.ts_ns < drained_ts_ && first_unsorted_line_ == 0) first_unsorted_line_ = ev.line ? ev.line : 1;
-        drained_ts_ = ev.ts_ns;
-        drain_(std::move(ev), base_ + i, names_[i]);
+        const Pending& p = pending_[i];
+        if (p.ts_ns < drained_ts_ && first_unsorted_line_ == 0) first_unsorted_line_ = p.line ? p.line : 1;
+        drained_ts_ = p.ts_ns;
+        if (p.kind == Pending::Kind::other) {
+            Event& ev = others_.front();
+            ev.pid = p.pid;  // backfill_pid may have set it
+            drain_(std::move(ev), base_ + i, p.names);
+            others_.pop_front();
+            continue;
+        }
+        // Every field set: the sink may have moved from the event last time.
+        Event& ev = p.kind == Pending::Kind::entry ? entry_ev_ : exit_ev_;
+        ev.ts_ns = p.ts_ns;
+        ev.cpu = p.cpu;
+        ev.pid = p.pid;
+        ev.irq = p.irq;
+        ev.ts_known = p.ts_known;
+        ev.line = p.line;
+        if (p.kind == Pending::Kind::entry) {
+            auto& e = std::get<FuncEntry>(ev.body);
+            e.func_addr = 0;
+            e.function.clear();
+            e.module.reset();
+            e.depth = p.depth;
+        } else {
+            auto& x = std::get<FuncExit>(ev.body);
+            x.func_addr = 0;
+            x.function.clear();
+            x.module.reset();
+            x.depth = p.depth;
+            x.calltime_ns = 0;
+            x.rettime_ns = 0;
+            if (p.has_duration)
+                x.duration_ns = p.duration_ns;
+            else
+                x.duration_ns.reset();
+            x.overrun = p.overrun;
+            if (p.has_retval)
+                x.retval = p.retval;
+            else
+                x.retval.reset();
+        }
+        drain_(std::move(ev), base_ + i, p.names);
     }
-    evs.erase(evs.begin(), evs.begin() + static_cast<std::ptrdiff_t>(n));
-    names_.erase(names_.begin(), names_.begin() + static_cast<std::ptrdiff_t>(n));
+    pending_.erase_front(n);
     base_ += n;
 }
 
@@ -209,7 +334,8 @@ Result<EventStream> StreamBuilder::finish(std::string_view what) {
         last_exit_.reset();
         drain(size());
         stream_.events = {};  // all handed over: the buffers go (the caller builds its report next)
-        names_ = {};
+        pending_.reset();
+        others_ = {};
         if (first_unsorted_line_)
             count_diagnostic(stream_.diagnostics, "unsorted_timestamps", "info",
                              fmt::format("{}:{}: timestamp goes back; streamed in file order, not sorted", file_,

@@ -2,7 +2,9 @@
 // function_graph text reader and the trace-cmd report reader, so both rebuild calls the same way.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -53,13 +55,18 @@ public:
 
     EventStream& stream() { return stream_; }
     // Events pushed so far, drained ones included: the index the next event will have.
-    std::size_t size() const { return base_ + stream_.events.size(); }
-    // Index of stream().events[0] (events before it were drained).
+    std::size_t size() const { return base_ + (drain_ ? pending_.size() : stream_.events.size()); }
+    // Index of the first event not drained yet (events before it were drained).
     std::size_t base() const { return base_; }
+    // Gives the events from index `from` on (not drained yet) that ran on `cpu` with no known pid the pid
+    // `pid` (a context-switch banner names the task they ran as).
+    void backfill_pid(std::size_t from, int cpu, int pid);
 
     // Streaming: events are handed to `sink` (with their index) by drain() and finish() instead of being
     // kept. Events are then not sorted: one that goes back in time is counted (unsorted_timestamps).
-    // The names of a FuncEntry / FuncExit come as `names` (FuncNames above).
+    // The names of a FuncEntry / FuncExit come as `names` (FuncNames above). Events not drained yet are
+    // held inside the builder (stream().events stays empty); a FuncEntry / FuncExit with viewed names is
+    // handed over as an event the builder reuses for the next one, valid only during the call.
     using Drain = std::function<void(Event&&, std::size_t index, const FuncNames& names)>;
     // `consumed(p)`: the text before p is read and referenced by nothing kept (the caller may drop its pages).
     void set_drain(Drain sink, std::function<void(const char*)> consumed = {});
@@ -67,8 +74,8 @@ public:
     // drained still views, is done with.
     void consumed(const char* p) {
         if (!consumed_) return;
-        for (const FuncNames& n : names_)
-            if (n.viewed && !n.function.empty() && n.function.data() < p) p = n.function.data();
+        for (const Pending& e : pending_)
+            if (e.names.viewed && !e.names.function.empty() && e.names.function.data() < p) p = e.names.function.data();
         consumed_(p);
     }
     bool draining() const { return static_cast<bool>(drain_); }
@@ -89,6 +96,52 @@ private:
     template <class Body>  // push() of a FuncEntry / FuncExit: the event built member by member
     void emplace(const LineCtx& ctx, Body&& body, const FuncNames& names);
     bool in_irq(const LineCtx& ctx, TaskState& t, int depth, bool entering);
+    // Streaming: an event not drained yet. A FuncEntry / FuncExit whose names are views is kept as these
+    // few fields (no Event built and destroyed per line); any other event waits whole in others_, in order.
+    struct Pending {
+        enum class Kind : std::uint8_t { other, entry, exit };
+        std::uint64_t ts_ns = 0;
+        std::uint64_t duration_ns = 0;
+        std::int64_t retval = 0;
+        std::uint64_t overrun = 0;
+        FuncNames names;
+        int cpu = -1;
+        int pid = -1;
+        std::uint32_t line = 0;
+        int depth = 0;
+        Kind kind = Kind::other;
+        bool irq = false;
+        bool ts_known = false;
+        bool has_duration = false;
+        bool has_retval = false;
+    };
+    void pend(const LineCtx& ctx, bool irq, Pending::Kind kind, int depth, const GraphBody* b, const FuncNames& names);
+    // The pending records: slots are zeroed once when the buffer grows and then reused, every field
+    // written by pend() (a vector's emplace_back would zero each new record first).
+    class PendingBuf {
+    public:
+        std::size_t size() const { return n_; }
+        Pending& operator[](std::size_t i) { return v_[i]; }
+        const Pending* begin() const { return v_.data(); }
+        const Pending* end() const { return v_.data() + n_; }
+        Pending& add() {
+            if (n_ == v_.size()) v_.resize(std::max<std::size_t>(v_.size() * 2, 1024));
+            return v_[n_++];
+        }
+        void erase_front(std::size_t n) {  // drained: the rest moves to the front
+            std::copy(v_.begin() + static_cast<std::ptrdiff_t>(n), v_.begin() + static_cast<std::ptrdiff_t>(n_),
+                      v_.begin());
+            n_ -= n;
+        }
+        void reset() {
+            v_ = {};
+            n_ = 0;
+        }
+
+    private:
+        std::vector<Pending> v_;
+        std::size_t n_ = 0;
+    };
 
     std::string file_;
     EventStream stream_;
@@ -105,7 +158,9 @@ private:
     int last_irq_cpu_ = 0;
     TaskState* last_task_ = nullptr;  // tasks_[last_task_key_]
     std::int64_t last_task_key_ = 0;
-    std::vector<FuncNames> names_;          // streaming: one per event of stream_.events
+    PendingBuf pending_;                    // streaming: the events not drained yet
+    std::deque<Event> others_;              // streaming: the Pending::Kind::other events, in order
+    Event entry_ev_, exit_ev_;              // streaming: what a pending entry / exit is handed over as
     std::optional<std::size_t> last_exit_;  // index (drained events included)
     Drain drain_;
     std::function<void(const char*)> consumed_;

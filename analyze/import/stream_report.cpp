@@ -183,8 +183,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         [&](Event&& ev, std::size_t index, const FuncNames& names) {
             if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
                 if (names.viewed)
-                    calls.add(ev, index, b.stream().comms, names.function,
-                              names.has_module ? std::optional(names.module) : std::nullopt);
+                    calls.add(ev, index, b.stream().comms, names.function, names.has_module ? &names.module : nullptr);
                 else
                     calls.add(ev, index, b.stream().comms);
                 return;

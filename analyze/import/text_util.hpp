@@ -2,8 +2,10 @@
 // Everything here works on std::string_view and never allocates unless it returns a std::string.
 #pragma once
 
+#include <bit>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,10 +21,28 @@ inline bool is_digit(char c) {
     return c >= '0' && c <= '9';
 }
 
-inline std::string_view ltrim(std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size() && is_space(s[i]))
+// The number of ' ' bytes at s[i...], 8 at a time (function_graph indents by runs of spaces).
+inline std::size_t space_run(std::string_view s, std::size_t i) {
+    std::size_t start = i;
+    for (; i + 8 <= s.size(); i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        w ^= 0x2020202020202020ULL;  // zero bytes where the spaces are
+        if (w) {
+            if constexpr (std::endian::native == std::endian::little)
+                return i + static_cast<std::size_t>(std::countr_zero(w) / 8) - start;
+            break;
+        }
+    }
+    while (i < s.size() && s[i] == ' ')
         ++i;
+    return i - start;
+}
+
+inline std::string_view ltrim(std::string_view s) {
+    std::size_t i = space_run(s, 0);
+    while (i < s.size() && is_space(s[i]))  // tabs, and spaces after them
+        i += 1 + space_run(s, i + 1);
     return s.substr(i);
 }
 inline std::string_view rtrim(std::string_view s) {
@@ -35,11 +55,13 @@ inline std::string_view trim(std::string_view s) {
     return rtrim(ltrim(s));
 }
 
+// A length check, then a compare of p.size() bytes: inlined for a literal `p` (no memcmp call per line).
 inline bool starts_with(std::string_view s, std::string_view p) {
-    return s.substr(0, p.size()) == p;
+    return s.size() >= p.size() && std::char_traits<char>::compare(s.data(), p.data(), p.size()) == 0;
 }
 inline bool ends_with(std::string_view s, std::string_view p) {
-    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+    return s.size() >= p.size() &&
+           std::char_traits<char>::compare(s.data() + s.size() - p.size(), p.data(), p.size()) == 0;
 }
 
 // Unsigned decimal; the whole view must be digits.
@@ -72,14 +94,22 @@ inline std::optional<std::int64_t> parse_retval(std::string_view s) {
 // "<int>[.<frac>]" with the integer part in `unit_ns` units (1000 for µs, 1e9 for seconds): fraction digits
 // beyond ns precision are dropped. "82.823" us -> 82823 ns, "33998.59" -> 33998590, "3594274" -> 3594274000.
 inline std::optional<std::uint64_t> parse_decimal_ns(std::string_view s, std::uint64_t unit_ns) {
-    std::size_t dot = s.find('.');
-    std::string_view ip = s.substr(0, dot);
-    auto i = parse_u64(ip);
+    // The integer part in one pass (no find, no from_chars call): digits up to the dot or the end.
+    std::size_t dot = 0;
+    std::uint64_t iv = 0;
+    bool ok = true;
+    for (; dot < s.size() && s[dot] != '.'; ++dot) {
+        if (!is_digit(s[dot]) || __builtin_mul_overflow(iv, 10, &iv) ||
+            __builtin_add_overflow(iv, static_cast<std::uint64_t>(s[dot] - '0'), &iv))
+            ok = false;
+    }
+    std::size_t int_digits = dot;
+    if (dot == s.size()) dot = std::string_view::npos;
     std::uint64_t limit = unit_ns == 1000            ? UINT64_MAX / 1000  // constants: no division per call
                           : unit_ns == 1'000'000'000 ? UINT64_MAX / 1'000'000'000
                                                      : UINT64_MAX / unit_ns;
-    if (!i || *i > limit) return std::nullopt;
-    std::uint64_t ns = *i * unit_ns;
+    if (!ok || int_digits == 0 || iv > limit) return std::nullopt;  // "", ".5", non-digits, overflow
+    std::uint64_t ns = iv * unit_ns;
     if (dot != std::string_view::npos) {
         std::string_view fp = s.substr(dot + 1);
         if (fp.empty()) return std::nullopt;

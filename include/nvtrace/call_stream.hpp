@@ -44,6 +44,9 @@ public:
     // The views need to live only during the call.
     void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms, std::string_view function,
              std::optional<std::string_view> module);
+    // The same with `module` as a pointer (null: none), for a caller that has no std::optional at hand.
+    void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms, std::string_view function,
+             const std::string_view* module);
     // Hands over every call still open, as unclosed. Call once, after the last add().
     void finish();
 

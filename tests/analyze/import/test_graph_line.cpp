@@ -77,6 +77,16 @@ TEST(GraphLine, AbsTimeDigitsAndLimits) {
     EXPECT_EQ(parse_decimal_ns("3594274", 1'000'000'000), 3594274000000000u);
     EXPECT_EQ(parse_decimal_ns("1.5", 250), 375u);  // other units: digit by digit, as before
     EXPECT_FALSE(parse_decimal_ns("1.x", 1000));
+    // The integer part is read in one pass: empty, signed, non-digit and overflowing parts are refused.
+    EXPECT_FALSE(parse_decimal_ns("", 1000));
+    EXPECT_FALSE(parse_decimal_ns(".5", 1000));
+    EXPECT_FALSE(parse_decimal_ns("5.", 1000));
+    EXPECT_FALSE(parse_decimal_ns("+5", 1000));
+    EXPECT_FALSE(parse_decimal_ns("1-2", 1000));
+    EXPECT_FALSE(parse_decimal_ns("18446744073709551616", 1));
+    EXPECT_EQ(parse_decimal_ns("18446744073709551615", 1), UINT64_MAX);
+    EXPECT_FALSE(parse_decimal_ns("18446744073709552", 1000));  // over UINT64_MAX / 1000
+    EXPECT_EQ(parse_decimal_ns("18446744073709551", 1000), 18446744073709551000u);
     EXPECT_FALSE(parse_decimal_ns("1.", 1000));
 }
 
@@ -270,4 +280,48 @@ TEST(GraphLine, TraceCmdSuffixes) {
     GraphColumns x = parse_graph_columns("       + 11.065 us  |        } (ret=0x0)", 0);
     EXPECT_EQ(x.body.kind, K::exit);
     EXPECT_EQ(x.body.retval, 0);
+}
+
+// Space runs are counted 8 bytes at a time: every indentation from 0 to 40 spaces gives its depth, and
+// trimming stops at the first other byte, tabs included, wherever it falls in a word.
+TEST(GraphLine, DeepIndentationAndSpaceRuns) {
+    for (int depth = 0; depth <= 20; ++depth) {
+        std::string line = " 3)   0.100 us    |  " + std::string(static_cast<std::size_t>(depth) * 2, ' ') + "f();";
+        auto l = tokenize_fgraph_line(line);
+        ASSERT_EQ(l.kind, L::graph) << depth;
+        EXPECT_EQ(l.cols.body.depth, depth);
+        EXPECT_EQ(l.cols.body.function, "f");
+    }
+    for (std::size_t n = 0; n <= 20; ++n) {
+        std::string spaces(n, ' ');
+        EXPECT_EQ(space_run(spaces + "x", 0), n);
+        EXPECT_EQ(space_run(spaces, 0), n);
+        EXPECT_EQ(ltrim(spaces + "\t" + spaces + "x y"), "x y");
+        EXPECT_EQ(ltrim("ab" + spaces + "c"), "ab" + spaces + "c");
+        EXPECT_EQ(space_run("ab" + spaces + "c", 2), n);
+    }
+}
+
+// The reader reuses one FgraphLine: what a line sets must not leak into the next one.
+TEST(GraphLine, ReusedLineStructHoldsNothingOver) {
+    FgraphLine l;
+    tokenize_fgraph_line("7238523.140209 |   2)   0.426 us    |    f [mod](a=1); /* = -22 */", l);
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_EQ(l.cols.body.retval, -22);
+    EXPECT_EQ(l.cols.body.module, "mod");
+    tokenize_fgraph_line(" 1)               |  g() {", l);
+    ASSERT_EQ(l.kind, L::graph);
+    EXPECT_FALSE(l.ts_ns);
+    EXPECT_EQ(l.cpu, 1);
+    EXPECT_FALSE(l.cols.body.duration_ns);
+    EXPECT_FALSE(l.cols.body.retval);
+    EXPECT_EQ(l.cols.body.module, "");
+    EXPECT_EQ(l.cols.body.args, "");
+    EXPECT_EQ(l.cols.body.kind, K::entry);
+    tokenize_fgraph_line("CPU:x [LOST 1 EVENTS]", l);
+    EXPECT_EQ(l.kind, L::malformed);
+    tokenize_fgraph_line(" 0)   0.1 us    |  f(", l);
+    EXPECT_EQ(l.kind, L::malformed);
+    EXPECT_EQ(l.cpu, 0);
+    EXPECT_EQ(l.expected, "')' closing the argument list");
 }

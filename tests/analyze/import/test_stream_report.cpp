@@ -268,6 +268,31 @@ TEST(CallsJsonl, SameBytesAsAppendCallJson) {
         if (i % 5 == 0) c.retval = -static_cast<std::int64_t>(i);
         calls.push_back(c);
     }
+    // Numbers at every digit count (the writer converts 8-digit groups itself) and both signs; strings
+    // needing escapes past their first 8 bytes (it tests 8 bytes at a time).
+    std::uint64_t p10 = 1;
+    for (int k = 0; k <= 19; ++k, p10 *= 10)
+        for (std::uint64_t v : {p10 - 1, p10, p10 + 1, p10 * 5 + 7}) {
+            Call c;
+            c.id = v;
+            c.entry_ns = v;
+            c.duration_ns = v / 3;
+            c.retval = k % 2 ? -static_cast<std::int64_t>(v >> 1) : static_cast<std::int64_t>(v >> 1);
+            c.cpu = k % 3 ? static_cast<int>(v % 100000) : -1;
+            c.pid = static_cast<int>(v & 0x7fffffff);
+            c.depth = static_cast<int>(v % 1000);
+            c.parent = v * 7;
+            c.function = std::string("abcdefgh") + std::string(static_cast<std::size_t>(k % 8), 'i') +
+                         "\x01\"\\\x80\x7f"[k % 5] + "tail";
+            c.comm = std::string(static_cast<std::size_t>(k), 'c');
+            calls.push_back(c);
+        }
+    Call extremes;
+    extremes.id = UINT64_MAX;
+    extremes.cpu = INT32_MIN;
+    extremes.pid = INT32_MAX;
+    extremes.retval = INT64_MAX;
+    calls.push_back(extremes);
     std::string want;
     for (const Call& c : calls) {
         import::append_call_json(want, c);
