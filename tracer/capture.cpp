@@ -775,7 +775,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     auto drain = [&] { raw.drain(); };
     // Processes whose open files are followed: the program's process tree (not nvtrace itself).
     ProcessTree tree(child.pid());
-    std::map<std::pair<int, int>, std::string> fd_paths;
+    std::map<std::pair<int, int>, std::vector<std::string>> fd_paths;
 
     if (opts.drain_while_running) raw.start();
     tracefs_trace_on(inst.get());
@@ -893,7 +893,11 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     st.buffer_stats = buffer_stats_delta(stats_before, stats_after);
     st.kmsg = std::move(kmsg.records());
     st.kmsg_overwritten = kmsg.overwritten();
-    st.fd_paths = std::move(fd_paths);
+    // In the order fd_paths.json lists them, so that read_capture_dir rebuilds the same maps.
+    for (const auto& [key, paths] : fd_paths)
+        for (const auto& path : paths)
+            add_fd_path(st, key.first, key.second, path);
+    note_reused_fds(st);
     st.events = std::move(decoded);
 
     tracefs_load_cmdlines(tracing_dir, tep);
@@ -941,8 +945,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             comms[std::to_string(pid)] = comm;
         if (auto r = write_file(out_dir / "comms.json", dump_json(comms)); !r) return fail(r.error());
         nlohmann::json fds = nlohmann::json::array();
-        for (const auto& [key, path] : st.fd_paths)
-            fds.push_back({key.first, key.second, path});
+        for (const auto& [key, paths] : fd_paths)
+            for (const auto& path : paths)
+                fds.push_back({key.first, key.second, path});
         if (auto r = write_file(out_dir / "fd_paths.json", dump_json(fds)); !r) return fail(r.error());
         nlohmann::json stats{{"before", stats_json(stats_before)}, {"after", stats_json(stats_after)}};
         if (auto r = write_file(out_dir / "buffer_stats.json", dump_json(stats)); !r) return fail(r.error());

@@ -281,6 +281,14 @@ int do_report(const ReportArgs& a) {
         kmsg_diags = std::move(k->stream.diagnostics);
     }
     std::error_code ec;
+    // An output that is one of the inputs would be truncated before it is read (--calls-jsonl is opened first).
+    for (const auto& [what, path] : {std::pair<const char*, const std::string&>{"--calls-jsonl", a.calls_jsonl},
+                                     std::pair<const char*, const std::string&>{"-o", a.out}})
+        for (const std::string& in : {a.input, a.kmsg})
+            if (!path.empty() && !in.empty() && in != "-" && std::filesystem::equivalent(path, in, ec)) {
+                fmt::print(stderr, "nvtrace report: {} {} is an input file: it would be overwritten\n", what, path);
+                return static_cast<int>(ExitCode::usage);
+            }
     if (!a.calls_jsonl.empty() && std::filesystem::is_directory(a.input, ec)) {
         fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a capture directory\n");
         return static_cast<int>(ExitCode::usage);

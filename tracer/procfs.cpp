@@ -119,7 +119,7 @@ const std::vector<int>& ProcessTree::refresh() {
     return members_;
 }
 
-void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::string>& paths) {
+void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::vector<std::string>>& paths) {
     const int self = static_cast<int>(::getpid());
     char path[64];
     for (int pid : pids) {
@@ -141,7 +141,7 @@ void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, s
         if (tids.empty()) tids.push_back(pid);
         for (int tid : tids)
             for (const auto& [fd, target] : fds)
-                paths[{tid, fd}] = target;
+                if (auto& seen = paths[{tid, fd}]; seen.empty() || seen.back() != target) seen.push_back(target);
     }
 }
 

@@ -41,9 +41,10 @@ private:
     std::vector<int> members_;
 };
 
-// (pid, fd) -> link target of /proc/PID/fd/FD for every member of the tree, recorded under the id of every
+// (pid, fd) -> link targets of /proc/PID/fd/FD for every member of the tree, recorded under the id of every
 // thread of the process (/proc/PID/task/TID: trace events carry the thread id, and threads share the fd
-// table). A later poll overwrites an fd reused for another file. Processes that are gone are skipped.
-void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::string>& paths);
+// table). A target different from the last one recorded for that (pid, fd) is appended: an fd closed and
+// opened again on another file between two polls keeps every path seen. Processes that are gone are skipped.
+void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::vector<std::string>>& paths);
 
 }  // namespace nvtrace::tracer

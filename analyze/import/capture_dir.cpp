@@ -76,10 +76,15 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
     // libtraceevent's kbuffer loops forever on some corrupt headers (fuzz_capture_page found one: a type_len 0
     // event whose length word is 0). Walk the event headers first (kernel include/linux/ring_buffer.h: type_len
     // 1..28 = 4 * type_len data bytes; 0 = length word (>= 4, counting itself) then data; 29/30 = 8-byte time
-    // events; 31 = padding) and refuse a chain that does not fit. The walk stops at the first padding event,
-    // whose length rules kbuffer applies as the kernel does.
-    for (std::size_t p = 0; p < len;) {
-        if (len - p < 4) return fail(Error::usage(fmt::format("offset {}: a truncated event header", header + p)));
+    // events; 31 = padding) and stop at the first one that does not fit. The walk stops at the first padding
+    // event, whose length rules kbuffer applies as the kernel does.
+    std::optional<Error> bad;  // the first event that does not fit
+    for (std::size_t p = 0; p < len && !bad;) {
+        auto stop = [&](std::string what) { bad = Error::usage(std::move(what)); };
+        if (len - p < 4) {
+            stop(fmt::format("offset {}: a truncated event header", header + p));
+            break;
+        }
         auto word = static_cast<std::uint32_t>(read_word(page + header + p, 4, big_endian_));
         unsigned type_len = big_endian_ ? word >> 27 : word & 0x1f;
         std::size_t step = 0;
@@ -87,19 +92,27 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
         if (type_len == 29 || type_len == 30) {
             step = 8;
         } else if (type_len == 0) {
-            if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated event length", header + p)));
+            if (len - p < 8) {
+                stop(fmt::format("offset {}: a truncated event length", header + p));
+                break;
+            }
             auto a0 = static_cast<std::size_t>(read_word(page + header + p + 4, 4, big_endian_));
-            if (a0 < 4)
-                return fail(Error::usage(fmt::format("offset {}: an event length of {} bytes", header + p + 4, a0)));
+            if (a0 < 4) {
+                stop(fmt::format("offset {}: an event length of {} bytes", header + p + 4, a0));
+                break;
+            }
             step = 4 + ((a0 + 3) & ~std::size_t{3});
         } else {
             step = 4 + 4 * std::size_t{type_len};
         }
-        if (step > len - p)
-            return fail(Error::usage(
-                fmt::format("offset {}: an event runs past the page's data ({} bytes)", header + p, header + len)));
+        if (step > len - p) {
+            stop(fmt::format("offset {}: an event runs past the page's data ({} bytes)", header + p, header + len));
+            break;
+        }
         p += step;
     }
+    // The page is not decoded at all: kbuffer still looped forever on a fuzzed page cut before its bad event.
+    if (bad) return fail(*bad);
     if (kbuffer_load_subbuffer(kbuf_, const_cast<unsigned char*>(page)) < 0)
         return fail(Error::usage("offset 0: kbuffer cannot load this page"));
 
@@ -223,8 +236,8 @@ std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources) {
 
 std::string damaged_page_example(std::string_view buffer, int cpu, std::uint64_t page_offset,
                                  std::string_view message) {
-    return fmt::format("raw/{}/cpu{}: page at offset {}, {}; the rest of the page is lost", buffer, cpu, page_offset,
-                       message);
+    return fmt::format("raw/{}/cpu{}: page at offset {}, {}; the events of this page are lost", buffer, cpu,
+                       page_offset, message);
 }
 
 void merge_segments(std::vector<Event>& events, std::vector<std::size_t> starts) {
@@ -492,7 +505,7 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
             for (std::uint64_t off = 0; off < fsize; off += *psz) {
                 if (!in.read(reinterpret_cast<char*>(page.data()), static_cast<std::streamsize>(*psz)))
                     return fail(bad(file, fmt::format("offset {}: read error", off)));
-                // A page the decoder refuses keeps the events before the bad one; its rest is data lost (a
+                // A page the decoder refuses is data lost (a
                 // live capture on 6.18 wrote two pages whose data ended in zeroes: 84 of 2,000,002 records),
                 // reported as such, and the other pages are still read: refusing the directory would lose them.
                 if (auto r = pages.decode(page.data(), *psz, cpu, all); !r) {
@@ -560,8 +573,9 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
             if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() || !e[1].is_number_integer() ||
                 !e[2].is_string())
                 return fail(bad(p, "expected an array of [pid, fd, path]"));
-            st.fd_paths[{e[0].get<int>(), e[1].get<int>()}] = e[2].get<std::string>();
+            add_fd_path(st, e[0].get<int>(), e[1].get<int>(), e[2].get<std::string>());
         }
+        note_reused_fds(st);
     }
     {
         const fs::path p = dir / "buffer_stats.json";

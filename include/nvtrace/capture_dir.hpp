@@ -44,7 +44,8 @@ public:
     // Decodes one sub-buffer of `size` bytes recorded on `cpu` and appends its events to `out`. A page
     // whose header says the kernel lost events before it first appends a LostEvents (count when the kernel
     // stored it, else nullopt). Fails, naming the byte offset inside the page, when the commit length or
-    // an event runs past the page; the events decoded before the bad one are kept in `out`.
+    // an event runs past the page or an event header is impossible: then nothing of that page is appended
+    // (the event chain is checked before kbuffer reads it: kbuffer loops forever on some bad headers).
     // `page` must be readable for `size` + kPageSlack bytes (kbuffer reads an event header before it
     // knows the length; the slack keeps a garbage page from reading past the allocation).
     Result<void> decode(const unsigned char* page, std::size_t size, int cpu, std::vector<Event>& out);
@@ -67,8 +68,8 @@ private:
 
 // The first_example of the "damaged_page" diagnostic (severity data_loss) that the live capture and
 // read_capture_dir both give for a page PageDecoder refused: "raw/<buffer>/cpu<cpu>: page at offset <byte
-// offset of the page in its file>, <PageDecoder's message>; the rest of the page is lost". The events before
-// the bad one are kept; the other pages are still read.
+// offset of the page in its file>, <PageDecoder's message>; the events of this page are lost". The other
+// pages are still read.
 std::string damaged_page_example(std::string_view buffer, int cpu, std::uint64_t page_offset, std::string_view message);
 
 // The events of several sources (buffer x CPU, in a fixed order) as one stream: concatenated in source

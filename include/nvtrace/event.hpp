@@ -127,6 +127,10 @@ struct EventStream {
     // (pid, fd) -> path, from /proc/PID/fd during a live capture (polled every 10 ms: an fd that lived
     // shorter can be missing; a reused number keeps the newest path).
     std::map<std::pair<int, int>, std::string> fd_paths;
+    // (pid, fd) -> every path seen on it, in the order seen, for an fd that named several files during the run
+    // (closed and opened again): which of them an ioctl used is not known, so such an fd is not in fd_paths and
+    // its ioctls have no fd_path (the info diagnostic "fd_reused" lists them). add_fd_path fills both maps.
+    std::map<std::pair<int, int>, std::vector<std::string>> fd_paths_reused;
     std::optional<KmsgClockOffset> kmsg_clock;  // set by a live capture; used to attach kmsg lines by time
     // The text file the events were read from, as named to the reader; empty for binary and live sources.
     // With Event::line it says where a diagnostic's first example is ("file:line").
@@ -134,6 +138,20 @@ struct EventStream {
 };
 
 // Adds `count` to the diagnostic `name` (created with `severity` and `example` on first use).
+// Records that /proc/PID/fd/FD named `path` (observations in the order they were made). The first path of a
+// (pid, fd) goes to fd_paths; a different later one moves the fd to fd_paths_reused with all its paths.
+inline void add_fd_path(EventStream& st, int pid, int fd, const std::string& path) {
+    const std::pair<int, int> key{pid, fd};
+    if (auto r = st.fd_paths_reused.find(key); r != st.fd_paths_reused.end()) {
+        if (r->second.back() != path) r->second.push_back(path);
+        return;
+    }
+    auto [it, inserted] = st.fd_paths.emplace(key, path);
+    if (inserted || it->second == path) return;
+    st.fd_paths_reused[key] = {it->second, path};
+    st.fd_paths.erase(it);
+}
+
 inline void count_diagnostic(std::vector<Diagnostic>& d, const std::string& name, const std::string& severity,
                              const std::string& example, std::uint64_t count = 1) {
     for (auto& x : d)
@@ -142,6 +160,18 @@ inline void count_diagnostic(std::vector<Diagnostic>& d, const std::string& name
             return;
         }
     d.push_back({name, severity, count, example});
+}
+
+// The info diagnostic "fd_reused" for st.fd_paths_reused (nothing when it is empty): count = the (pid, fd)
+// pairs, first_example "pid P fd F: PATH, PATH, ... (ioctls on it are not named by path)".
+inline void note_reused_fds(EventStream& st) {
+    if (st.fd_paths_reused.empty()) return;
+    const auto& [key, paths] = *st.fd_paths_reused.begin();
+    std::string example = "pid " + std::to_string(key.first) + " fd " + std::to_string(key.second) + ":";
+    for (std::size_t i = 0; i < paths.size(); ++i)
+        example += (i ? ", " : " ") + paths[i];
+    example += " (ioctls on it are not named by path)";
+    count_diagnostic(st.diagnostics, "fd_reused", "info", example, st.fd_paths_reused.size());
 }
 
 }  // namespace nvtrace

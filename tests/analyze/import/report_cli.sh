@@ -186,6 +186,23 @@ directories_given_as_files_are_named)
     "$nv" run "$tmp" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] && grep -q 'is a directory but not a scenario' "$tmp/err" || fail "run DIR: exit $rc"
     ;;
+calls_jsonl_onto_the_input_is_refused)
+    # `nvtrace report in.txt --calls-jsonl in.txt` truncated in.txt before reading it: "empty file", input lost.
+    cp "$cases/trace-cmd-report-fgraph-v6.txt" "$tmp/in.txt"
+    size=$(wc -c <"$tmp/in.txt")
+    "$nv" report "$tmp/in.txt" --calls-jsonl "$tmp/in.txt" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q 'is an input file' "$tmp/err" || fail "message"
+    [ "$(wc -c <"$tmp/in.txt")" = "$size" ] || fail "the input was changed"
+    ln -s in.txt "$tmp/link.txt"
+    "$nv" report "$tmp/in.txt" --calls-jsonl "$tmp/link.txt" -o "$tmp/r.json" 2>"$tmp/err" >/dev/null; rc=$?
+    [ "$rc" = 2 ] || fail "through a symlink: exit $rc, expected 2"
+    [ "$(wc -c <"$tmp/in.txt")" = "$size" ] || fail "the input was changed through a symlink"
+    "$nv" report "$tmp/in.txt" --calls-jsonl "$tmp/calls.jsonl" -o "$tmp/in.txt" 2>"$tmp/err" >/dev/null; rc=$?
+    [ "$rc" = 2 ] || fail "-o onto the input: exit $rc, expected 2"
+    "$nv" report "$tmp/in.txt" --calls-jsonl "$tmp/calls.jsonl" >/dev/null || fail "a separate output failed"
+    [ -s "$tmp/calls.jsonl" ] || fail "no calls written"
+    ;;
 *) fail "unknown test $t" ;;
 esac
 echo "PASS: $t"

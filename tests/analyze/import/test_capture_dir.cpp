@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -151,10 +152,22 @@ TEST(CaptureDir, PageEndingInZeroesIsDataLossAndTheOtherPagesAreKept) {
     std::size_t events = 0;
     std::string e = damaged_page_example_of(c.dir, &events);
     EXPECT_NE(e.find("raw/instance/cpu0: page at offset 0"), std::string::npos) << e;
-    EXPECT_NE(e.find("the rest of the page is lost"), std::string::npos) << e;
+    EXPECT_NE(e.find("the events of this page are lost"), std::string::npos) << e;
     // Fewer events than the whole capture, but not none: the page's first half and the other CPU's pages.
     EXPECT_LT(events, whole->stream.events.size());
     EXPECT_GT(events, 0u);
+    // The whole page is lost, not only what follows the zeroes (the message says so: a second user found
+    // "the rest of the page" while the page's first half was gone too): as many events as with its data zeroed.
+    {
+        Copy z;
+        std::string zeroed = z.read("raw/instance/cpu0");
+        std::fill(zeroed.begin() + 16, zeroed.begin() + static_cast<std::ptrdiff_t>(16 + len), '\0');
+        z.write("raw/instance/cpu0", zeroed);
+        std::size_t events_zeroed = 0;
+        std::string ez = damaged_page_example_of(z.dir, &events_zeroed);
+        EXPECT_NE(ez.find("page at offset 0"), std::string::npos) << ez;
+        EXPECT_EQ(events, events_zeroed);
+    }
     auto r = read_capture_dir(c.dir.string());
     ASSERT_TRUE(r);
     Report rep = build_report(r->stream);
@@ -181,6 +194,39 @@ TEST(CaptureDir, DrainWriteErrorInMetaIsDataLoss) {
         found = found || (d.name == "pages_not_saved" && d.severity == "data_loss" &&
                           d.first_example == "raw/instance/cpu1: No space left on device");
     EXPECT_TRUE(found);
+}
+
+// A second user's program opened /dev/null, /dev/zero, /dev/tty0 and /etc/hostname one after the other on the
+// same fd and made ioctls on each: all of them were named /etc/hostname, the last path the poll saw. An fd
+// seen naming several files now names none (which one each ioctl used is not known), with a diagnostic.
+TEST(CaptureDir, FdReusedForAnotherFileNamesNoPathInsteadOfTheLastOne) {
+    auto ioctl_paths = [](const fs::path& dir, std::string* example) {
+        auto r = read_capture_dir(dir.string());
+        EXPECT_TRUE(r) << r.error().message;
+        std::set<std::string> paths;
+        if (!r) return paths;
+        Report rep = build_report(r->stream);
+        for (const auto& io : rep.ioctls)
+            if (io.fd == 4) paths.insert(io.fd_path.value_or("<none>"));
+        for (const auto& d : rep.completeness.diagnostics)
+            if (d.name == "fd_reused" && d.severity == "info") *example = d.first_example;
+        EXPECT_TRUE(rep.completeness.complete);
+        return paths;
+    };
+    Copy c;
+    nlohmann::json fds = nlohmann::json::parse(c.read("fd_paths.json"));
+    nlohmann::json one = fds;
+    one.push_back({13948, 4, "/dev/null"});
+    c.write("fd_paths.json", one.dump());
+    std::string example;
+    EXPECT_EQ(ioctl_paths(c.dir, &example), std::set<std::string>{"/dev/null"});
+    EXPECT_EQ(example, "");
+    fds.push_back({13948, 4, "/dev/null"});
+    fds.push_back({13948, 4, "/dev/zero"});
+    fds.push_back({13948, 4, "/dev/null"});
+    c.write("fd_paths.json", fds.dump());
+    EXPECT_EQ(ioctl_paths(c.dir, &example), std::set<std::string>{"<none>"});
+    EXPECT_EQ(example, "pid 13948 fd 4: /dev/null, /dev/zero, /dev/null (ioctls on it are not named by path)");
 }
 
 TEST(CaptureDir, MissingPageFileIsAnErrorNamingIt) {
