@@ -68,13 +68,13 @@ void StreamBuilder::emplace(const LineCtx& ctx, Body&& body, const FuncNames& na
     bool irq = ctx.irq || irq_marks(ctx.cpu) > 0;
     if (drain_) {
         pend(ctx, irq, Pending::Kind::other, 0, nullptr, names);
-        others_.emplace_back(ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known,
-                             ctx.line);
+        others_.push_back(
+            Event{ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known, ctx.line});
         return;
     }
-    // Member by member (Event is an aggregate): no zeroing of the whole event first.
-    stream_.events.emplace_back(ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known,
-                                ctx.line);
+    // Member by member (Event is an aggregate; braces, not emplace_back's parentheses, which clang 14 refuses).
+    stream_.events.push_back(
+        Event{ctx.ts_ns, ctx.cpu, ctx.pid, irq, EventBody(std::forward<Body>(body)), ctx.ts_known, ctx.line});
 }
 
 void StreamBuilder::pend(const LineCtx& ctx, bool irq, Pending::Kind kind, int depth, const GraphBody* b,
