@@ -42,8 +42,15 @@ nvtrace scenarios --dir /scenarios --bin-dir /bin > /tmp/scenarios.txt 2>&1
 echo "scenarios $?" >> /tmp/statuses.txt
 
 vm_step "nvtrace run with :mod:vgem alone"
-nvtrace run -q --module vgem --out /tmp/vgem-only -- /bin/scenario-gem-mmap > /dev/null 2>&1
-echo "vgem-only $?" >> /tmp/statuses.txt
+# Once in about ten CI runs (2026-11-29, under load) this step never ended and qemu was killed at 300 s with
+# nothing printed. --timeout and the outputs on the console tell next time whether the program or nvtrace hung.
+start=$(cut -d' ' -f1 /proc/uptime)
+nvtrace run -q --timeout 120 --module vgem --out /tmp/vgem-only -- /bin/scenario-gem-mmap > /tmp/vgem-only.txt 2>&1
+vgem_status=$?
+end=$(cut -d' ' -f1 /proc/uptime)
+echo "vgem-only $vgem_status" >> /tmp/statuses.txt
+vm_step "nvtrace run with :mod:vgem alone: exit status $vgem_status (uptime $start -> $end s)"
+tail -n 5 /tmp/vgem-only.txt
 vm_tracefs_snapshot > /tmp/tracefs-after-all.txt
 
 status=$run_status
