@@ -76,15 +76,11 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
     // libtraceevent's kbuffer loops forever on some corrupt headers (fuzz_capture_page found one: a type_len 0
     // event whose length word is 0). Walk the event headers first (kernel include/linux/ring_buffer.h: type_len
     // 1..28 = 4 * type_len data bytes; 0 = length word (>= 4, counting itself) then data; 29/30 = 8-byte time
-    // events; 31 = padding) and stop at the first one that does not fit. The walk stops at the first padding
-    // event, whose length rules kbuffer applies as the kernel does.
-    std::optional<Error> bad;  // the first event that does not fit
-    for (std::size_t p = 0; p < len && !bad;) {
-        auto stop = [&](std::string what) { bad = Error::usage(std::move(what)); };
-        if (len - p < 4) {
-            stop(fmt::format("offset {}: a truncated event header", header + p));
-            break;
-        }
+    // events; 31 = padding) and refuse the page at the first one that does not fit: nothing of it is decoded
+    // (kbuffer still looped on the fuzzed page with its commit length cut before the bad event). The walk stops
+    // at the first padding event, whose length rules kbuffer applies as the kernel does.
+    for (std::size_t p = 0; p < len;) {
+        if (len - p < 4) return fail(Error::usage(fmt::format("offset {}: a truncated event header", header + p)));
         auto word = static_cast<std::uint32_t>(read_word(page + header + p, 4, big_endian_));
         unsigned type_len = big_endian_ ? word >> 27 : word & 0x1f;
         std::size_t step = 0;
@@ -92,27 +88,19 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
         if (type_len == 29 || type_len == 30) {
             step = 8;
         } else if (type_len == 0) {
-            if (len - p < 8) {
-                stop(fmt::format("offset {}: a truncated event length", header + p));
-                break;
-            }
+            if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated event length", header + p)));
             auto a0 = static_cast<std::size_t>(read_word(page + header + p + 4, 4, big_endian_));
-            if (a0 < 4) {
-                stop(fmt::format("offset {}: an event length of {} bytes", header + p + 4, a0));
-                break;
-            }
+            if (a0 < 4)
+                return fail(Error::usage(fmt::format("offset {}: an event length of {} bytes", header + p + 4, a0)));
             step = 4 + ((a0 + 3) & ~std::size_t{3});
         } else {
             step = 4 + 4 * std::size_t{type_len};
         }
-        if (step > len - p) {
-            stop(fmt::format("offset {}: an event runs past the page's data ({} bytes)", header + p, header + len));
-            break;
-        }
+        if (step > len - p)
+            return fail(Error::usage(
+                fmt::format("offset {}: an event runs past the page's data ({} bytes)", header + p, header + len)));
         p += step;
     }
-    // The page is not decoded at all: kbuffer still looped forever on a fuzzed page cut before its bad event.
-    if (bad) return fail(*bad);
     if (kbuffer_load_subbuffer(kbuf_, const_cast<unsigned char*>(page)) < 0)
         return fail(Error::usage("offset 0: kbuffer cannot load this page"));
 

@@ -114,7 +114,7 @@ std::string damaged_page_example_of(const fs::path& dir, std::size_t* events = n
 
 // fuzz_capture_page found a page on which libtraceevent's kbuffer_next_event never returned: a type_len 0 event
 // whose length word is 0 (the fuzzer's input, made into the first of the two pages).
-TEST(CaptureDir, EventLengthOfZeroIsAnErrorNotAHangInKbuffer) {
+TEST(CaptureDir, EventLengthOfZeroIsADamagedPageNotAHangInKbuffer) {
     const unsigned char input[] = {0x5b, 0x38, 0x37, 0x5b, 0x38, 0x3b, 0x20, 0x64, 0x66, 0x01, 0x00, 0x00,
                                    0x01, 0xa6, 0xa6, 0xa6, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83,
                                    0x83, 0x2d, 0x00, 0x00, 0x38, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83,
