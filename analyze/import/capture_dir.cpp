@@ -76,16 +76,25 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
     // libtraceevent's kbuffer loops forever on some corrupt headers (fuzz_capture_page found one: a type_len 0
     // event whose length word is 0). Walk the event headers first (kernel include/linux/ring_buffer.h: type_len
     // 1..28 = 4 * type_len data bytes; 0 = length word (>= 4, counting itself) then data; 29/30 = 8-byte time
-    // events; 31 = padding) and refuse the page at the first one that does not fit: nothing of it is decoded
-    // (kbuffer still looped on the fuzzed page with its commit length cut before the bad event). The walk stops
-    // at the first padding event, whose length rules kbuffer applies as the kernel does.
+    // events; 31 = padding: with time_delta 0 to the end of the page, else a discarded event of 4 + length word
+    // bytes) and refuse the page at the first one that does not fit: nothing of it is decoded (kbuffer still
+    // looped on the fuzzed page with its commit length cut before the bad event). fuzz_capture_page found a
+    // second hang past a discarded event whose length word was 0xffff, when the walk stopped at any padding.
     for (std::size_t p = 0; p < len;) {
         if (len - p < 4) return fail(Error::usage(fmt::format("offset {}: a truncated event header", header + p)));
         auto word = static_cast<std::uint32_t>(read_word(page + header + p, 4, big_endian_));
         unsigned type_len = big_endian_ ? word >> 27 : word & 0x1f;
         std::size_t step = 0;
-        if (type_len == 31) break;
-        if (type_len == 29 || type_len == 30) {
+        const std::uint32_t delta = big_endian_ ? word & 0x07ffffff : word >> 5;
+        if (type_len == 31 && delta == 0) break;  // padding to the end of the page
+        if (type_len == 31) {
+            // A discarded event: padding whose length word counts its data (kernel rb_event_length: array[0] + 4).
+            if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated padding event", header + p)));
+            auto a0 = static_cast<std::size_t>(read_word(page + header + p + 4, 4, big_endian_));
+            if (a0 < 4)
+                return fail(Error::usage(fmt::format("offset {}: a padding length of {} bytes", header + p + 4, a0)));
+            step = 4 + a0;
+        } else if (type_len == 29 || type_len == 30) {
             step = 8;
         } else if (type_len == 0) {
             if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated event length", header + p)));

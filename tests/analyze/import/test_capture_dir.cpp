@@ -129,6 +129,25 @@ TEST(CaptureDir, EventLengthOfZeroIsADamagedPageNotAHangInKbuffer) {
     EXPECT_NE(e.find("an event length of 0 bytes"), std::string::npos) << e;
 }
 
+// fuzz_capture_page found a second kbuffer hang: past a time extend, a discarded event (padding with a time
+// delta) whose length word is 0xffff; the header walk used to stop at any padding event and let kbuffer go on.
+TEST(CaptureDir, DiscardedEventWithImpossibleLengthIsADamagedPageNotAHangInKbuffer) {
+    const unsigned char input[] = {0x20, 0x40, 0x00, 0x00, 0x39, 0x4f, 0x00, 0x34, 0x7e, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                   0x39, 0x34, 0x5d, 0xff, 0xff, 0xff, 0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0xff, 0x00, 0x00, 0x1e, 0x8d, 0x5e, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+                                   0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+                                   0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+                                   0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+                                   0x40, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x1b, 0x1b};
+    Copy c;
+    std::string pages(8192, '\0');
+    std::memcpy(pages.data(), input, sizeof input);
+    c.write("raw/instance/cpu0", pages);
+    std::string e = damaged_page_example_of(c.dir);
+    EXPECT_NE(e.find("raw/instance/cpu0: page at offset 0"), std::string::npos) << e;
+    EXPECT_NE(e.find("offset 24: an event runs past the page's data"), std::string::npos) << e;
+}
+
 // A live capture (6.18 kernel, 256 MB buffer, 1,000,000 ioctls) wrote two pages whose data ended in zeroes (a
 // type_len 0 event with length 0 where events should be): its report said complete with 84 records missing,
 // and `nvtrace report DIR` refused the whole directory. The damaged page is now data lost, named, and every
