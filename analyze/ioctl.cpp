@@ -8,8 +8,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include <sys/mman.h>
-
 #include <fmt/format.h>
 
 #include "nvtrace/knowledge.hpp"
@@ -136,48 +134,6 @@ std::optional<std::string> path_at(const FdHistory& h, int pid, int fd, std::uin
 
 namespace {
 
-// What collect_ioctls keeps per pid: one hash lookup per event (and none while the pid repeats).
-struct PidIoctls {
-    std::optional<std::size_t> open;   // index of the ioctl in progress
-    std::vector<std::size_t> records;  // every record of the pid, in order (so by enter_ns)
-    // Preload enter markers not yet matched to a sys_enter_ioctl (a signal handler's ioctl can nest inside
-    // another's markers; more than a few pending means kernel events were lost).
-    std::vector<PreloadMarker> pending;
-};
-
-// A large vector filled once from start to end (a million ioctl records is 350 MB): its pages are faulted in
-// by one madvise(MADV_POPULATE_WRITE) call (Linux 5.14) rather than one page fault per 4 KiB page as the
-// records are written. Only a hint: on older kernels the call fails and the pages fault in as before.
-void prefault(const void* data, std::size_t bytes) {
-    constexpr std::uintptr_t kPage = 4096;
-    if (bytes < (16u << 20)) return;
-    auto begin = (reinterpret_cast<std::uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
-    auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(kPage - 1);
-#ifdef MADV_POPULATE_WRITE
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#endif
-}
-
-class PidTable {
-public:
-    PidIoctls& at(int pid) {
-        if (last_ && pid == last_pid_) return *last_;
-        last_pid_ = pid;
-        last_ = &map_[pid];  // references into an unordered_map stay valid when it rehashes
-        return *last_;
-    }
-    PidIoctls* find(int pid) {
-        if (last_ && pid == last_pid_) return last_;
-        auto it = map_.find(pid);
-        return it == map_.end() ? nullptr : &it->second;
-    }
-
-private:
-    std::unordered_map<int, PidIoctls> map_;
-    int last_pid_ = 0;
-    PidIoctls* last_ = nullptr;
-};
-
 // ioctl_name() is a pure function of (cmd, device path) but builds a whole IoctlDescription: asked once per
 // distinct pair.
 class NameCache {
@@ -207,107 +163,219 @@ private:
     const Entry* last_ = nullptr;
 };
 
+constexpr std::size_t kMaxPendingMarkers = 8;
+
 }  // namespace
+
+struct IoctlCollector::State {
+    // What is kept per pid: one hash lookup per event (and none while the pid repeats).
+    struct Pid {
+        std::optional<std::uint64_t> open;  // sequence number of the ioctl in progress
+        std::deque<std::uint64_t> held;     // sequence numbers of the pid's records still held, in order
+        // Preload enter markers not yet matched to a sys_enter_ioctl (a signal handler's ioctl can nest inside
+        // another's markers; more than a few pending means kernel events were lost).
+        std::vector<PreloadMarker> pending;
+    };
+    struct Held {
+        IoctlRecord rec;
+        bool exit_marked = false;  // an exit marker was used
+        bool closed = false;       // its exit was seen, or the pid entered another ioctl: no exit can come
+    };
+    Pid& pid(int p) {
+        if (last && p == last_pid) return *last;
+        last_pid = p;
+        last = &pids[p];  // references into an unordered_map stay valid when it rehashes
+        return *last;
+    }
+    Pid* find_pid(int p) {
+        if (last && p == last_pid) return last;
+        auto it = pids.find(p);
+        return it == pids.end() ? nullptr : &it->second;
+    }
+    // The held records: a ring of slots reused record after record (a deque of records this size would
+    // allocate one block per record).
+    class Ring {
+    public:
+        bool empty() const { return size_ == 0; }
+        std::size_t size() const { return size_; }
+        Held& operator[](std::size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
+        Held& front() { return slots_[head_]; }
+        Held& push_back() {
+            if (size_ == slots_.size()) grow();
+            Held& h = (*this)[size_++];
+            h.rec = IoctlRecord{};
+            h.exit_marked = h.closed = false;
+            return h;
+        }
+        void pop_front() {
+            head_ = (head_ + 1) & (slots_.size() - 1);
+            --size_;
+        }
+
+    private:
+        void grow() {
+            std::vector<Held> bigger(std::max<std::size_t>(64, slots_.size() * 2));
+            for (std::size_t i = 0; i < size_; ++i)
+                bigger[i] = std::move((*this)[i]);
+            slots_ = std::move(bigger);
+            head_ = 0;
+        }
+        std::vector<Held> slots_;  // a power of two
+        std::size_t head_ = 0, size_ = 0;
+    };
+    Held* at(std::uint64_t seq) { return seq >= base && seq - base < held.size() ? &held[seq - base] : nullptr; }
+
+    State(const std::map<int, std::string>& c, Sink s) : comms(c), sink(std::move(s)) {}
+    const std::map<int, std::string>& comms;
+    FdHistory history;
+    Sink sink;
+    Ring held;  // records not yet handed out, in enter order; held.front() is number `base`
+    std::uint64_t base = 0;
+    std::unordered_map<int, Pid> pids;
+    int last_pid = 0;
+    Pid* last = nullptr;
+    NameCache names;
+    std::optional<int> comm_pid;        // the pid whose comm `comm` is
+    const std::string* comm = nullptr;  // comms[*comm_pid], null when it has none
+};
+
+IoctlCollector::IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink)
+    : s_(std::make_unique<State>(comms, std::move(sink))) {
+    for (const FdPath& p : fd_paths)
+        s_->history[{p.pid, p.fd}].push_back(&p);
+    for (auto& [key, v] : s_->history)
+        std::stable_sort(v.begin(), v.end(),
+                         [](const FdPath* a, const FdPath* b) { return a->since_ns < b->since_ns; });
+}
+
+IoctlCollector::~IoctlCollector() = default;
+
+void IoctlCollector::add(const Event& ev) {
+    State& s = *s_;
+    if (const auto* mk = std::get_if<Marker>(&ev.body)) {
+        auto m = parse_preload_marker(mk->text);
+        if (!m) return;
+        if (m->half == PreloadMarker::Half::enter) {
+            auto& v = s.pid(ev.pid).pending;
+            if (v.size() == kMaxPendingMarkers) v.erase(v.begin());
+            v.push_back(std::move(*m));
+            return;
+        }
+        // Exit: the latest held record of this pid with the same fd and cmd whose kernel exit was seen.
+        State::Pid* p = s.find_pid(ev.pid);
+        if (!p) return;
+        for (auto seq = p->held.rbegin(); seq != p->held.rend(); ++seq) {
+            State::Held* h = s.at(*seq);
+            if (!h) break;  // handed out already, as are all older ones
+            IoctlRecord& r = h->rec;
+            if (h->exit_marked || r.fd != m->fd || static_cast<std::uint32_t>(r.cmd) != m->cmd) continue;
+            if (!r.exit_ns) break;  // the call it belongs to has not returned in the data: leave it
+            h->exit_marked = true;
+            if (m->status && m->ret == 0 && (!r.ret || *r.ret == 0)) r.status = status_text(*m->status);
+            break;
+        }
+    } else if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) {
+        State::Pid& p = s.pid(ev.pid);
+        if (p.open)
+            if (State::Held* prev = s.at(*p.open)) prev->closed = true;  // its exit is not in the data
+        IoctlRecord& r = s.held.push_back().rec;
+        r.pid = ev.pid;
+        if (s.comm_pid != ev.pid) {
+            auto it = s.comms.find(ev.pid);
+            s.comm_pid = ev.pid;
+            s.comm = it != s.comms.end() ? &it->second : nullptr;
+        }
+        if (s.comm) r.comm = *s.comm;
+        r.fd = e->fd;
+        r.cmd = e->cmd;
+        if (!s.history.empty()) r.fd_path = path_at(s.history, ev.pid, e->fd, ev.ts_ns);
+        auto& v = p.pending;
+        for (auto m = v.rbegin(); m != v.rend(); ++m) {
+            if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
+            if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
+            r.hclass = m->hclass;
+            r.ctrl = m->ctrl;
+            if (m->ctrl)  // NVXXXX_CTRL_CMD(class, category, index): the class is bits 31..16
+                if (auto cls = rm_class_name(*m->ctrl >> 16)) r.ctrl_class = std::string(*cls);
+            if (m->name) r.name = std::move(m->name);  // the fallback when the number is not known
+            v.erase(v.begin(), m.base());              // this one and the stale ones before it
+            break;
+        }
+        if (const auto& known = s.names.get(e->cmd, r.fd_path)) r.name = known;
+        r.enter_ns = ev.ts_ns;
+        const std::uint64_t seq = s.base + s.held.size() - 1;
+        p.open = seq;
+        p.held.push_back(seq);
+    } else if (const auto* x = std::get_if<IoctlExit>(&ev.body)) {
+        State::Pid* p = s.find_pid(ev.pid);
+        if (!p || !p->open) return;  // exit of an ioctl entered before the capture
+        if (State::Held* h = s.at(*p->open)) {
+            h->rec.ret = x->ret;
+            h->rec.exit_ns = ev.ts_ns;
+            h->closed = true;
+        }
+        p->open.reset();
+    } else {
+        return;
+    }
+    // Hand out the oldest records that nothing can change any more: closed, and either given their exit marker
+    // or older than the last kHeldRecords records (an exit marker follows its ioctl within a few events).
+    while (!s.held.empty()) {
+        const State::Held& h = s.held.front();
+        if (!h.closed || (!h.exit_marked && s.held.size() <= kHeldRecords)) break;
+        pop_front();
+    }
+}
+
+void IoctlCollector::pop_front() {
+    State& s = *s_;
+    const int pid = s.held.front().rec.pid;
+    s.sink(std::move(s.held.front().rec));
+    s.held.pop_front();
+    const std::uint64_t gone = s.base++;
+    if (State::Pid* p = s.find_pid(pid)) {
+        if (!p->held.empty() && p->held.front() == gone) p->held.pop_front();
+        if (p->open == gone) p->open.reset();
+    }
+}
+
+void IoctlCollector::finish() {
+    while (!s_->held.empty())
+        pop_front();
+}
 
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
                                         const std::vector<FdPath>& fd_paths) {
-    FdHistory history;
-    for (const FdPath& p : fd_paths)
-        history[{p.pid, p.fd}].push_back(&p);
-    for (auto& [key, v] : history)
-        std::stable_sort(v.begin(), v.end(),
-                         [](const FdPath* a, const FdPath* b) { return a->since_ns < b->since_ns; });
-
     std::vector<IoctlRecord> out;
     {
-        std::size_t enters = 0;
+        IoctlCollector c(stream.comms, fd_paths, [&](IoctlRecord&& r) { out.push_back(std::move(r)); });
         for (const Event& ev : stream.events)
-            enters += std::holds_alternative<IoctlEnter>(ev.body);
-        out.reserve(enters);
-        prefault(out.data(), out.capacity() * sizeof(IoctlRecord));
+            c.add(ev);
+        c.finish();
     }
-    constexpr std::size_t kMaxPending = 8;
-    PidTable pids;
-    NameCache names;
-    std::optional<int> comm_pid;        // the pid whose comm `comm` is
-    const std::string* comm = nullptr;  // stream.comms[*comm_pid], null when it has none
-    std::vector<bool> exit_marked;      // per record: an exit marker was used
-    exit_marked.reserve(out.capacity());
-    for (const Event& ev : stream.events) {
-        if (const auto* mk = std::get_if<Marker>(&ev.body)) {
-            auto m = parse_preload_marker(mk->text);
-            if (!m) continue;
-            if (m->half == PreloadMarker::Half::enter) {
-                auto& v = pids.at(ev.pid).pending;
-                if (v.size() == kMaxPending) v.erase(v.begin());
-                v.push_back(std::move(*m));
-                continue;
-            }
-            // Exit: the latest record of this pid with the same fd and cmd whose kernel exit was seen.
-            PidIoctls* p = pids.find(ev.pid);
-            if (!p) continue;
-            for (auto idx = p->records.rbegin(); idx != p->records.rend(); ++idx) {
-                IoctlRecord& r = out[*idx];
-                if (exit_marked[*idx] || r.fd != m->fd || static_cast<std::uint32_t>(r.cmd) != m->cmd) continue;
-                if (!r.exit_ns) break;  // the call it belongs to has not returned in the data: leave it
-                exit_marked[*idx] = true;
-                if (m->status && m->ret == 0 && (!r.ret || *r.ret == 0)) r.status = status_text(*m->status);
-                break;
-            }
-        } else if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) {
-            PidIoctls& p = pids.at(ev.pid);
-            IoctlRecord& r = out.emplace_back();
-            r.pid = ev.pid;
-            if (comm_pid != ev.pid) {
-                auto it = stream.comms.find(ev.pid);
-                comm_pid = ev.pid;
-                comm = it != stream.comms.end() ? &it->second : nullptr;
-            }
-            if (comm) r.comm = *comm;
-            r.fd = e->fd;
-            r.cmd = e->cmd;
-            if (!history.empty()) r.fd_path = path_at(history, ev.pid, e->fd, ev.ts_ns);
-            auto& v = p.pending;
-            for (auto m = v.rbegin(); m != v.rend(); ++m) {
-                if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
-                if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
-                r.hclass = m->hclass;
-                r.ctrl = m->ctrl;
-                if (m->ctrl)  // NVXXXX_CTRL_CMD(class, category, index): the class is bits 31..16
-                    if (auto cls = rm_class_name(*m->ctrl >> 16)) r.ctrl_class = std::string(*cls);
-                if (m->name) r.name = std::move(m->name);  // the fallback when the number is not known
-                v.erase(v.begin(), m.base());              // this one and the stale ones before it
-                break;
-            }
-            if (const auto& known = names.get(e->cmd, r.fd_path)) r.name = known;
-            r.enter_ns = ev.ts_ns;
-            p.open = out.size() - 1;
-            p.records.push_back(out.size() - 1);
-            exit_marked.push_back(false);
-        } else if (const auto* x = std::get_if<IoctlExit>(&ev.body)) {
-            PidIoctls* p = pids.find(ev.pid);
-            if (!p || !p->open) continue;  // exit of an ioctl entered before the capture
-            IoctlRecord& r = out[*p->open];
-            r.ret = x->ret;
-            r.exit_ns = ev.ts_ns;
-            p->open.reset();
-        }
-    }
+    link_ioctl_calls(out, calls);
+    return out;
+}
+
+void link_ioctl_calls(std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls) {
+    if (calls.empty()) return;
+    std::unordered_map<int, std::vector<std::size_t>> by_pid;  // record indexes of each pid, in enter order
+    for (std::size_t i = 0; i < ioctls.size(); ++i)
+        by_pid[ioctls[i].pid].push_back(i);
     // Root calls of the same pid between enter and exit belong to that ioctl.
     for (const Call& c : calls) {
         if (c.parent || !c.entry_ns) continue;
-        PidIoctls* p = pids.find(c.pid);
-        if (!p || p->records.empty()) continue;
-        auto& idx = p->records;  // sorted by enter_ns
+        auto p = by_pid.find(c.pid);
+        if (p == by_pid.end()) continue;
+        auto& idx = p->second;  // sorted by enter_ns
         auto pos = std::upper_bound(idx.begin(), idx.end(), *c.entry_ns,
-                                    [&](std::uint64_t t, std::size_t i) { return t < out[i].enter_ns; });
+                                    [&](std::uint64_t t, std::size_t i) { return t < ioctls[i].enter_ns; });
         if (pos == idx.begin()) continue;
-        IoctlRecord& r = out[*std::prev(pos)];
+        IoctlRecord& r = ioctls[*std::prev(pos)];
         if (r.exit_ns && *c.entry_ns > *r.exit_ns) continue;
         if (!r.call) r.call = c.id;
         r.calls.push_back(c.id);
     }
-    return out;
 }
 
 std::vector<IoctlKernelCost> ioctl_kernel_costs(const std::vector<IoctlRecord>& ioctls,
@@ -402,44 +470,57 @@ std::string format_ioctl_line(const IoctlRecord& io, const std::optional<IoctlKe
     return s;
 }
 
+void IoctlSummary::add(const IoctlRecord& io, const std::optional<IoctlKernelCost>& cost) {
+    ++ioctls_;
+    if (options_.verbose) {
+        lines_.push_back(format_ioctl_line(io, cost));
+        return;
+    }
+    std::string key = format_ioctl_line(io, std::nullopt);
+    if (run_count_ > 0 && key == run_key_) {
+        ++run_count_;
+        if (run_cost_ && cost) {
+            run_cost_->calls += cost->calls;
+            run_cost_->total_ns += cost->total_ns;
+            run_cost_->unfinished += cost->unfinished;
+            run_cost_->roots += cost->roots;
+        }
+        return;
+    }
+    end_run();
+    run_key_ = std::move(key);
+    run_count_ = 1;
+    run_cost_ = cost;
+}
+
+void IoctlSummary::end_run() {
+    if (run_count_ == 0) return;
+    if (folded_lines_ < options_.max_lines)
+        lines_.push_back(
+            fmt::format("{:>6}x {}{}", run_count_, run_key_, run_cost_ ? " " + kernel_part(*run_cost_) : ""));
+    else
+        hidden_ioctls_ += run_count_;
+    ++folded_lines_;
+    run_count_ = 0;
+}
+
+std::vector<std::string> IoctlSummary::lines() {
+    end_run();
+    std::vector<std::string> out = lines_;
+    if (!options_.verbose && folded_lines_ > options_.max_lines)
+        out.push_back(fmt::format("   ... {} more line(s) ({} ioctls); -v prints every ioctl",
+                                  folded_lines_ - options_.max_lines, hidden_ioctls_));
+    return out;
+}
+
 std::vector<std::string> summarize_ioctls(const std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls,
                                           const IoctlSummaryOptions& options) {
     std::vector<IoctlKernelCost> costs;
     if (options.kernel_traced) costs = ioctl_kernel_costs(ioctls, calls);
-    auto cost_of = [&](std::size_t i) {
-        return options.kernel_traced ? std::optional<IoctlKernelCost>(costs[i]) : std::nullopt;
-    };
-    std::vector<std::string> out;
-    if (options.verbose) {
-        out.reserve(ioctls.size());
-        for (std::size_t i = 0; i < ioctls.size(); ++i)
-            out.push_back(format_ioctl_line(ioctls[i], cost_of(i)));
-        return out;
-    }
-    std::size_t lines = 0, hidden_ioctls = 0;
-    std::size_t i = 0;
-    while (i < ioctls.size()) {
-        std::string key = format_ioctl_line(ioctls[i], std::nullopt);
-        std::optional<IoctlKernelCost> sum = cost_of(i);
-        std::size_t j = i + 1;
-        for (; j < ioctls.size() && format_ioctl_line(ioctls[j], std::nullopt) == key; ++j)
-            if (sum) {
-                sum->calls += costs[j].calls;
-                sum->total_ns += costs[j].total_ns;
-                sum->unfinished += costs[j].unfinished;
-                sum->roots += costs[j].roots;
-            }
-        if (lines < options.max_lines)
-            out.push_back(fmt::format("{:>6}x {}{}", j - i, key, sum ? " " + kernel_part(*sum) : ""));
-        else
-            hidden_ioctls += j - i;
-        ++lines;
-        i = j;
-    }
-    if (lines > options.max_lines)
-        out.push_back(fmt::format("   ... {} more line(s) ({} ioctls); -v prints every ioctl",
-                                  lines - options.max_lines, hidden_ioctls));
-    return out;
+    IoctlSummary summary(options);
+    for (std::size_t i = 0; i < ioctls.size(); ++i)
+        summary.add(ioctls[i], options.kernel_traced ? std::optional<IoctlKernelCost>(costs[i]) : std::nullopt);
+    return summary.lines();
 }
 
 }  // namespace nvtrace

@@ -1,7 +1,15 @@
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ostream>
+#include <vector>
 
 #include "import/json_write.hpp"
 #include "nvtrace/report.hpp"
+#include "report_write.hpp"
 
 namespace nvtrace {
 
@@ -168,29 +176,150 @@ json to_json(const Report& r) {
     return j;
 }
 
-void write_json(const Report& r, std::ostream& out) {
-    // Keys in the order nlohmann::json uses for to_json(), so both spellings list the same way. The per-record
-    // arrays are written directly (import/json_write.cpp: the same bytes as their DOM's dump), in 1 MiB writes.
+namespace {
+
+// The start of every report.json up to its first ioctl (calls empty): what a ReportStream writes before the
+// ioctls it streams.
+constexpr std::string_view kStreamedHead = "{\n \"calls\": [],\n \"ioctls\": [";
+
+// write_json's layout, to any `Out` with write(const char*, std::streamsize) and copy(fd, bytes) (an array
+// written elsewhere: StreamedArrays). Keys: calls and ioctls first (the arrays a report streams: a streamed
+// report writes its ioctls straight into report.json), then the others in nlohmann's (sorted) order. The
+// per-record arrays are written directly (import/json_write.cpp: the same bytes as their DOM's dump), in 1 MiB
+// writes. With `streamed`, the output already holds kStreamedHead and `streamed->ioctls`' elements, and the
+// events and markers are copied from their files.
+template <class Out>
+void write_report(const Report& r, Out& out, const detail::StreamedArrays* streamed) {
     auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
     std::string buf;
     buf.reserve(1 << 20);
-    buf += "{\n";
-    import::write_array(out, buf, "calls", r.calls, import::append_call_json, false);
-    import::write_array(
-        out, buf, "checks", r.checks, [&](std::string& b, const Check& k) { b += dump(check_json(k));
-}, false);
-buf += " \"completeness\": " + dump(completeness_json(r.completeness)) + ",\n";
-buf += " \"environment\": " + dump(r.environment) + ",\n";
-import::write_array(out, buf, "events", r.events, import::append_event_json, false);
-import::write_array(out, buf, "graph", r.graph, import::append_graph_json, false);
-import::write_array(out, buf, "ioctls", r.ioctls, import::append_ioctl_json, false);
-import::write_array(out, buf, "kernel_log", r.kernel_log, import::append_log_json, false);
-buf += " \"kmsg_clock\": " + dump(kmsg_clock_json(r.kmsg_clock)) + ",\n";
-import::write_array(out, buf, "markers", r.markers, import::append_marker_json, false);
-buf += " \"schema\": " + dump(json(kReportSchema)) + ",\n";
-buf += " \"source\": " + dump(r.source) + ",\n";
-buf += " \"source_links\": " + dump(source_links_json(r.source_links)) + "\n}\n";
-import::flush_buffer(out, buf, true);
-}  // namespace nvtrace
+    // An array whose elements are in a file (each with its separator, as write_array writes them).
+    auto copied = [&](std::string_view key, const detail::StreamedArray& a) {
+        buf += " \"";
+        buf += key;
+        buf += "\": [";
+        import::flush_buffer(out, buf, true);
+        out.copy(a.fd, a.bytes);
+        buf += a.count == 0 ? "]" : "\n ]";
+        buf += ",\n";
+    };
+    auto check_json_text = [&](std::string& b, const Check& k) { b += dump(check_json(k)); };
+    if (streamed) {
+        buf += streamed->ioctls.count == 0 ? "]" : "\n ]";
+        buf += ",\n";
+    } else {
+        buf += "{\n";
+        import::write_array(out, buf, "calls", r.calls, import::append_call_json, false);
+        import::write_array(out, buf, "ioctls", r.ioctls, import::append_ioctl_json, false);
+    }
+    import::write_array(out, buf, "checks", r.checks, check_json_text, false);
+    buf += " \"completeness\": " + dump(completeness_json(r.completeness)) + ",\n";
+    buf += " \"environment\": " + dump(r.environment) + ",\n";
+    if (streamed)
+        copied("events", streamed->events);
+    else
+        import::write_array(out, buf, "events", r.events, import::append_event_json, false);
+    import::write_array(out, buf, "graph", r.graph, import::append_graph_json, false);
+    import::write_array(out, buf, "kernel_log", r.kernel_log, import::append_log_json, false);
+    buf += " \"kmsg_clock\": " + dump(kmsg_clock_json(r.kmsg_clock)) + ",\n";
+    if (streamed)
+        copied("markers", streamed->markers);
+    else
+        import::write_array(out, buf, "markers", r.markers, import::append_marker_json, false);
+    buf += " \"schema\": " + dump(json(kReportSchema)) + ",\n";
+    buf += " \"source\": " + dump(r.source) + ",\n";
+    buf += " \"source_links\": " + dump(source_links_json(r.source_links)) + "\n}\n";
+    import::flush_buffer(out, buf, true);
+}
+
+struct OstreamOut {
+    std::ostream& os;
+    void write(const char* p, std::streamsize n) { os.write(p, n); }
+    void copy(int, std::uint64_t) {}  // write_json streams nothing
+};
+
+// A file descriptor; the first error is kept and later writes are skipped.
+struct FdOut {
+    int fd;
+    std::string error;
+
+    void write(const char* p, std::streamsize n) {
+        auto left = static_cast<std::size_t>(n);
+        while (left > 0 && error.empty()) {
+            ssize_t w = ::write(fd, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                error = std::strerror(w < 0 ? errno : EIO);
+                return;
+            }
+            p += w;
+            left -= static_cast<std::size_t>(w);
+        }
+    }
+    // `bytes` from the start of `in`: copy_file_range (in the kernel, no copy through user space), else sendfile
+    // (a pipe), else read/write.
+    void copy(int in, std::uint64_t bytes) {
+        if (!error.empty()) return;
+        off_t off = 0;
+        bool kernel_copy = true, send = true;
+        std::vector<char> chunk;
+        while (static_cast<std::uint64_t>(off) < bytes && error.empty()) {
+            const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - off, 1u << 30));
+            ssize_t n = -1;
+            if (kernel_copy) {
+                n = ::copy_file_range(in, &off, fd, nullptr, want, 0);
+                if (n < 0 && errno != EINTR &&
+                    (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP || errno == EBADF)) {
+                    kernel_copy = false;
+                    continue;
+                }
+            } else if (send) {
+                n = ::sendfile(fd, in, &off, want);
+                if (n < 0 && errno != EINTR && (errno == EINVAL || errno == ENOSYS)) {
+                    send = false;
+                    continue;
+                }
+            } else {
+                chunk.resize(1u << 20);
+                n = ::pread(in, chunk.data(), std::min(want, chunk.size()), off);
+                if (n > 0) {
+                    write(chunk.data(), n);
+                    off += n;
+                }
+            }
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) error = n < 0 ? std::strerror(errno) : "the streamed section file ended early";
+        }
+    }
+};
+
+}  // namespace
+
+void write_json(const Report& r, std::ostream& out) {
+    OstreamOut o{out};
+    write_report(r, o, nullptr);
+}
+
+namespace detail {
+
+std::string_view streamed_report_head() {
+    return kStreamedHead;
+}
+
+Result<void> write_report_tail(const Report& r, const StreamedArrays& streamed, int fd) {
+    FdOut o{fd, {}};
+    write_report(r, o, &streamed);
+    if (!o.error.empty()) return fail(Error::environment(o.error));
+    return {};
+}
+
+Result<void> copy_fd(int from, std::uint64_t bytes, int to) {
+    FdOut o{to, {}};
+    o.copy(from, bytes);
+    if (!o.error.empty()) return fail(Error::environment(o.error));
+    return {};
+}
+
+}  // namespace detail
 
 }  // namespace nvtrace

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
+#include <queue>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -27,6 +29,7 @@
 #include "kmsg_reader.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
+#include "nvtrace/report_stream.hpp"
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
 #include "procfs.hpp"
@@ -223,6 +226,89 @@ public:
         }
         merge_segments(all, std::move(starts));
         return all;
+    }
+
+    // decode_all's events in decode_all's order (time, then source order for equal times when every source is
+    // in time order), handed to `sink` as they are decoded: one page of each source held at a time. Counts,
+    // decode_error and diagnostics as decode_all gives them. Stops, returning false, when `sink` does; then
+    // reset_decoding() and decode_all() start over from the files.
+    bool decode_merged(PageDecoder& dec, const std::function<bool(const Event&)>& sink) {
+        struct Cursor {
+            Source* src = nullptr;
+            std::FILE* f = nullptr;
+            std::vector<Event> events;  // the current page's
+            std::size_t next = 0;
+        };
+        std::vector<Cursor> cursors(sources_.size());
+        auto close_all = [&] {
+            for (auto& c : cursors)
+                if (c.f) std::fclose(c.f);
+        };
+        // The next page with events of `c`, if any: false at the end of its file.
+        auto refill = [&](Cursor& c) {
+            while (c.next >= c.events.size()) {
+                c.events.clear();
+                c.next = 0;
+                if (!c.f) return false;
+                Source& src = *c.src;
+                std::size_t got = std::fread(page_.data(), 1, src.page_size, c.f);
+                if (got < src.page_size) {
+                    if (got > 0 && decode_error.empty())
+                        decode_error =
+                            fmt::format("raw/{}/cpu{}: {} bytes after the last whole page", src.buffer, src.cpu, got);
+                    std::fclose(c.f);
+                    c.f = nullptr;
+                    return false;
+                }
+                const std::uint64_t before = dec.records();
+                if (auto r = dec.decode(page_.data(), src.page_size, src.cpu, c.events); !r) {
+                    if (decode_error.empty())
+                        decode_error =
+                            fmt::format("raw/{}/cpu{} page {}: {}", src.buffer, src.cpu, src.pages, r.error().message);
+                    count_diagnostic(
+                        diagnostics, "damaged_page", "data_loss",
+                        damaged_page_example(src.buffer, src.cpu, src.pages * src.page_size, r.error().message));
+                }
+                src.records += dec.records() - before;
+                ++src.pages;
+            }
+            return true;
+        };
+        // Smallest (time, source index) first: the order of a stable merge of the sources.
+        using Head = std::pair<std::uint64_t, std::size_t>;
+        std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+        for (std::size_t i = 0; i < sources_.size(); ++i) {
+            Cursor& c = cursors[i];
+            c.src = &sources_[i];
+            c.f = std::fopen(c.src->path.c_str(), "rb");
+            if (!c.f) {
+                note(decode_error, *c.src, "open", errno);
+                continue;
+            }
+            std::setvbuf(c.f, nullptr, _IOFBF, 1 << 20);
+            if (refill(c)) heads.emplace(c.events[c.next].ts_ns, i);
+        }
+        while (!heads.empty()) {
+            const std::size_t i = heads.top().second;
+            heads.pop();
+            Cursor& c = cursors[i];
+            if (!sink(c.events[c.next])) {
+                close_all();
+                return false;
+            }
+            ++c.next;
+            if (refill(c)) heads.emplace(c.events[c.next].ts_ns, i);
+        }
+        close_all();
+        return true;
+    }
+
+    // Forgets what decode_merged counted, for decode_all to start over.
+    void reset_decoding() {
+        for (auto& src : sources_)
+            src.pages = src.records = 0;
+        decode_error.clear();
+        diagnostics.clear();
     }
 
     std::vector<Source>& sources() { return sources_; }
@@ -846,7 +932,44 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     if (use_fgraph && !fgraph) (void)journal.write("tracing_on", "0");  // journaled: restored just below
     raw.flush();
     raw.close();
-    std::vector<Event> decoded = raw.decode_all(page_decoder);
+    // Comms of the pids in the events, looked up as each pid first appears (saved_cmdlines, else the program's
+    // name for its own pid, else "<...>").
+    tracefs_load_cmdlines(tracing_dir, tep);
+    const std::string child_comm = opts.argv[0].substr(opts.argv[0].find_last_of('/') + 1).substr(0, 15);
+    auto note_comm = [&](std::map<int, std::string>& comms, int pid) {
+        if (pid <= 0 || comms.count(pid)) return;
+        const char* c = tep_data_comm_from_pid(tep, pid);
+        comms[pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (pid == child.pid() ? child_comm : "<...>");
+    };
+    // fd paths before the events: a streamed report names each ioctl's device as it folds it.
+    EventStream& st = res.stream;
+    // In the order fd_paths.json lists them, so that read_capture_dir rebuilds the same maps.
+    for (const auto& [key, paths] : fd_paths)
+        for (const auto& path : paths)
+            add_fd_path(st, key.first, key.second, path);
+    std::vector<Event> decoded;
+    if (opts.stream_report && !use_fgraph) {
+        // The report is built as the pages are decoded (nvtrace/report_stream.hpp); a stream it refuses (times
+        // going back) is decoded again whole.
+        EventStream side;
+        side.fd_paths = st.fd_paths;
+        side.fd_paths_reused = st.fd_paths_reused;
+        if (auto rs = ReportStream::open(out_dir.string(), std::move(side)); rs) {
+            ReportStream& r = **rs;
+            if (opts.on_streamed_ioctl) r.on_ioctl(opts.on_streamed_ioctl);
+            bool whole = raw.decode_merged(page_decoder, [&](const Event& ev) {
+                note_comm(r.side().comms, ev.pid);
+                return r.add(ev);
+            });
+            if (whole) {
+                res.report_stream = std::move(*rs);
+                st.comms = res.report_stream->side().comms;
+            } else {
+                raw.reset_decoding();
+            }
+        }
+    }
+    if (!res.report_stream) decoded = raw.decode_all(page_decoder);
     res.stream.diagnostics = std::move(raw.diagnostics);
     // Pages the drain could not read or write are events lost: the report says so (read_capture_dir too).
     if (!raw.write_error.empty())
@@ -889,23 +1012,21 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
                    "this capture\n",
                    raw.write_error);
 
-    EventStream& st = res.stream;
     st.buffer_stats = buffer_stats_delta(stats_before, stats_after);
     st.kmsg = std::move(kmsg.records());
     st.kmsg_overwritten = kmsg.overwritten();
-    // In the order fd_paths.json lists them, so that read_capture_dir rebuilds the same maps.
-    for (const auto& [key, paths] : fd_paths)
-        for (const auto& path : paths)
-            add_fd_path(st, key.first, key.second, path);
     note_reused_fds(st);
     st.events = std::move(decoded);
-
-    tracefs_load_cmdlines(tracing_dir, tep);
-    std::string child_comm = opts.argv[0].substr(opts.argv[0].find_last_of('/') + 1).substr(0, 15);
-    for (const auto& ev : st.events) {
-        if (ev.pid <= 0 || st.comms.count(ev.pid)) continue;
-        const char* c = tep_data_comm_from_pid(tep, ev.pid);
-        st.comms[ev.pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (ev.pid == child.pid() ? child_comm : "<...>");
+    for (const auto& ev : st.events)
+        note_comm(st.comms, ev.pid);
+    if (res.report_stream) {
+        // What the streamed report reads in finish(), as the whole stream holds it.
+        EventStream& side = res.report_stream->side();
+        side.diagnostics = st.diagnostics;
+        side.buffer_stats = st.buffer_stats;
+        side.kmsg = st.kmsg;
+        side.kmsg_overwritten = st.kmsg_overwritten;
+        side.kmsg_clock = st.kmsg_clock;
     }
 
     if (use_fgraph) {

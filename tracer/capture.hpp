@@ -11,6 +11,8 @@
 // Thread-safety: one capture at a time per process (it blocks SIGINT/SIGTERM/SIGHUP while it runs).
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/report.hpp"
+#include "nvtrace/report_stream.hpp"
 #include "runner.hpp"
 
 namespace nvtrace::tracer {
@@ -43,6 +46,12 @@ struct CaptureOptions {
     std::string out_dir;
     std::optional<int> buffer_size_kb;  // the instance's per-CPU buffer_size_kb (default: the kernel's)
     bool drain_while_running = true;    // false (tests only: NVTRACE_TEST_NO_DRAIN=1): read once, at the end
+    // Build the report while decoding, without holding the events (CaptureResult::report_stream), when the
+    // capture has no function-graph events (no --module, --filter, --graph-function); else, or when the stream
+    // cannot be streamed (nvtrace/report_stream.hpp), the events are in CaptureResult::stream.
+    bool stream_report = false;
+    // With stream_report: called with every ioctl record as the streamed report writes it (the run's summary).
+    std::function<void(const IoctlRecord&)> on_streamed_ioctl;
 };
 
 // How many available functions each filter matches (available_filter_functions), resolved before
@@ -60,6 +69,9 @@ struct CaptureResult {
     std::vector<std::string> restore_failures;  // top-level files that could not be restored
     std::optional<std::string> instance_left;   // why nvtrace-<pid> could not be removed (who holds it open)
     std::vector<FilterCount> filter_counts;
+    // With CaptureOptions::stream_report: the report built as the pages were decoded, finish() not yet called;
+    // `stream` then holds everything but the events. Null when the events are in `stream`.
+    std::unique_ptr<ReportStream> report_stream;
 };
 
 Result<CaptureResult> capture(const CaptureOptions& opts);

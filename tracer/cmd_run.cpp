@@ -21,6 +21,7 @@
 #include "capture.hpp"
 #include "commands.hpp"
 #include "nvtrace/expect.hpp"
+#include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
 #include "procfs.hpp"
 #include "scenario.hpp"
@@ -118,8 +119,8 @@ Result<void> write_text(const std::filesystem::path& p, const std::string& text)
     return {};
 }
 
-void print_summary(const Report& r, const tracer::CaptureResult& cap, const std::string& out_dir,
-                   bool verbose = false) {
+void print_summary(const Report& r, const StreamedRecords* streamed, const tracer::CaptureResult& cap,
+                   const std::string& out_dir, bool verbose = false) {
     const auto& st = cap.status;
     std::string status = st.exit_code ? fmt::format("exit {}", *st.exit_code)
                          : st.signal  ? fmt::format("killed by signal {} ({})", *st.signal, strsignal(*st.signal))
@@ -130,7 +131,10 @@ void print_summary(const Report& r, const tracer::CaptureResult& cap, const std:
     fmt::print("program: {} (pid {}, {})\n", fmt::join(cap.meta["command"].get<std::vector<std::string>>(), " "),
                cap.meta["pid"].get<int>(), status);
     fmt::print("tracer: {}\n", cap.meta["tracer_mode"].get<std::string>());
-    print_report_body(r, false, false, verbose);
+    if (streamed)
+        print_report_body(r, *streamed, false, false, verbose);
+    else
+        print_report_body(r, false, false, verbose);
     fmt::print("report: {}/report.json\n", out_dir);
 }
 
@@ -347,6 +351,15 @@ int do_run(RunArgs a) {
     if (const char* nd = std::getenv("NVTRACE_TEST_NO_DRAIN"); nd && std::string(nd) == "1")
         opts.drain_while_running = false;
 
+    // A run without checks, scenario or source links needs no record of the report after writing it: the report
+    // is built as the pages are decoded, without holding them (CaptureOptions::stream_report).
+    opts.stream_report = !scenario && !expectations && a.source.empty();
+    IoctlSummaryOptions io_opts;
+    io_opts.verbose = a.verbose;
+    io_opts.kernel_traced = false;  // streamed only without function tracing
+    IoctlSummary io_summary(io_opts);
+    if (opts.stream_report && !a.quiet && !a.json)
+        opts.on_streamed_ioctl = [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); };
     auto cap = tracer::capture(opts);
     if (!cap && !out_existed) std::filesystem::remove_all(out_dir, ec);
     if (!cap) {
@@ -365,7 +378,19 @@ int do_run(RunArgs a) {
                    cap->meta.value("timed_out", false) ? ", timed out" : "", out_dir);
     }
 
-    Report report = build_report(cap->stream);
+    Report whole;
+    std::optional<StreamedRecords> streamed;
+    if (cap->report_stream) {
+        if (auto f = cap->report_stream->finish(); !f) {
+            fmt::print(stderr, "nvtrace run: {}\n", f.error().message);
+            return static_cast<int>(f.error().code);
+        }
+        const ReportStream& rs = *cap->report_stream;
+        streamed = StreamedRecords{rs.ioctls(), io_summary.lines(), rs.markers(), rs.events(), rs.event_names()};
+    } else {
+        whole = build_report(cap->stream);
+    }
+    Report& report = cap->report_stream ? cap->report_stream->report() : whole;
     if (!a.source.empty())
         if (int rc = add_source_links(report, a.source, "run")) return rc;
     report.source = {
@@ -416,11 +441,18 @@ int do_run(RunArgs a) {
     {
         // The report is streamed: a DOM of a large capture does not fit next to its events (docs/report-format.md).
         auto path = std::filesystem::path(out_dir) / "report.json";
-        std::ofstream out(path, std::ios::trunc);
-        if (out) write_json(report, out);
-        if (!out || !out.flush()) {
-            fmt::print(stderr, "nvtrace run: cannot write {}: {}\n", path.string(), std::strerror(errno));
-            return static_cast<int>(ExitCode::environment);
+        if (cap->report_stream) {
+            if (auto w = cap->report_stream->write_to(path.string()); !w) {
+                fmt::print(stderr, "nvtrace run: cannot write {}: {}\n", path.string(), w.error().message);
+                return static_cast<int>(ExitCode::environment);
+            }
+        } else {
+            std::ofstream out(path, std::ios::trunc);
+            if (out) write_json(report, out);
+            if (!out || !out.flush()) {
+                fmt::print(stderr, "nvtrace run: cannot write {}: {}\n", path.string(), std::strerror(errno));
+                return static_cast<int>(ExitCode::environment);
+            }
         }
     }
     if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json",
@@ -430,10 +462,16 @@ int do_run(RunArgs a) {
         return static_cast<int>(ExitCode::environment);
     }
     if (a.json) {
-        write_json(report, std::cout);
-        std::cout.flush();
+        if (cap->report_stream) {
+            std::cout.flush();
+            if (auto w = cap->report_stream->write(STDOUT_FILENO); !w)
+                fmt::print(stderr, "nvtrace run: cannot write the report to stdout: {}\n", w.error().message);
+        } else {
+            write_json(report, std::cout);
+            std::cout.flush();
+        }
     } else if (!a.quiet) {
-        print_summary(report, *cap, out_dir, a.verbose);
+        print_summary(report, streamed ? &*streamed : nullptr, *cap, out_dir, a.verbose);
         if (!report.checks.empty()) tracer::print_checks(report.checks, false);
     }
     if (cannot_run_why) fmt::print("cannot run here: {}\n", *cannot_run_why);

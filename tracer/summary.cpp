@@ -17,7 +17,63 @@ std::string format_ns(std::uint64_t ns) {
     return fmt::format("{:.3f} us", static_cast<double>(ns) / 1e3);
 }
 
+namespace {
+
+// The lines about ioctls, markers and events, from the report's records or from what was streamed.
+struct RecordLines {
+    std::uint64_t ioctls = 0;
+    std::vector<std::string> ioctl_lines;
+    std::uint64_t markers = 0;
+    std::uint64_t events = 0;
+    std::vector<std::pair<std::string, std::uint64_t>> event_names;  // by count, most first
+};
+
+void print_body(const Report& r, const RecordLines& rec, bool markers, bool diagnostics, bool verbose);
+
+bool kernel_traced(const Report& r) {
+    // Without function tracing there are no kernel calls to count: the "(kernel: ...)" part is left out.
+    auto mode = r.source.find("tracer_mode");
+    return !r.calls.empty() ||
+           (mode != r.source.end() && mode->is_string() && mode->get<std::string>().rfind("function_graph", 0) == 0);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> by_count(const std::map<std::string, std::uint64_t>& by_name) {
+    std::vector<std::pair<std::string, std::uint64_t>> names(by_name.begin(), by_name.end());
+    std::stable_sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    return names;
+}
+
+}  // namespace
+
 void print_report_body(const Report& r, bool markers, bool diagnostics, bool verbose) {
+    RecordLines rec;
+    rec.ioctls = r.ioctls.size();
+    IoctlSummaryOptions io_opts;
+    io_opts.verbose = verbose;
+    io_opts.kernel_traced = kernel_traced(r);
+    rec.ioctl_lines = summarize_ioctls(r.ioctls, r.calls, io_opts);
+    rec.markers = r.markers.size();
+    rec.events = r.events.size();
+    std::map<std::string, std::uint64_t> by_name;
+    for (const auto& e : r.events)
+        ++by_name[e.name];
+    rec.event_names = by_count(by_name);
+    print_body(r, rec, markers, diagnostics, verbose);
+}
+
+void print_report_body(const Report& r, const StreamedRecords& streamed, bool markers, bool diagnostics, bool verbose) {
+    RecordLines rec;
+    rec.ioctls = streamed.ioctls;
+    rec.ioctl_lines = streamed.ioctl_lines;
+    rec.markers = streamed.markers;
+    rec.events = streamed.events;
+    rec.event_names = by_count(streamed.event_names);
+    print_body(r, rec, markers, diagnostics, verbose);
+}
+
+namespace {
+
+void print_body(const Report& r, const RecordLines& rec, bool markers, bool diagnostics, bool verbose) {
     std::size_t roots = 0;
     for (const auto& c : r.calls)
         if (!c.parent) ++roots;
@@ -45,16 +101,10 @@ void print_report_body(const Report& r, bool markers, bool diagnostics, bool ver
                                : std::string();
         fmt::print("  {:>6}x  {:>12}  {}{}\n", top[i]->count, total, top[i]->path, note);
     }
-    fmt::print("ioctls: {}\n", r.ioctls.size());
-    IoctlSummaryOptions io_opts;
-    io_opts.verbose = verbose;
-    // Without function tracing there are no kernel calls to count: the "(kernel: ...)" part is left out.
-    auto mode = r.source.find("tracer_mode");
-    io_opts.kernel_traced = !r.calls.empty() || (mode != r.source.end() && mode->is_string() &&
-                                                 mode->get<std::string>().rfind("function_graph", 0) == 0);
-    for (const auto& line : summarize_ioctls(r.ioctls, r.calls, io_opts))
+    fmt::print("ioctls: {}\n", rec.ioctls);
+    for (const auto& line : rec.ioctl_lines)
         fmt::print("  {}\n", line);
-    if (markers) fmt::print("markers: {}\n", r.markers.size());
+    if (markers) fmt::print("markers: {}\n", rec.markers);
     fmt::print("kernel log: {} message(s)\n", r.kernel_log.size());
     for (std::size_t i = 0; i < r.kernel_log.size() && (verbose || i < 5); ++i) {
         const auto& m = r.kernel_log[i];
@@ -95,13 +145,9 @@ void print_report_body(const Report& r, bool markers, bool diagnostics, bool ver
             for (const auto& l : sl.found)
                 fmt::print("  {}: {}:{}\n", l.function, l.candidates[0].file, l.candidates[0].line);
     }
-    if (!r.events.empty()) {
-        std::map<std::string, std::size_t> by_name;
-        for (const auto& e : r.events)
-            ++by_name[e.name];
-        std::vector<std::pair<std::string, std::size_t>> names(by_name.begin(), by_name.end());
-        std::stable_sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
-        fmt::print("events: {}\n", r.events.size());
+    if (rec.events > 0) {
+        const auto& names = rec.event_names;
+        fmt::print("events: {}\n", rec.events);
         for (std::size_t i = 0; i < names.size() && (verbose || i < 10); ++i)
             fmt::print("  {:>6}x  {}\n", names[i].second, names[i].first);
         if (!verbose && names.size() > 10) fmt::print("  ... {} more names; -v prints them all\n", names.size() - 10);
@@ -115,6 +161,8 @@ void print_report_body(const Report& r, bool markers, bool diagnostics, bool ver
     else
         fmt::print("complete: NO: {}\n", fmt::join(r.completeness.reasons, "; "));
 }
+
+}  // namespace
 
 int add_source_links(Report& report, const std::string& dir, std::string_view command) {
     auto links = link_report_sources(dir, report);

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nvtrace/report.hpp"
 
@@ -17,6 +19,19 @@ std::string format_ns(std::uint64_t ns);
 // (all when `verbose`) with the call each was attached to, diagnostics (when `diagnostics`) and completeness
 // with its reasons.
 void print_report_body(const Report& r, bool markers, bool diagnostics, bool verbose = false);
+
+// What a streamed report (nvtrace/report_stream.hpp) wrote without keeping: the summary's ioctl lines
+// (IoctlSummary, fed every record as it was written) and the counts of ioctls, markers and events by name.
+struct StreamedRecords {
+    std::uint64_t ioctls = 0;
+    std::vector<std::string> ioctl_lines;
+    std::uint64_t markers = 0;
+    std::uint64_t events = 0;
+    std::map<std::string, std::uint64_t> event_names;
+};
+// The same lines for a report whose ioctls, markers and events are in `streamed` instead of `r`.
+void print_report_body(const Report& r, const StreamedRecords& streamed, bool markers, bool diagnostics,
+                       bool verbose = false);
 
 // `--source DIR` of run and report: fills report.source_links (nvtrace/source_links.hpp). On an unusable DIR
 // prints "nvtrace COMMAND: ..." on stderr and returns the exit code (usage); 0 otherwise.

@@ -356,12 +356,6 @@ void append_log_json(std::string& out, const KernelLogMessage& m) {
     log_body(raw, m);
 }
 
-void flush_buffer(std::ostream& out, std::string& buf, bool force) {
-    if (buf.empty() || (!force && buf.size() < (1u << 20) - 4096)) return;
-    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-    buf.clear();
-}
-
 void write_calls_array(std::ostream& out, const std::vector<Call>& calls) {
     std::string buf;
     buf.reserve(1 << 20);

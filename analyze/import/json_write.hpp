@@ -29,22 +29,33 @@ void append_marker_json(std::string& out, const MarkerEntry& m);    // markers[]
 void append_graph_json(std::string& out, const GraphNode& n);       // graph[]
 void append_log_json(std::string& out, const KernelLogMessage& m);  // kernel_log[]
 
-// Hands `buf` to `out` once it holds about 1 MiB (and empties it); `force`: whatever it holds.
-void flush_buffer(std::ostream& out, std::string& buf, bool force = false);
+// Hands `buf` to `out` once it holds about 1 MiB (and empties it); `force`: whatever it holds. `Out` has
+// write(const char*, std::streamsize), as std::ostream has.
+template <class Out>
+void flush_buffer(Out& out, std::string& buf, bool force = false) {
+    if (buf.empty() || (!force && buf.size() < (1u << 20) - 4096)) return;
+    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.clear();
+}
+
+// The separator write_array() puts before an element: "\n  " before the first, ",\n  " before the others.
+inline void append_element_separator(std::string& buf, bool first) {
+    if (first)
+        buf.append("\n  ", 3);
+    else
+        buf.append(",\n  ", 4);
+}
 
 // ` "KEY": [` ... `],` (`]` and a newline only when `last`) as write_json() lays out its arrays: one element
 // a line, written through `buf` in 1 MiB writes. `append(buf, element)` appends one element.
-template <class T, class Append>
-void write_array(std::ostream& out, std::string& buf, std::string_view key, const std::vector<T>& items, Append append,
+template <class Out, class T, class Append>
+void write_array(Out& out, std::string& buf, std::string_view key, const std::vector<T>& items, Append append,
                  bool last) {
     buf += " \"";
     buf += key;
     buf += "\": [";
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i)
-            buf.append(",\n  ", 4);
-        else
-            buf.append("\n  ", 3);
+        append_element_separator(buf, i == 0);
         append(buf, items[i]);
         flush_buffer(out, buf);
     }

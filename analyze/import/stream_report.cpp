@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "../phases.hpp"
 #include "calls_jsonl.hpp"
 #include "nvtrace/call_stream.hpp"
 #include "stream_builder.hpp"
@@ -23,52 +24,6 @@ namespace nvtrace {
 using namespace import;
 
 namespace {
-
-// The phase markers of report.cpp ("nvtrace-phase: NAME", "nvtrace-phase-end"), followed as they come.
-class Phases {
-public:
-    void marker(const Event& ev, const Marker& m) {
-        bool begin = starts_with(m.text, kBegin);
-        bool end = starts_with(m.text, kEnd);
-        if (!begin && !end) return;
-        if (cur_) {
-            cur_->end = ev.ts_ns;
-            // In time order (the usual case) spans neither overlap nor go back: at() can search them.
-            if (cur_->end < cur_->begin || (!spans_.empty() && cur_->begin < spans_.back().end)) ordered_ = false;
-            spans_.push_back(*cur_);
-            cur_.reset();
-        }
-        if (begin) cur_ = Span{ev.ts_ns, UINT64_MAX, m.text.substr(kBegin.size())};
-    }
-    std::optional<std::string> at(std::uint64_t ts) const {
-        if (ordered_) {
-            // Every span ends at or before cur_ begins: the first span holding ts is the last one that
-            // begins at or before it, and none holds a ts at or after cur_'s begin.
-            if (cur_ && ts >= cur_->begin && (spans_.empty() || ts >= spans_.back().end)) return cur_->name;
-            auto it = std::upper_bound(spans_.begin(), spans_.end(), ts,
-                                       [](std::uint64_t t, const Span& s) { return t < s.begin; });
-            if (it != spans_.begin() && ts < std::prev(it)->end) return std::prev(it)->name;
-            // No span holds ts: cur_ does when it began at or before ts, as below.
-            if (cur_ && ts >= cur_->begin) return cur_->name;
-            return std::nullopt;
-        }
-        for (const auto& s : spans_)
-            if (ts >= s.begin && ts < s.end) return s.name;
-        if (cur_ && ts >= cur_->begin) return cur_->name;
-        return std::nullopt;
-    }
-
-private:
-    static constexpr std::string_view kBegin = "nvtrace-phase: ";
-    static constexpr std::string_view kEnd = "nvtrace-phase-end";
-    struct Span {
-        std::uint64_t begin, end;
-        std::string name;
-    };
-    std::vector<Span> spans_;
-    std::optional<Span> cur_;
-    bool ordered_ = true;
-};
 
 // What build_report derives from the call graph, added to a report built from the non-call events.
 // Mirrors report.cpp (reasons and diagnostics in the same order); tests/analyze/test_stream_report.cpp
@@ -162,7 +117,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     std::string_view text(m.data, m.size);
     EventStream rest;                        // everything but funcgraph entries and exits
     std::vector<std::size_t> console_index;  // stream index of each ConsoleLine kept in `rest`
-    Phases phases;
+    detail::Phases phases;
     CallsJsonlWriter w(calls_out);
     CallStream calls([&](Call&& c) {
         if (c.entry_ns) c.phase = phases.at(*c.entry_ns);
@@ -189,7 +144,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
                 return;
             }
             calls.add(static_cast<const Event&>(ev), index, b.stream().comms);
-            if (const auto* mk = std::get_if<Marker>(&ev.body)) phases.marker(ev, *mk);
+            if (const auto* mk = std::get_if<Marker>(&ev.body)) phases.marker(ev.ts_ns, mk->text);
             if (std::holds_alternative<ConsoleLine>(ev.body)) console_index.push_back(index);
             rest.events.push_back(std::move(ev));
         },

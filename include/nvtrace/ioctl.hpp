@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +75,40 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
                                         const std::vector<FdPath>& fd_paths);
 
+// Sets IoctlRecord::call and ::calls: each root call (no parent, entry time known) made by the pid of a record
+// between its enter_ns and exit_ns (open-ended without an exit) belongs to the latest such record. `ioctls` in
+// enter order. O(records + calls log records).
+void link_ioctl_calls(std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls);
+
+// collect_ioctls one event at a time, for a stream too large to hold (nvtrace/report_stream.hpp): fed the events
+// in time order, it hands every record to `sink` once nothing later in the stream can change it, in enter order
+// (the order of collect_ioctls' result), without `call`/`calls` (link_ioctl_calls does that) or `phase`.
+// A record is held until its exit is seen (or its pid enters another ioctl: the exit was lost) and then until
+// its preload exit marker is seen or kHeldRecords newer records are held: an exit marker matches only a record
+// still held, so the memory is bounded by kHeldRecords plus the records entered while the oldest ioctl still in
+// progress runs. collect_ioctls is this collector with a vector as sink, so both give the same records.
+// `comms` is read as the events come (it may grow between add() calls; a pid's comm must be in it before the
+// pid's first event); `fd_paths` is read at construction and must outlive the collector.
+// Thread-safety: one thread.
+class IoctlCollector {
+public:
+    using Sink = std::function<void(IoctlRecord&&)>;
+    static constexpr std::size_t kHeldRecords = 4096;
+    IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink);
+    ~IoctlCollector();
+    IoctlCollector(const IoctlCollector&) = delete;
+    IoctlCollector& operator=(const IoctlCollector&) = delete;
+    // Markers (preload lines), IoctlEnter and IoctlExit; any other event is ignored.
+    void add(const Event& ev);
+    // Hands out every record still held (call once, after the last event).
+    void finish();
+
+private:
+    struct State;
+    void pop_front();
+    std::unique_ptr<State> s_;
+};
+
 // ---- the text summary's ioctl lines (docs/run.md, "Summary") ----------------------------------------------
 
 // What an ioctl cost in the kernel: every call in the subtrees of IoctlRecord::calls and the summed
@@ -108,5 +145,25 @@ struct IoctlSummaryOptions {
 // `verbose`, one "<line>" per ioctl.
 std::vector<std::string> summarize_ioctls(const std::vector<IoctlRecord>& ioctls, const std::vector<Call>& calls,
                                           const IoctlSummaryOptions& options);
+
+// summarize_ioctls one record at a time (a streamed report hands its ioctls out as they complete): add() every
+// record in order with its cost (nullopt without function tracing), then lines(). Holds the lines printed
+// (every line with `verbose`), not the records.
+class IoctlSummary {
+public:
+    explicit IoctlSummary(IoctlSummaryOptions options) : options_(options) {}
+    void add(const IoctlRecord& io, const std::optional<IoctlKernelCost>& cost);
+    std::uint64_t ioctls() const { return ioctls_; }
+    std::vector<std::string> lines();  // the lines so far, as summarize_ioctls gives them
+
+private:
+    void end_run();
+    IoctlSummaryOptions options_;
+    std::vector<std::string> lines_;
+    std::string run_key_;  // the line of the run of equal lines being folded
+    std::uint64_t run_count_ = 0;
+    std::optional<IoctlKernelCost> run_cost_;
+    std::uint64_t folded_lines_ = 0, hidden_ioctls_ = 0, ioctls_ = 0;
+};
 
 }  // namespace nvtrace

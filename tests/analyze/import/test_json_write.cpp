@@ -19,12 +19,16 @@ std::string dump(const json& j) {
     return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// write_json()'s layout as it was before the direct writer: every key of to_json() in order, arrays one
-// element a line, each value as nlohmann dumps it.
+// write_json()'s layout: every key of to_json(), "calls" and "ioctls" first (the arrays a streamed report
+// writes as it goes), then the others in nlohmann's order; arrays one element a line, each value as nlohmann
+// dumps it.
 std::string layout_of_dom(const json& j) {
+    std::vector<std::pair<std::string, json>> items{{"calls", j.at("calls")}, {"ioctls", j.at("ioctls")}};
+    for (const auto& [key, v] : j.items())
+        if (key != "calls" && key != "ioctls") items.emplace_back(key, v);
     std::string s = "{\n";
     std::size_t k = 0;
-    for (const auto& [key, v] : j.items()) {
+    for (const auto& [key, v] : items) {
         s += " \"" + key + "\": ";
         if (v.is_array()) {
             s += "[";

@@ -1,0 +1,224 @@
+// ReportStream (include/nvtrace/report_stream.hpp).
+#include "nvtrace/report_stream.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "import/json_write.hpp"
+#include "nvtrace/report_builder.hpp"
+#include "report_write.hpp"
+
+namespace nvtrace {
+
+namespace {
+
+// One array's elements in an unlinked temporary file, written through a 1 MiB buffer.
+class SectionFile {
+public:
+    SectionFile() = default;
+    SectionFile(const SectionFile&) = delete;
+    SectionFile& operator=(const SectionFile&) = delete;
+    ~SectionFile() {
+        if (!name_.empty()) ::unlink(name_.c_str());
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    // An unlinked file in `dir` (O_TMPFILE). Where the file system has none, a named one: removed at once, or with
+    // `keep_name` kept (name()) until linked or the SectionFile ends.
+    Result<void> open(const std::string& dir, bool keep_name = false) {
+        fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+        if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+            std::string name = dir + "/.nvtrace-report-XXXXXX";
+            fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+            if (fd_ >= 0 && keep_name)
+                name_ = name;
+            else if (fd_ >= 0)
+                ::unlink(name.c_str());
+        }
+        if (fd_ < 0)
+            return fail(
+                Error::environment(fmt::format("cannot create a temporary file in {}: {}", dir, std::strerror(errno))));
+        buf_.reserve(1 << 20);
+        return {};
+    }
+
+    // Gives the file the name `path` (replacing a file of that name): link of the unlinked file, or rename of
+    // the named one (same file system as the directory given to open()).
+    Result<void> link_as(const std::string& path) {
+        flush();
+        if (!error_.empty()) return fail(Error::environment(error_));
+        if (!name_.empty()) {
+            if (::rename(name_.c_str(), path.c_str()) != 0) return fail(Error::environment(std::strerror(errno)));
+            name_.clear();
+            return {};
+        }
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(Error::environment(std::strerror(errno)));
+        std::string self = fmt::format("/proc/self/fd/{}", fd_);
+        if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
+            return fail(Error::environment(std::strerror(errno)));
+        return {};
+    }
+
+    // Raw bytes (no separator, not counted as an element).
+    void append_raw(std::string_view bytes) { buf_ += bytes; }
+
+    template <class T, class Append>
+    void add(const T& item, Append append) {
+        import::append_element_separator(buf_, count_ == 0);
+        append(buf_, item);
+        ++count_;
+        if (buf_.size() >= (1u << 20) - 4096) flush();
+    }
+
+    void flush() {
+        const char* p = buf_.data();
+        std::size_t left = buf_.size();
+        while (left > 0 && error_.empty()) {
+            ssize_t w = ::write(fd_, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                error_ = std::strerror(w < 0 ? errno : EIO);
+                break;
+            }
+            p += w;
+            left -= static_cast<std::size_t>(w);
+            bytes_ += static_cast<std::uint64_t>(w);
+        }
+        buf_.clear();
+    }
+
+    detail::StreamedArray array() const { return {fd_, bytes_, count_}; }
+    int fd() const { return fd_; }
+    std::uint64_t bytes() const { return bytes_; }
+    std::uint64_t count() const { return count_; }
+    const std::string& error() const { return error_; }
+
+private:
+    int fd_ = -1;
+    std::string name_;  // a named temporary file, removed unless linked
+    std::string buf_;
+    std::uint64_t bytes_ = 0, count_ = 0;
+    std::string error_;
+};
+
+}  // namespace
+
+struct ReportStream::Impl {
+    EventStream side;
+    // report.json itself, its ioctls written straight into it (detail::streamed_report_head); events and markers
+    // in files of their own, copied in by write_report_tail.
+    SectionFile report_file, events, markers;
+    std::function<void(const IoctlRecord&)> on_ioctl;
+    std::map<std::string, std::uint64_t> event_names;
+    std::optional<ReportBuilder> builder;
+    Report report;
+    std::optional<std::uint64_t> last_ts;
+    std::uint64_t ioctls = 0;
+    bool tail_written = false;
+};
+
+ReportStream::ReportStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ReportStream::~ReportStream() = default;
+
+Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp_dir, EventStream side) {
+    auto impl = std::make_unique<Impl>();
+    impl->side = std::move(side);
+    impl->side.events.clear();
+    if (auto r = impl->report_file.open(temp_dir, true); !r) return fail(r.error());
+    for (SectionFile* f : {&impl->events, &impl->markers})
+        if (auto r = f->open(temp_dir); !r) return fail(r.error());
+    impl->report_file.append_raw(detail::streamed_report_head());
+    Impl* s = impl.get();  // the builder's sinks point into the Impl, which never moves
+    ReportBuilder::Sinks sinks;
+    sinks.ioctl = [s](IoctlRecord&& io) {
+        if (s->on_ioctl) s->on_ioctl(io);
+        s->report_file.add(io, import::append_ioctl_json);
+        ++s->ioctls;
+    };
+    sinks.event = [s](EventRecord&& e) {
+        ++s->event_names[e.name];
+        s->events.add(e, import::append_event_json);
+    };
+    sinks.marker = [s](MarkerEntry&& m) { s->markers.add(m, import::append_marker_json); };
+    impl->builder.emplace(impl->side, std::move(sinks));
+    return std::unique_ptr<ReportStream>(new ReportStream(std::move(impl)));
+}
+
+EventStream& ReportStream::side() {
+    return impl_->side;
+}
+
+void ReportStream::on_ioctl(std::function<void(const IoctlRecord&)> f) {
+    impl_->on_ioctl = std::move(f);
+}
+
+bool ReportStream::add(const Event& ev) {
+    if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) return false;
+    if (ev.ts_known) {
+        if (impl_->last_ts && ev.ts_ns < *impl_->last_ts) return false;
+        impl_->last_ts = ev.ts_ns;
+    }
+    impl_->builder->add(ev);
+    return true;
+}
+
+Result<void> ReportStream::finish() {
+    impl_->report = impl_->builder->finish(CallGraph{});
+    impl_->builder.reset();
+    for (SectionFile* f : {&impl_->report_file, &impl_->events, &impl_->markers}) {
+        f->flush();
+        if (!f->error().empty())
+            return fail(Error::environment("cannot write the report's temporary file: " + f->error()));
+    }
+    return {};
+}
+
+Report& ReportStream::report() {
+    return impl_->report;
+}
+std::uint64_t ReportStream::ioctls() const {
+    return impl_->ioctls;
+}
+std::uint64_t ReportStream::markers() const {
+    return impl_->markers.count();
+}
+std::uint64_t ReportStream::events() const {
+    return impl_->events.count();
+}
+const std::map<std::string, std::uint64_t>& ReportStream::event_names() const {
+    return impl_->event_names;
+}
+
+Result<void> ReportStream::complete() {
+    if (impl_->tail_written) return {};
+    SectionFile& f = impl_->report_file;
+    detail::StreamedArrays a{{-1, 0, impl_->ioctls}, impl_->events.array(), impl_->markers.array()};
+    // The tail goes after the bytes already written (the file offset is at their end).
+    if (auto w = detail::write_report_tail(impl_->report, a, f.fd()); !w) return w;
+    impl_->tail_written = true;
+    return {};
+}
+
+Result<void> ReportStream::write_to(const std::string& path) {
+    if (auto c = complete(); !c) return c;
+    if (auto l = impl_->report_file.link_as(path); !l)
+        return fail(Error::environment(fmt::format("cannot write {}: {}", path, l.error().message)));
+    return {};
+}
+
+Result<void> ReportStream::write(int fd) {
+    if (auto c = complete(); !c) return c;
+    off_t size = ::lseek(impl_->report_file.fd(), 0, SEEK_END);
+    if (size < 0) return fail(Error::environment(std::strerror(errno)));
+    return detail::copy_fd(impl_->report_file.fd(), static_cast<std::uint64_t>(size), fd);
+}
+
+}  // namespace nvtrace

@@ -1,0 +1,73 @@
+// nvtrace/report_stream.hpp: a report written without holding its ioctls, events and markers (issue 8,
+// docs/performance.md): a capture of a million ioctls holds about 4,100 ioctl records instead of all of them.
+//
+// The events are fed in time order, one at a time, to a ReportBuilder (nvtrace/report_builder.hpp). Its ioctl
+// records are written, as they complete, straight into a temporary report file (report.json lists `calls`, empty
+// here, and `ioctls` first for this); its `events` and `markers` go to two more temporary files, copied in (in
+// the kernel where it can: copy_file_range) when the rest of the report is written after the last event. The
+// bytes are those of write_json(build_report(stream)) for the same events (tests/analyze/test_report_stream.cpp
+// compares them on every test trace and capture directory).
+//
+// What cannot be streamed: function-graph entries and exits (the call graph is built from the whole stream
+// and linked to the ioctls), and events that go back in time. add() refuses them; the caller then builds the
+// whole report with build_report instead.
+//
+// Units: ns on the trace clock. Errors: Error::environment with the system's reason (temporary file, disk
+// full). Thread-safety: one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "nvtrace/error.hpp"
+#include "nvtrace/event.hpp"
+#include "nvtrace/report.hpp"
+
+namespace nvtrace {
+
+class ReportStream {
+public:
+    // Creates the temporary files in `temp_dir` (O_TMPFILE; a named file removed at once where the file system
+    // has no O_TMPFILE). `side`: the stream without its events (comms, fd paths, kmsg, buffer stats,
+    // diagnostics, file name), kept here and read as the events come and in finish(); side() may change it
+    // until then (a pid's comm must be in side().comms before that pid's first event).
+    static Result<std::unique_ptr<ReportStream>> open(const std::string& temp_dir, EventStream side);
+    ~ReportStream();
+    ReportStream(const ReportStream&) = delete;
+    ReportStream& operator=(const ReportStream&) = delete;
+
+    EventStream& side();
+    // Called with every ioctl record as it is written (e.g. IoctlSummary::add for the run's summary).
+    void on_ioctl(std::function<void(const IoctlRecord&)> f);
+
+    // One event in stream order. false, and nothing taken, for a FuncEntry/FuncExit or an event whose ts_ns is
+    // below the previous one's: this stream needs build_report.
+    bool add(const Event& ev);
+    // After the last event. Error when a temporary file could not be written (the report cannot be written).
+    Result<void> finish();
+    // After finish(): the report without its ioctls, events and markers (their vectors are empty; the caller
+    // may set source, environment, checks, source_links). Counts of what was written:
+    Report& report();
+    std::uint64_t ioctls() const;
+    std::uint64_t markers() const;
+    const std::map<std::string, std::uint64_t>& event_names() const;  // events[] by name
+    std::uint64_t events() const;
+
+    // report.json: the bytes write_json would write for report() with every record. write_to() gives the
+    // temporary file holding them the name `path` (in the directory given to open(); an existing file is
+    // replaced), write() copies them to `fd` (a file or a pipe); either may follow the other. report() is read
+    // by the first of them and not after.
+    Result<void> write_to(const std::string& path);
+    Result<void> write(int fd);
+
+private:
+    Result<void> complete();  // writes the part after the ioctls, once
+    struct Impl;
+    explicit ReportStream(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nvtrace

@@ -1,0 +1,267 @@
+// ReportStream (nvtrace/report_stream.hpp) against build_report + write_json: the same bytes on every test trace
+// and capture directory (their function-graph events left out: those are never streamed), and on synthetic
+// streams for what only streaming can get wrong: records handed out while held (preload exit markers, an
+// ioctl in progress while others complete, lost exits), stacks attached across the sink, refused events,
+// a pipe and a full disk as output.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "event_builders.hpp"
+#include "nvtrace/capture_dir.hpp"
+#include "nvtrace/import.hpp"
+#include "nvtrace/ioctl.hpp"
+#include "nvtrace/report.hpp"
+#include "nvtrace/report_stream.hpp"
+
+using namespace nvtrace;
+
+namespace {
+
+const std::string kData = NVTRACE_TEST_DATA;
+
+std::string read_fd(int fd) {
+    std::string out;
+    char buf[65536];
+    ::lseek(fd, 0, SEEK_SET);
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    return out;
+}
+
+std::string whole_json(const EventStream& st) {
+    std::ostringstream os;
+    write_json(build_report(st), os);
+    return os.str();
+}
+
+// The streamed report of `st` as report.json bytes, written to a temporary file; nullopt when refused.
+std::optional<std::string> streamed_json(const EventStream& st) {
+    EventStream side = st;
+    side.events.clear();
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), std::move(side));
+    EXPECT_TRUE(rs) << rs.error().message;
+    if (!rs) return std::nullopt;
+    for (const Event& ev : st.events)
+        if (!(*rs)->add(ev)) return std::nullopt;
+    auto f = (*rs)->finish();
+    EXPECT_TRUE(f) << f.error().message;
+    FILE* tmp = std::tmpfile();
+    auto w = (*rs)->write(::fileno(tmp));
+    EXPECT_TRUE(w) << w.error().message;
+    std::string out = read_fd(::fileno(tmp));
+    std::fclose(tmp);
+    return out;
+}
+
+EventStream without_calls(EventStream st) {
+    std::erase_if(st.events, [](const Event& ev) {
+        return std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body);
+    });
+    return st;
+}
+
+Event at(std::uint64_t ts, int pid, EventBody body, int cpu = 0) {
+    return Event{ts, cpu, pid, false, std::move(body)};
+}
+Event enter(std::uint64_t ts, int pid, int fd, std::uint64_t cmd) {
+    return at(ts, pid, IoctlEnter{fd, cmd, 0});
+}
+Event exit_ioctl(std::uint64_t ts, int pid, std::int64_t ret) {
+    return at(ts, pid, IoctlExit{ret});
+}
+Event marker(std::uint64_t ts, int pid, std::string text) {
+    return at(ts, pid, Marker{std::move(text)});
+}
+
+}  // namespace
+
+TEST(ReportStream, SameBytesAsBuildReportOnEveryTestTrace) {
+    std::size_t compared = 0, with_records = 0;
+    for (const auto& e : std::filesystem::directory_iterator(kData + "/cases")) {
+        SCOPED_TRACE(e.path().string());
+        auto in = import_file(e.path().string());
+        if (!in) continue;  // kernel logs and the like: not event streams
+        EventStream st = without_calls(std::move(in->stream));
+        auto s = streamed_json(st);
+        if (!s) continue;  // times going back (text traces): build_report's case
+        EXPECT_EQ(*s, whole_json(st));
+        ++compared;
+        Report r = build_report(st);
+        with_records += !r.ioctls.empty() || !r.events.empty() || !r.markers.empty();
+    }
+    EXPECT_GE(compared, 8u);
+    EXPECT_GE(with_records, 3u);
+}
+
+TEST(ReportStream, SameBytesAsBuildReportOnTheCaptureDirectories) {
+    std::size_t compared = 0;
+    for (const auto& e : std::filesystem::directory_iterator(kData + "/capture_dir")) {
+        SCOPED_TRACE(e.path().string());
+        auto d = read_capture_dir(e.path().string());
+        ASSERT_TRUE(d) << d.error().message;
+        EventStream st = without_calls(std::move(d->stream));
+        auto s = streamed_json(st);
+        ASSERT_TRUE(s);
+        EXPECT_EQ(*s, whole_json(st));
+        ++compared;
+    }
+    EXPECT_GE(compared, 1u);
+}
+
+TEST(ReportStream, PreloadMarkersStillFindTheirRecordsWhenAnotherIoctlNestsInASignalHandler) {
+    EventStream st;
+    st.comms[7] = "app";
+    st.fd_paths[{7, 5}] = "/dev/nvidiactl";
+    // ioctl A (fd 5), returns; a signal handler's ioctl B (fd 6) with both markers; then A's exit marker.
+    st.events = {marker(10, 7, "nvtrace-ioctl enter fd=5 dev=/dev/nvidiactl cmd=0xc020462b hclass=0xa06f"),
+                 enter(11, 7, 5, 0xc020462b),
+                 exit_ioctl(20, 7, 0),
+                 marker(21, 7, "nvtrace-ioctl enter fd=6 cmd=0xc0104600"),
+                 enter(22, 7, 6, 0xc0104600),
+                 exit_ioctl(23, 7, 0),
+                 marker(24, 7, "nvtrace-ioctl exit fd=6 cmd=0xc0104600 ret=0 status=0x0"),
+                 marker(25, 7, "nvtrace-ioctl exit fd=5 cmd=0xc020462b ret=0 status=0x1e"),
+                 marker(30, 7, "nvtrace-phase: after")};
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    Report r = build_report(st);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_EQ(r.ioctls[0].hclass, 0xa06fu);
+    EXPECT_TRUE(r.ioctls[0].status.has_value());
+    EXPECT_EQ(r.ioctls[1].status, "NV_OK");
+    EXPECT_EQ(r.markers.size(), 1u);  // the preload lines are folded into ioctls
+}
+
+TEST(ReportStream, AnIoctlInProgressKeepsItsPlaceAndItsReturnWhileThousandsComplete) {
+    EventStream st;
+    st.events.push_back(enter(1, 100, 3, 0x5401));  // pid 100 blocks in its ioctl
+    std::uint64_t ts = 2;
+    for (int i = 0; i < 10000; ++i) {
+        st.events.push_back(enter(ts++, 200, 4, 0x541B));
+        st.events.push_back(exit_ioctl(ts++, 200, 0));
+    }
+    st.events.push_back(exit_ioctl(ts++, 100, -4));
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    Report r = build_report(st);
+    ASSERT_EQ(r.ioctls.size(), 10001u);
+    EXPECT_EQ(r.ioctls[0].pid, 100);
+    EXPECT_EQ(r.ioctls[0].ret, -4);
+    EXPECT_EQ(r.ioctls[1].enter_ns, 2u);
+}
+
+TEST(ReportStream, ExitMarkerOlderThanTheHeldRecordsFindsNothingInBothPaths) {
+    // The exit marker of the first ioctl arrives after kHeldRecords other complete ioctls: its record was handed
+    // out already, so neither path gives it a status (the documented bound), and both agree.
+    EventStream st;
+    st.events.push_back(enter(1, 100, 3, 0xc020462b));
+    st.events.push_back(exit_ioctl(2, 100, 0));
+    std::uint64_t ts = 3;
+    for (std::size_t i = 0; i < IoctlCollector::kHeldRecords + 10; ++i) {
+        st.events.push_back(enter(ts++, 200, 4, 0x541B));
+        st.events.push_back(exit_ioctl(ts++, 200, 0));
+    }
+    st.events.push_back(marker(ts++, 100, "nvtrace-ioctl exit fd=3 cmd=0xc020462b ret=0 status=0x1e"));
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    EXPECT_FALSE(build_report(st).ioctls[0].status.has_value());
+}
+
+TEST(ReportStream, LostExitDoesNotHoldEveryLaterRecord) {
+    // pid 100's first ioctl never returns in the data (its exit was lost): its next enter closes it, and the
+    // records behind it are handed out, in order, with the first one's ret null.
+    EventStream st;
+    st.events = {enter(1, 100, 3, 0x5401), enter(5, 100, 3, 0x5402), exit_ioctl(6, 100, 0)};
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    Report r = build_report(st);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_FALSE(r.ioctls[0].ret.has_value());
+    EXPECT_EQ(r.ioctls[1].ret, 0);
+}
+
+TEST(ReportStream, StackAfterAnEventIsAttachedBeforeTheEventIsWritten) {
+    EventStream st;
+    st.events = {at(1, 9, OtherEvent{"irq", "irq_handler_entry", "irq=24 name=nvidia"}, 1),
+                 at(1, 9, OtherEvent{"ftrace", "kernel_stack", "=> nv_isr\n=> handle_irq"}, 1),
+                 at(2, 9, OtherEvent{"ftrace", "kernel_stack", "=> orphan"}, 0), marker(3, 9, "nvtrace-phase: x")};
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    Report r = build_report(st);
+    ASSERT_EQ(r.events.size(), 2u);
+    EXPECT_EQ(r.events[0].stack.size(), 2u);
+}
+
+TEST(ReportStream, FunctionGraphEventsAndTimeGoingBackAreRefused) {
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+    ASSERT_TRUE(rs);
+    EXPECT_FALSE((*rs)->add(test::entry(1, 5, "f", 0)));
+    EXPECT_TRUE((*rs)->add(marker(10, 5, "a")));
+    EXPECT_FALSE((*rs)->add(marker(9, 5, "b")));
+    EXPECT_TRUE((*rs)->add(marker(10, 5, "c")));
+    ASSERT_TRUE((*rs)->finish());
+    EXPECT_EQ((*rs)->markers(), 2u);
+}
+
+TEST(ReportStream, WritesTheSameBytesIntoAPipe) {
+    EventStream st;
+    for (int i = 0; i < 3000; ++i) {
+        st.events.push_back(enter(2 * i + 1, 7, 4, 0x541B));
+        st.events.push_back(exit_ioctl(2 * i + 2, 7, 0));
+    }
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+    ASSERT_TRUE(rs);
+    for (const Event& ev : st.events)
+        ASSERT_TRUE((*rs)->add(ev));
+    ASSERT_TRUE((*rs)->finish());
+    EXPECT_EQ((*rs)->ioctls(), 3000u);
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    std::string got;
+    std::thread reader([&] {
+        char buf[65536];
+        for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;)
+            got.append(buf, static_cast<std::size_t>(n));
+    });
+    auto w = (*rs)->write(p[1]);
+    ::close(p[1]);
+    reader.join();
+    ::close(p[0]);
+    ASSERT_TRUE(w) << w.error().message;
+    EXPECT_EQ(got, whole_json(st));
+}
+
+TEST(ReportStream, FullDiskIsAnErrorNotAShortReport) {
+    EventStream st;
+    st.events = {enter(1, 7, 4, 0x541B), exit_ioctl(2, 7, 0)};
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+    ASSERT_TRUE(rs);
+    for (const Event& ev : st.events)
+        ASSERT_TRUE((*rs)->add(ev));
+    ASSERT_TRUE((*rs)->finish());
+    int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(full, 0);
+    auto w = (*rs)->write(full);
+    ::close(full);
+    ASSERT_FALSE(w);
+    EXPECT_NE(w.error().message.find("No space"), std::string::npos) << w.error().message;
+}
+
+TEST(ReportStream, MissingTemporaryDirectoryIsAnError) {
+    auto rs = ReportStream::open("/nonexistent/nvtrace", EventStream{});
+    ASSERT_FALSE(rs);
+    EXPECT_NE(rs.error().message.find("/nonexistent/nvtrace"), std::string::npos);
+}
