@@ -58,18 +58,21 @@ nice_cmd=(nice -n -5)
 want() { [[ ,$only, == *,$1,* ]]; }
 
 # measure NAME CMD...: runs CMD (a bash -c string) --reps times; sets WALL USER SYS RSS_KB of the median run.
+# A CMD that runs a workload under `/usr/bin/time -f '%e %U %S' -o $work/child.NAME` also sets CWALL CUSER CSYS:
+# the workload's own times in that same run.
 measure() {
     local name=$1 cmd=$2 i
     local results=()
     for ((i = 0; i < reps; i++)); do
         sync
+        rm -f "$work/child.$name"
         "${nice_cmd[@]}" /usr/bin/time -f '%e %U %S %M' -o "$work/time.$name" bash -c "$cmd" \
             || { echo "bench/run.sh: $name failed: $cmd" >&2; cat "$work/time.$name" >&2; return 1; }
-        results+=("$(tail -1 "$work/time.$name")")
+        results+=("$(tail -1 "$work/time.$name") $(tail -1 "$work/child.$name" 2>/dev/null || echo 0 0 0)")
     done
     local med
     med=$(printf '%s\n' "${results[@]}" | sort -n -k1,1 | sed -n "$(((reps + 1) / 2))p")
-    read -r WALL USER SYS RSS_KB <<<"$med"
+    read -r WALL USER SYS RSS_KB CWALL CUSER CSYS <<<"$med"
     echo "  $name: runs (wall user sys rss_kb): $(printf '[%s] ' "${results[@]}")" >&2
 }
 
@@ -134,19 +137,26 @@ fi
 
 if want capture; then
     out=$work/capture
-    # The workload runs under /usr/bin/time so that its own CPU can be taken out of nvtrace's.
-    measure capture_nvtrace "rm -rf '$out'; '$nvtrace' run -q --no-preload --out '$out' -- /usr/bin/time -f '%U %S' -o '$work/child' '$loop' $ioctls >/dev/null"
-    nw=$WALL nu=$USER ns=$SYS nr=$RSS_KB
-    read -r cu cs <"$work/child"
+    # The workload runs under /usr/bin/time so that its own times can be taken out of the tools'.
+    child() { echo "/usr/bin/time -f '%e %U %S' -o '$work/child.$1' '$loop' $ioctls"; }
+    measure capture_nvtrace "rm -rf '$out'; '$nvtrace' run -q --no-preload --out '$out' -- $(child capture_nvtrace) >/dev/null"
+    nw=$WALL nr=$RSS_KB
+    nafter=$(awk -v w="$WALL" -v c="$CWALL" 'BEGIN { printf "%.2f", w - c }')
+    us=$(awk -v u="$USER" -v s="$SYS" -v cu="$CUSER" -v cs="$CSYS" -v n="$ioctls" 'BEGIN { printf "%.3f", (u + s - cu - cs) * 1e6 / (2 * n) }')
     got=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); c=r['completeness']; print(len(r['ioctls']), c['lost_events'], c['overruns'], c['dropped_events'])" "$out/report.json")
     read -r nio nlost nover ndrop <<<"$got"
-    us=$(awk -v u="$nu" -v s="$ns" -v cu="$cu" -v cs="$cs" -v n="$ioctls" 'BEGIN { printf "%.3f", (u + s - cu - cs) * 1e6 / (2 * n) }')
-    # trace-cmd: the same instance configuration (default buffer), extract at the end, report.
-    measure capture_tracecmd "'$tcap' '$work/cap.dat' 0 '$loop' $ioctls && trace-cmd report '$work/cap.dat' >'$work/cap.txt' 2>/dev/null"
-    tw=$WALL
+    # trace-cmd as the issue asks: the same instance configuration (the default buffer), extract at the end, report.
+    measure capture_tracecmd "'$tcap' '$work/cap.dat' 0 $(child capture_tracecmd) && trace-cmd report '$work/cap.dat' >'$work/cap.txt' 2>/dev/null"
+    tw=$WALL tafter=$(awk -v w="$WALL" -v c="$CWALL" 'BEGIN { printf "%.2f", w - c }')
     tn=$(grep -c ' sys_e[a-z]*_ioctl:' "$work/cap.txt" || true)
-    row "capture $ioctls ioctls" "$nw s, $us us/event, $((nr / 1024)) MB" "$tw s" "$(fx "$tw" "$nw")" ">= 8x, <= 0.2 us, < 64 MB"
+    # trace-cmd with a buffer that keeps every event (256 MB per CPU): the same events as nvtrace's report.
+    measure capture_tracecmd_all "'$tcap' '$work/cap-all.dat' 262144 $(child capture_tracecmd_all) && trace-cmd report '$work/cap-all.dat' >'$work/cap-all.txt' 2>/dev/null"
+    aw=$WALL aafter=$(awk -v w="$WALL" -v c="$CWALL" 'BEGIN { printf "%.2f", w - c }')
+    an=$(grep -c ' sys_e[a-z]*_ioctl:' "$work/cap-all.txt" || true)
+    row "capture $ioctls ioctls" "$nw s, $us us/event, $((nr / 1024)) MB" "$tw s (default buffer)" "$(fx "$tw" "$nw")" ">= 8x, <= 0.2 us, < 64 MB"
     row "  events kept" "$nio ioctls; lost $nlost, overrun $nover, dropped $ndrop" "$((tn / 2)) ioctls" "-" "0 lost"
+    row "  after the workload" "$nafter s" "$tafter s" "$(fx "$tafter" "$nafter")" "(total - workload wall)"
+    row "  trace-cmd, 256 MB buffer" "$nw s; after the workload $nafter s" "$aw s; after $aafter s; $((an / 2)) ioctls" "$(fx "$aw" "$nw"); $(fx "$aafter" "$nafter")" "(same events kept)"
 fi
 
 if want diff; then

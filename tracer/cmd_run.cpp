@@ -423,6 +423,7 @@ int do_run(RunArgs a) {
     // What `nvtrace report DIR` needs to rebuild the same report offline (docs/formats.md).
     cap->meta["report_source"] = report.source;
     cap->meta["environment"] = report.environment;
+    cap->meta["report_streamed"] = cap->report_stream != nullptr;
     cap->meta["trace_dat"] = nlohmann::json::array();
     if (a.trace_dat) {
         if (auto td = write_trace_dat(out_dir, cap->meta); !td)
