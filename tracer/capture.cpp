@@ -12,11 +12,14 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -232,7 +235,7 @@ public:
     // in time order), handed to `sink` as they are decoded: one page of each source held at a time. Counts,
     // decode_error and diagnostics as decode_all gives them. Stops, returning false, when `sink` does; then
     // reset_decoding() and decode_all() start over from the files.
-    bool decode_merged(PageDecoder& dec, const std::function<bool(const Event&)>& sink) {
+    bool decode_merged(PageDecoder& dec, const std::function<bool(Event&)>& sink) {
         struct Cursor {
             Source* src = nullptr;
             std::FILE* f = nullptr;
@@ -390,6 +393,87 @@ private:
     std::thread mover_;
     std::atomic<bool> stop_{false};
 };
+
+// RawRecorder::decode_merged into `report`, on two threads: this one decodes the pages, another folds the events
+// into the report and writes it, a batch of events at a time, in order (batches are handed over through a queue
+// of at most four). On a machine with a spare core the report is written while the next pages are decoded.
+// libtraceevent is used by this thread only: the comm of each pid is looked up here (`comm_of`) and handed over
+// with the batch holding the pid's first event. false when the report refused an event (the caller decodes
+// again whole).
+bool decode_into_report(RawRecorder& raw, PageDecoder& dec, const std::function<std::string(int)>& comm_of,
+                        ReportStream& report) {
+    struct Batch {
+        std::vector<std::pair<int, std::string>> comms;  // pids first seen in this batch
+        std::vector<Event> events;
+    };
+    constexpr std::size_t kBatch = 4096, kQueued = 4;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Batch> queue;
+    bool done = false;
+    std::atomic<bool> refused{false};
+    std::thread folder([&] {
+        for (;;) {
+            Batch b;
+            {
+                std::unique_lock lock(mu);
+                cv.wait(lock, [&] { return !queue.empty() || done; });
+                if (queue.empty()) return;
+                b = std::move(queue.front());
+                queue.pop_front();
+            }
+            cv.notify_all();
+            if (refused.load(std::memory_order_relaxed)) continue;  // drained, not folded
+            for (auto& [pid, comm] : b.comms)
+                report.side().comms.emplace(pid, std::move(comm));
+            for (const Event& ev : b.events)
+                if (!report.add(ev)) {
+                    refused.store(true, std::memory_order_relaxed);
+                    break;
+                }
+        }
+    });
+    auto hand_over = [&](Batch&& b) {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return queue.size() < kQueued; });
+        queue.push_back(std::move(b));
+        lock.unlock();
+        cv.notify_all();
+    };
+    std::vector<bool> seen;    // pids whose comm was handed over (below PID_MAX_LIMIT, 4M)
+    std::set<int> seen_above;  // and any other (a damaged record's)
+    Batch cur;
+    cur.events.reserve(kBatch);
+    bool all = raw.decode_merged(dec, [&](Event& ev) {
+        if (refused.load(std::memory_order_relaxed)) return false;
+        if (ev.pid > 0) {
+            bool first = false;
+            if (auto p = static_cast<std::size_t>(ev.pid); p < (std::size_t{1} << 22)) {
+                if (p >= seen.size()) seen.resize(std::max(p + 1, 2 * seen.size()), false);
+                first = !seen[p];
+                seen[p] = true;
+            } else {
+                first = seen_above.insert(ev.pid).second;
+            }
+            if (first) cur.comms.emplace_back(ev.pid, comm_of(ev.pid));
+        }
+        cur.events.push_back(std::move(ev));
+        if (cur.events.size() == kBatch) {
+            hand_over(std::move(cur));
+            cur = Batch{};
+            cur.events.reserve(kBatch);
+        }
+        return true;
+    });
+    if (!cur.events.empty() || !cur.comms.empty()) hand_over(std::move(cur));
+    {
+        std::lock_guard lock(mu);
+        done = true;
+    }
+    cv.notify_all();
+    folder.join();
+    return all && !refused.load();
+}
 
 Result<void> write_file(const fs::path& p, const std::string& text) {
     std::FILE* f = std::fopen(p.c_str(), "wb");
@@ -936,10 +1020,13 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     // name for its own pid, else "<...>").
     tracefs_load_cmdlines(tracing_dir, tep);
     const std::string child_comm = opts.argv[0].substr(opts.argv[0].find_last_of('/') + 1).substr(0, 15);
+    auto comm_of = [&](int pid) -> std::string {
+        const char* c = tep_data_comm_from_pid(tep, pid);
+        return (c && std::strcmp(c, "<...>") != 0) ? c : (pid == child.pid() ? child_comm : "<...>");
+    };
     auto note_comm = [&](std::map<int, std::string>& comms, int pid) {
         if (pid <= 0 || comms.count(pid)) return;
-        const char* c = tep_data_comm_from_pid(tep, pid);
-        comms[pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (pid == child.pid() ? child_comm : "<...>");
+        comms[pid] = comm_of(pid);
     };
     // fd paths before the events: a streamed report names each ioctl's device as it folds it.
     EventStream& st = res.stream;
@@ -957,10 +1044,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         if (auto rs = ReportStream::open(out_dir.string(), std::move(side)); rs) {
             ReportStream& r = **rs;
             if (opts.on_streamed_ioctl) r.on_ioctl(opts.on_streamed_ioctl);
-            bool whole = raw.decode_merged(page_decoder, [&](const Event& ev) {
-                note_comm(r.side().comms, ev.pid);
-                return r.add(ev);
-            });
+            bool whole = decode_into_report(raw, page_decoder, comm_of, r);
             if (whole) {
                 res.report_stream = std::move(*rs);
                 st.comms = res.report_stream->side().comms;
