@@ -28,7 +28,7 @@ public:
     SectionFile& operator=(const SectionFile&) = delete;
     ~SectionFile() {
         if (!name_.empty()) ::unlink(name_.c_str());
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ >= 0 && owned_) ::close(fd_);
     }
 
     // An unlinked file in `dir` (O_TMPFILE). Where the file system has none, a named one: removed at once, or with
@@ -67,11 +67,24 @@ public:
         return {};
     }
 
+    // Writes into `fd` (not owned) instead of a file of its own.
+    void adopt(int fd) {
+        fd_ = fd;
+        owned_ = false;
+        buf_.reserve(1 << 20);
+    }
+    // Only counts (Json::none): add() formats nothing.
+    void count_only() { counting_ = true; }
+
     // Raw bytes (no separator, not counted as an element).
     void append_raw(std::string_view bytes) { buf_ += bytes; }
 
     template <class T, class Append>
     void add(const T& item, Append append) {
+        if (counting_) {
+            ++count_;
+            return;
+        }
         import::append_element_separator(buf_, count_ == 0);
         append(buf_, item);
         ++count_;
@@ -79,6 +92,7 @@ public:
     }
 
     void flush() {
+        if (fd_ < 0) return;
         const char* p = buf_.data();
         std::size_t left = buf_.size();
         while (left > 0 && error_.empty()) {
@@ -103,6 +117,8 @@ public:
 
 private:
     int fd_ = -1;
+    bool owned_ = true;
+    bool counting_ = false;
     std::string name_;  // a named temporary file, removed unless linked
     std::string buf_;
     std::uint64_t bytes_ = 0, count_ = 0;
@@ -122,20 +138,37 @@ struct ReportStream::Impl {
     Report report;
     std::optional<std::uint64_t> last_ts;
     std::uint64_t ioctls = 0;
+    Options options;
     bool tail_written = false;
 };
 
 ReportStream::ReportStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ReportStream::~ReportStream() = default;
 
-Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp_dir, EventStream side) {
+Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp_dir, EventStream side,
+                                                         Options options) {
     auto impl = std::make_unique<Impl>();
+    impl->options = options;
     impl->side = std::move(side);
     impl->side.events.clear();
-    if (auto r = impl->report_file.open(temp_dir, true); !r) return fail(r.error());
-    for (SectionFile* f : {&impl->events, &impl->markers})
-        if (auto r = f->open(temp_dir); !r) return fail(r.error());
-    impl->report_file.append_raw(detail::streamed_report_head());
+    switch (options.json) {
+        case Json::temp_file:
+            if (auto r = impl->report_file.open(temp_dir, true); !r) return fail(r.error());
+            break;
+        case Json::direct:
+            if (options.direct_fd < 0) return fail(Error::internal("ReportStream: Json::direct without a descriptor"));
+            impl->report_file.adopt(options.direct_fd);
+            break;
+        case Json::none:
+            for (SectionFile* f : {&impl->report_file, &impl->events, &impl->markers})
+                f->count_only();
+            break;
+    }
+    if (options.json != Json::none) {
+        for (SectionFile* f : {&impl->events, &impl->markers})
+            if (auto r = f->open(temp_dir); !r) return fail(r.error());
+        impl->report_file.append_raw(detail::streamed_report_head());
+    }
     Impl* s = impl.get();  // the builder's sinks point into the Impl, which never moves
     ReportBuilder::Sinks sinks;
     sinks.ioctl = [s](IoctlRecord&& io) {
@@ -160,18 +193,18 @@ void ReportStream::on_ioctl(std::function<void(const IoctlRecord&)> f) {
     impl_->on_ioctl = std::move(f);
 }
 
-bool ReportStream::add(const Event& ev) {
+bool ReportStream::add(const Event& ev, std::optional<std::uint64_t> open_call) {
     if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) return false;
-    if (ev.ts_known) {
+    if (ev.ts_known && impl_->options.time_order) {
         if (impl_->last_ts && ev.ts_ns < *impl_->last_ts) return false;
         impl_->last_ts = ev.ts_ns;
     }
-    impl_->builder->add(ev);
+    impl_->builder->add(ev, open_call);
     return true;
 }
 
-Result<void> ReportStream::finish() {
-    impl_->report = impl_->builder->finish(CallGraph{});
+Result<void> ReportStream::finish(CallGraph&& calls) {
+    impl_->report = impl_->builder->finish(std::move(calls));
     impl_->builder.reset();
     for (SectionFile* f : {&impl_->report_file, &impl_->events, &impl_->markers}) {
         f->flush();
@@ -198,6 +231,8 @@ const std::map<std::string, std::uint64_t>& ReportStream::event_names() const {
 }
 
 Result<void> ReportStream::complete() {
+    if (impl_->options.json == Json::none)
+        return fail(Error::internal("ReportStream: opened with Json::none, it has no JSON to write"));
     if (impl_->tail_written) return {};
     SectionFile& f = impl_->report_file;
     detail::StreamedArrays a{{-1, 0, impl_->ioctls}, impl_->events.array(), impl_->markers.array()};
@@ -208,6 +243,8 @@ Result<void> ReportStream::complete() {
 }
 
 Result<void> ReportStream::write_to(const std::string& path) {
+    if (impl_->options.json != Json::temp_file)
+        return fail(Error::internal("ReportStream: write_to() needs Json::temp_file"));
     if (auto c = complete(); !c) return c;
     if (auto l = impl_->report_file.link_as(path); !l)
         return fail(Error::environment(fmt::format("cannot write {}: {}", path, l.error().message)));
@@ -215,6 +252,11 @@ Result<void> ReportStream::write_to(const std::string& path) {
 }
 
 Result<void> ReportStream::write(int fd) {
+    if (impl_->options.json == Json::direct) {
+        if (fd != impl_->options.direct_fd)
+            return fail(Error::internal("ReportStream: Json::direct writes only to its own descriptor"));
+        return complete();
+    }
     if (auto c = complete(); !c) return c;
     off_t size = ::lseek(impl_->report_file.fd(), 0, SEEK_END);
     if (size < 0) return fail(Error::environment(std::strerror(errno)));

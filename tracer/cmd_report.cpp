@@ -21,8 +21,10 @@
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/expect.hpp"
 #include "nvtrace/import.hpp"
+#include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_io.hpp"
+#include "nvtrace/report_stream.hpp"
 #include "nvtrace/stream_report.hpp"
 #include "summary.hpp"
 
@@ -72,6 +74,54 @@ int write_and_print(Report& report, const ReportArgs& a, std::string_view label,
     }
     if (before_summary) before_summary(report);
     print_summary(report, a.input, label, a.verbose);
+    if (after_summary) after_summary();
+    if (!a.out.empty()) fmt::print("report: {}\n", a.out);
+    return 0;
+}
+
+// Where a streamed report (nvtrace/report_stream.hpp) writes its JSON for these arguments, and its temporary
+// files: with -o FILE a temporary file in FILE's directory (write_to() then links it as FILE; --json copies it to
+// stdout), with --json alone straight to stdout, with neither nowhere (the summary only counts the records).
+// `may_refuse`: the stream can still be refused part way (the caller then reads the input whole), so nothing may
+// reach stdout before the end: --json alone then goes through a temporary file too. The events and markers go to
+// temporary files in -o's directory or $TMPDIR. Empty temp_dir: no place for them.
+ReportStream::Options streamed_output(const ReportArgs& a, bool may_refuse, std::string& temp_dir) {
+    ReportStream::Options o;
+    std::error_code ec;
+    temp_dir = std::filesystem::temp_directory_path(ec).string();
+    if (!a.out.empty()) {
+        std::filesystem::path parent = std::filesystem::path(a.out).parent_path();
+        temp_dir = parent.empty() ? "." : parent.string();
+    } else if (a.json && !may_refuse) {
+        std::cout.flush();
+        o.json = ReportStream::Json::direct;
+        o.direct_fd = STDOUT_FILENO;
+    } else if (!a.json) {
+        o.json = ReportStream::Json::none;
+    }
+    return o;
+}
+
+// write_and_print for a report whose records were streamed, opened with streamed_output(a): -o FILE is the
+// report's temporary file linked under that name, --json writes or copies it to stdout, the summary counts what
+// was streamed.
+int write_and_print_streamed(ReportStream& r, const StreamedRecords& streamed, const ReportArgs& a,
+                             std::string_view label, const std::function<void()>& after_summary = {}) {
+    if (!a.out.empty())
+        if (auto w = r.write_to(a.out); !w) {
+            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, w.error().message);
+            return static_cast<int>(ExitCode::environment);
+        }
+    if (a.json) {
+        std::cout.flush();
+        if (auto w = r.write(STDOUT_FILENO); !w) {
+            fmt::print(stderr, "nvtrace report: cannot write to standard output: {}\n", w.error().message);
+            return static_cast<int>(ExitCode::environment);
+        }
+        return 0;
+    }
+    fmt::print("input: {} ({})\n", a.input, label);
+    print_report_body(r.report(), streamed, true, true, a.verbose);
     if (after_summary) after_summary();
     if (!a.out.empty()) fmt::print("report: {}\n", a.out);
     return 0;
@@ -226,7 +276,15 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
         fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
-    auto st = report_streaming(a.input, forced, calls);
+    std::string temp_dir;
+    // Text is streamed in file order: never refused part way.
+    ReportStream::Options out_opts = streamed_output(a, false, temp_dir);
+    IoctlSummaryOptions io_opts;
+    io_opts.verbose = a.verbose;
+    io_opts.kernel_traced = false;  // the calls are in their own file: no "(kernel: ...)" part, as before
+    IoctlSummary io_summary(io_opts);
+    auto st = report_streaming(a.input, forced, calls, temp_dir, out_opts,
+                               [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); });
     if (!st) {
         fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
         return static_cast<int>(st.error().code);
@@ -235,7 +293,7 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
         fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
-    Report& report = st->report;
+    Report& report = st->records ? st->records->report() : st->report;
     for (auto& d : kmsg_diags)
         report.completeness.diagnostics.push_back(std::move(d));
     for (auto& m : st->kernel_log)
@@ -248,8 +306,60 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
                      {"calls_jsonl", a.calls_jsonl},
                      {"calls_count", st->calls}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
+    if (st->records) {
+        ReportStream& r = *st->records;
+        StreamedRecords streamed{r.ioctls(), io_summary.lines(), r.markers(), r.events(), r.event_names()};
+        return write_and_print_streamed(r, streamed, a, format_name(st->format),
+                                        [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
+    }
     return write_and_print(report, a, format_name(st->format), {},
                            [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
+}
+
+// A trace.dat file (not stdin, not a pipe) whose report can be streamed: what import_file would read it as.
+bool is_trace_dat_file(const std::string& path, std::optional<TraceFormat> forced) {
+    struct stat st {};
+    if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    if (forced) return *forced == TraceFormat::trace_dat;
+    std::ifstream in(path, std::ios::binary);
+    std::string head(4096, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    return detect_format(head) == TraceFormat::trace_dat;
+}
+
+// A trace.dat reported without holding its events (docs/report.md): stream_trace_dat feeds a ReportStream.
+// nullopt when the file cannot be streamed (function-graph events, times going back, buffers whose events
+// interleave, no temporary file, unreadable): the caller then reads it whole, which gives the same report
+// (and the same error for an unreadable file).
+std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<KernelLogMessage>& kmsg,
+                                             const std::vector<Diagnostic>& kmsg_diags) {
+    std::string temp_dir;
+    ReportStream::Options out_opts = streamed_output(a, true, temp_dir);
+    if (temp_dir.empty()) return std::nullopt;
+    auto rs = ReportStream::open(temp_dir, EventStream{}, out_opts);
+    if (!rs) return std::nullopt;
+    ReportStream& r = **rs;
+    IoctlSummaryOptions io_opts;
+    io_opts.verbose = a.verbose;
+    io_opts.kernel_traced = false;  // streamed only without function tracing
+    IoctlSummary io_summary(io_opts);
+    if (!a.json) r.on_ioctl([&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); });
+    auto st = stream_trace_dat(a.input, r.side(), [&r](const Event& ev) { return r.add(ev); });
+    if (!st || *st != TraceDatStreamed::done) return std::nullopt;
+    for (const auto& d : kmsg_diags)
+        r.side().diagnostics.push_back(d);
+    if (auto f = r.finish(); !f) {
+        fmt::print(stderr, "nvtrace report: {}\n", f.error().message);
+        return static_cast<int>(f.error().code);
+    }
+    Report& report = r.report();
+    for (auto& m : kmsg)
+        report.kernel_log.push_back(std::move(m));
+    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(TraceFormat::trace_dat))}};
+    if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
+    const StreamedRecords streamed{r.ioctls(), io_summary.lines(), r.markers(), r.events(), r.event_names()};
+    return write_and_print_streamed(r, streamed, a, format_name(TraceFormat::trace_dat));
 }
 
 int do_report(const ReportArgs& a) {
@@ -344,6 +454,9 @@ int do_report(const ReportArgs& a) {
         stdin_text = std::move(*text);
     }
     if (!a.calls_jsonl.empty()) return report_calls_jsonl(a, forced, std::move(kmsg_messages), std::move(kmsg_diags));
+    // A trace.dat is reported as it is read where it can be; `kmsg_messages` is taken only when it was.
+    if (!stdin_text && a.source.empty() && is_trace_dat_file(a.input, forced))
+        if (auto rc = report_trace_dat_streamed(a, kmsg_messages, kmsg_diags)) return *rc;
 
     auto in = stdin_text ? import_text(*stdin_text, a.input == "-" ? "<stdin>" : a.input, forced)
                          : import_file(a.input, forced);
@@ -372,8 +485,9 @@ void add_report(CLI::App& app, int& exit_code) {
     CLI::App* cmd = app.add_subcommand("report", "Build the report offline from a trace file or a capture directory");
     cmd->footer(
         "INPUT: function_graph text (trace, trace_pipe, perf ftrace), function tracer text, trace-cmd report text,\n"
-        "a trace.dat, strace output (its ioctls), a kernel log or test output with CUDA/driver errors (kernel_log\n"
-        "only, no calls), a saved report (report.json, nvtrace.report/1: its summary; --json/-o write it again),\n"
+        "a trace.dat (streamed through temporary files in -o's directory or $TMPDIR), strace output (its ioctls),\n"
+        "a kernel log or test output with CUDA/driver errors (kernel_log only, no calls), a saved report (report.json, "
+        "nvtrace.report/1: its summary; --json/-o write it again),\n"
         "a capture directory written by `nvtrace run` (re-analysed from its raw ring-buffer\n"
         "pages, docs/formats.md), or - for standard input (a pipe is read whole). The format is detected from\n"
         "the content and needs evidence (30% of the first 400 lines); --format forces it.\n"

@@ -16,6 +16,7 @@
 #include "../phases.hpp"
 #include "calls_jsonl.hpp"
 #include "nvtrace/call_stream.hpp"
+#include "nvtrace/report_stream.hpp"
 #include "stream_builder.hpp"
 #include "text_util.hpp"
 
@@ -24,45 +25,6 @@ namespace nvtrace {
 using namespace import;
 
 namespace {
-
-// What build_report derives from the call graph, added to a report built from the non-call events.
-// Mirrors report.cpp (reasons and diagnostics in the same order); tests/analyze/test_stream_report.cpp
-// compares both on every test trace.
-void add_call_summary(Completeness& cm, const CallGraph& g, std::string_view file_name) {
-    cm.orphan_returns = g.orphan_returns;
-    cm.unclosed_calls = g.unclosed_calls;
-    cm.graph_overruns = g.graph_overruns;
-    std::vector<std::string> reasons;
-    auto r = cm.reasons.begin();
-    for (; r != cm.reasons.end() && (starts_with(*r, "the kernel marked lost") || r->find("(overrun)") != r->npos ||
-                                     r->find("dropped by the ring buffer") != r->npos);
-         ++r)
-        reasons.push_back(*r);
-    if (g.orphan_returns) reasons.push_back(fmt::format("{} returns without their entry", g.orphan_returns));
-    if (g.unclosed_calls) reasons.push_back(fmt::format("{} calls without their return", g.unclosed_calls));
-    if (g.graph_overruns) reasons.push_back(fmt::format("{} calls not traced: return stack full", g.graph_overruns));
-    if (r != cm.reasons.end() && *r == "kernel log records were overwritten before they were read")
-        reasons.push_back(*r++);
-    if (g.depth_gaps)
-        reasons.push_back(fmt::format("{} calls whose parent entries are missing (depth gaps)", g.depth_gaps));
-    reasons.insert(reasons.end(), r, cm.reasons.end());
-    cm.reasons = std::move(reasons);
-
-    std::vector<Diagnostic> diags;
-    auto d = cm.diagnostics.begin();
-    if (d != cm.diagnostics.end() && d->name == "lost_event_marks") diags.push_back(*d++);
-    auto add = [&](const char* name, const char* severity, std::uint64_t count,
-                   const std::optional<EventPlace>& first) {
-        if (count) diags.push_back({name, severity, count, describe_place(first, file_name)});
-    };
-    add("orphan_return", "data_loss", g.orphan_returns, g.first_orphan_return);
-    add("unclosed_call", "data_loss", g.unclosed_calls, g.first_unclosed_call);
-    add("depth_gap", "data_loss", g.depth_gaps, g.first_depth_gap);
-    add("starts_mid_tree", "info", g.starts_mid_tree, g.first_starts_mid_tree);
-    diags.insert(diags.end(), d, cm.diagnostics.end());
-    cm.diagnostics = std::move(diags);
-    cm.complete = cm.reasons.empty();
-}
 
 struct Mapped {
     const char* data = nullptr;
@@ -77,7 +39,9 @@ struct Mapped {
 }  // namespace
 
 Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
-                                        std::ostream& calls_out) {
+                                        std::ostream& calls_out, const std::string& temp_dir,
+                                        ReportStream::Options options,
+                                        std::function<void(const IoctlRecord&)> on_ioctl) {
     StreamedReport out;
     std::optional<TraceFormat> fmt_ = forced;
     Mapped m;
@@ -115,8 +79,16 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     }
 
     std::string_view text(m.data, m.size);
-    EventStream rest;                        // everything but funcgraph entries and exits
-    std::vector<std::size_t> console_index;  // stream index of each ConsoleLine kept in `rest`
+    // Everything but the calls goes to a ReportStream as it comes (in file order): events, markers and ioctls are
+    // written to its files, not held.
+    EventStream side;
+    side.file_name = path;
+    ReportStream::Options opts = options;
+    opts.time_order = false;  // file order, as the whole-file report of a text trace
+    auto rs = ReportStream::open(temp_dir, std::move(side), opts);
+    if (!rs) return fail(rs.error());
+    ReportStream& records = **rs;
+    if (on_ioctl) records.on_ioctl(std::move(on_ioctl));
     detail::Phases phases;
     CallsJsonlWriter w(calls_out);
     CallStream calls([&](Call&& c) {
@@ -136,17 +108,24 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     };
     b.set_drain(
         [&](Event&& ev, std::size_t index, const FuncNames& names) {
+            const auto& comms = b.stream().comms;
             if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
                 if (names.viewed)
-                    calls.add(ev, index, b.stream().comms, names.function, names.has_module ? &names.module : nullptr);
+                    calls.add(ev, index, comms, names.function, names.has_module ? &names.module : nullptr);
                 else
-                    calls.add(ev, index, b.stream().comms);
+                    calls.add(ev, index, comms);
                 return;
             }
-            calls.add(static_cast<const Event&>(ev), index, b.stream().comms);
+            calls.add(static_cast<const Event&>(ev), index, comms);
             if (const auto* mk = std::get_if<Marker>(&ev.body)) phases.marker(ev.ts_ns, mk->text);
-            if (std::holds_alternative<ConsoleLine>(ev.body)) console_index.push_back(index);
-            rest.events.push_back(std::move(ev));
+            std::optional<std::uint64_t> open_call;
+            if (std::holds_alternative<ConsoleLine>(ev.body)) {
+                const auto& at = calls.summary().open_call_at;
+                if (auto it = at.find(index); it != at.end()) open_call = it->second;
+            }
+            // The comm known for the pid at this point of the file.
+            if (auto it = comms.find(ev.pid); it != comms.end()) records.side().comms[ev.pid] = it->second;
+            records.add(ev, open_call);
         },
         consumed);
     auto s = read_fgraph_text_into(text, b);
@@ -154,19 +133,24 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     m.reset();  // every event is drained: nothing views the text any more
     calls.finish();
     w.flush();
-    rest.comms = std::move(s->comms);
-    rest.diagnostics = std::move(s->diagnostics);
-    rest.file_name = s->file_name;
+    records.side().diagnostics = std::move(s->diagnostics);
+    records.side().file_name = s->file_name;
 
-    out.report = build_report(rest);
-    const CallGraph& g = calls.summary();
-    for (std::size_t k = 0; k < console_index.size() && k < out.report.kernel_log.size(); ++k)
-        if (auto it = g.open_call_at.find(console_index[k]); it != g.open_call_at.end()) {
-            out.report.kernel_log[k].call = it->second;
-            out.report.kernel_log[k].attached = "console";
-        }
-    add_call_summary(out.report.completeness, g, rest.file_name);
-    out.report.graph = calls.graph();
+    // The call counters and first places for completeness (the calls themselves are in calls_out).
+    const CallGraph& sum = calls.summary();
+    CallGraph counters;
+    counters.orphan_returns = sum.orphan_returns;
+    counters.unclosed_calls = sum.unclosed_calls;
+    counters.depth_gaps = sum.depth_gaps;
+    counters.graph_overruns = sum.graph_overruns;
+    counters.starts_mid_tree = sum.starts_mid_tree;
+    counters.first_orphan_return = sum.first_orphan_return;
+    counters.first_unclosed_call = sum.first_unclosed_call;
+    counters.first_starts_mid_tree = sum.first_starts_mid_tree;
+    counters.first_depth_gap = sum.first_depth_gap;
+    if (auto f = records.finish(std::move(counters)); !f) return fail(f.error());
+    records.report().graph = calls.graph();
+    out.records = std::move(*rs);
     out.calls = w.count();
     out.streamed = true;
     out.format = TraceFormat::fgraph_text;

@@ -1,6 +1,7 @@
 // trace.dat (trace-cmd's file, v6 and v7) through libtracecmd (ftrace-formats.md section 4).
 // Built only where libtracecmd is found and the build is not static (NVTRACE_HAVE_TRACECMD).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -44,6 +45,11 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
                     path, path)));
 }
 
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& /*side*/, const TraceDatEach& /*each*/,
+                                          std::vector<std::string> other_events) {
+    return fail(read_trace_dat(path, std::move(other_events)).error());
+}
+
 #else
 
 bool trace_dat_supported() {
@@ -55,7 +61,11 @@ namespace {
 struct IterateCtx {
     RawEventDecoder* decoder;
     tep_handle* tep;
-    EventStream* stream;
+    EventStream* stream;       // comms are filled here
+    std::vector<Event>* out;   // the decoded events are appended here
+    const TraceDatEach* each;  // streamed: `out` is handed to it after each record, then emptied
+    std::uint64_t* last_ts;    // streamed: ts_ns of the last event handed over
+    TraceDatStreamed* state;   // streamed: stopped / cannot_stream end the reading
     // Pids whose comm was already looked up (found or not): one tep look-up per pid, not per record.
     std::vector<bool> pid_checked;
     std::map<int, bool> pid_checked_big;  // pids past the flat table (pid_max is at most 4M)
@@ -84,9 +94,30 @@ bool first_sight(IterateCtx& ctx, int pid) {
     return ctx.pid_checked_big.emplace(pid, true).second;
 }
 
+// Streamed: the record's events to `each`, unless times go back (the whole reader would sort them). -1 stops
+// libtracecmd's iteration.
+int hand_over(IterateCtx& ctx) {
+    int ret = 0;
+    for (const Event& ev : *ctx.out) {
+        if (ev.ts_ns < *ctx.last_ts) {
+            *ctx.state = TraceDatStreamed::cannot_stream;
+            ret = -1;
+            break;
+        }
+        *ctx.last_ts = ev.ts_ns;
+        if (!(*ctx.each)(ev)) {
+            *ctx.state = TraceDatStreamed::stopped;
+            ret = -1;
+            break;
+        }
+    }
+    ctx.out->clear();
+    return ret;
+}
+
 int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) {
     auto* ctx = static_cast<IterateCtx*>(data);
-    auto& events = ctx->stream->events;
+    auto& events = *ctx->out;
     if (rec->missed_events != 0) {
         Event& lost = events.emplace_back();
         lost.ts_ns = rec->ts;
@@ -95,20 +126,24 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
                                    ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(rec->missed_events))
                                    : std::nullopt};
     }
-    if (!ctx->decoder->decode_append(rec, events)) return 0;
-    Event& ev = events.back();
-    if (auto* e = std::get_if<FuncEntry>(&ev.body)) name_function(ctx->tep, e->func_addr, e->function);
-    if (auto* x = std::get_if<FuncExit>(&ev.body)) name_function(ctx->tep, x->func_addr, x->function);
-    // The comms of the file's saved cmdlines do not change while reading: each pid is looked up once.
-    if (ev.pid >= 0 && first_sight(*ctx, ev.pid) && !ctx->stream->comms.count(ev.pid) &&
-        tep_is_pid_registered(ctx->tep, ev.pid))
-        if (const char* comm = tep_data_comm_from_pid(ctx->tep, ev.pid)) ctx->stream->comms[ev.pid] = comm;
-    return 0;
+    if (ctx->decoder->decode_append(rec, events)) {
+        Event& ev = events.back();
+        if (auto* e = std::get_if<FuncEntry>(&ev.body)) name_function(ctx->tep, e->func_addr, e->function);
+        if (auto* x = std::get_if<FuncExit>(&ev.body)) name_function(ctx->tep, x->func_addr, x->function);
+        // The comms of the file's saved cmdlines do not change while reading: each pid is looked up once.
+        if (ev.pid >= 0 && first_sight(*ctx, ev.pid) && !ctx->stream->comms.count(ev.pid) &&
+            tep_is_pid_registered(ctx->tep, ev.pid))
+            if (const char* comm = tep_data_comm_from_pid(ctx->tep, ev.pid)) ctx->stream->comms[ev.pid] = comm;
+    }
+    return ctx->each ? hand_over(*ctx) : 0;
 }
 
-}  // namespace
-
-Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events) {
+// Both readers: every handle of the file in file order (the top buffer, then the instance buffers), comms and
+// diagnostics into `stream`. Whole (`each` null): the events appended to stream.events, where each handle's
+// start is pushed to `segment_starts`. Streamed: through `each`, one record at a time, until `state` is no
+// longer `done`.
+Result<void> read_handles(const std::string& path, const std::vector<std::string>& other_events, EventStream& stream,
+                          std::vector<std::size_t>* segment_starts, const TraceDatEach* each, TraceDatStreamed* state) {
     tracecmd_set_loglevel(TEP_LOG_NONE);
     std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(tracecmd_open(path.c_str(), 0), tracecmd_close);
     if (!top)
@@ -116,24 +151,22 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
             Error::usage(fmt::format("{}: libtracecmd cannot open it (expected a trace-cmd trace.dat, "
                                      "file version 6 or 7)",
                                      path)));
-    EventStream stream;
     std::uint64_t undecodable = 0;
-    // Where each handle's events start in stream.events: tracecmd_iterate_events hands them over by time
-    // across that handle's CPUs (ties: lower CPU first), so each segment is normally sorted already.
-    std::vector<std::size_t> segment_starts;
+    std::vector<Event> scratch;  // streamed: one record's events
+    std::uint64_t last_ts = 0;
     auto read_handle = [&](tracecmd_input* h) {
         tep_handle* tep = tracecmd_get_tep(h);
         if (!tep) return;
         RawEventDecoder decoder(tep, other_events);
-        IterateCtx ctx{&decoder, tep, &stream, {}, {}};
-        segment_starts.push_back(stream.events.size());
+        IterateCtx ctx{&decoder, tep, &stream, each ? &scratch : &stream.events, each, &last_ts, state, {}, {}};
+        if (segment_starts) segment_starts->push_back(stream.events.size());
         tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
         undecodable += decoder.undecodable();
     };
     read_handle(top.get());
     // Records of instance buffers (trace-cmd record -B) live only in their own handles.
     int instances = tracecmd_buffer_instances(top.get());
-    for (int i = 0; i < instances; ++i) {
+    for (int i = 0; i < instances && *state == TraceDatStreamed::done; ++i) {
         tracecmd_input* ih = tracecmd_buffer_instance_handle(top.get(), i);
         if (!ih) {
             const char* name = tracecmd_buffer_instance_name(top.get(), i);
@@ -148,11 +181,32 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
         count_diagnostic(stream.diagnostics, "undecodable_record", "error",
                          fmt::format("{}: funcgraph/ioctl records whose format nvtrace does not understand", path),
                          undecodable);
+    return {};
+}
+
+}  // namespace
+
+Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events) {
+    EventStream stream;
+    // Where each handle's events start in stream.events: tracecmd_iterate_events hands them over by time
+    // across that handle's CPUs (ties: lower CPU first), so each segment is normally sorted already.
+    std::vector<std::size_t> segment_starts;
+    TraceDatStreamed state = TraceDatStreamed::done;
+    if (auto r = read_handles(path, other_events, stream, &segment_starts, nullptr, &state); !r) return fail(r.error());
     // The order is that of a stable sort by ts_ns of the handles' events concatenated (top first, then the
     // instances in file order; within a handle, the order libtracecmd gave). merge_segments gives it
     // without a sort when every handle's events are already in time order (capture_dir.hpp).
     merge_segments(stream.events, std::move(segment_starts));
     return stream;
+}
+
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, const TraceDatEach& each,
+                                          std::vector<std::string> other_events) {
+    // The handles' events concatenated are read_trace_dat's order exactly when their times never go back
+    // (its stable sort then changes nothing): hand_over checks that before each event.
+    TraceDatStreamed state = TraceDatStreamed::done;
+    if (auto r = read_handles(path, other_events, side, nullptr, &each, &state); !r) return fail(r.error());
+    return state;
 }
 
 #endif

@@ -16,6 +16,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,6 +79,24 @@ Result<EventStream> read_trace_cmd_report(std::string_view text, std::string_vie
 // LostEvents. Error::environment when nvtrace was built without libtracecmd (the static build).
 Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events = {});
 bool trace_dat_supported();
+
+// read_trace_dat one event at a time, for a report that does not hold them (nvtrace/report_stream.hpp, `nvtrace
+// report FILE.dat`). `each` gets every event in the order read_trace_dat's stream holds them and returns false
+// to stop the reading. `side` gets what read_trace_dat puts beside the events: comms (a pid's comm is in
+// side.comms before that pid's first event is handed over) and the diagnostics unreadable_instance and
+// undecodable_record (the latter after the last event). The result:
+//  - done: every event was handed over and `side` is complete;
+//  - stopped: `each` returned false;
+//  - cannot_stream: the events' times go back in the order libtracecmd reads the file (within a buffer, or
+//    from one buffer to the next: a file with events in several buffers, trace-cmd record -B, whose times
+//    interleave), so read_trace_dat's order is a sort this reader cannot give; the events handed over so
+//    far are not a prefix of it: the caller drops them and reads the file with read_trace_dat.
+// Errors: those of read_trace_dat (Error::environment without libtracecmd). Memory: one record's events. Thread-safety:
+// pure function.
+enum class TraceDatStreamed { done, stopped, cannot_stream };
+using TraceDatEach = std::function<bool(const Event&)>;
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, const TraceDatEach& each,
+                                          std::vector<std::string> other_events = {});
 
 // Reads one file of any supported format (`forced` skips detection). Kernel logs are parsed by
 // read_kernel_log: their messages land in `kernel_log`, the stream is empty; a text no trace format fits is

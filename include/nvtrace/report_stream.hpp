@@ -20,21 +20,36 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "nvtrace/call_graph.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace {
 
+// Where report.json's bytes go while a ReportStream builds the report.
+enum class ReportJson {
+    temp_file,  // a temporary file in temp_dir: write_to() names it, write() copies it (`nvtrace run`, -o)
+    direct,     // straight into `direct_fd` (stdout), the rest by write(direct_fd) after finish(); no write_to()
+    none,       // nowhere: the records are only counted and handed to on_ioctl() (a summary alone)
+};
+struct ReportStreamOptions {
+    // add() refuses an event whose ts_ns is below the previous one's (a source whose whole report sorts its
+    // events); false for a source read in file order either way (function_graph text).
+    bool time_order = true;
+    ReportJson json = ReportJson::temp_file;
+    int direct_fd = -1;  // ReportJson::direct: not closed
+};
+
 class ReportStream {
 public:
-    // Creates the temporary files in `temp_dir` (O_TMPFILE; a named file removed at once where the file system
-    // has no O_TMPFILE). `side`: the stream without its events (comms, fd paths, kmsg, buffer stats,
-    // diagnostics, file name), kept here and read as the events come and in finish(); side() may change it
-    // until then (a pid's comm must be in side().comms before that pid's first event).
-    static Result<std::unique_ptr<ReportStream>> open(const std::string& temp_dir, EventStream side);
+    using Json = ReportJson;
+    using Options = ReportStreamOptions;
+    static Result<std::unique_ptr<ReportStream>> open(const std::string& temp_dir, EventStream side,
+                                                      Options options = {});
     ~ReportStream();
     ReportStream(const ReportStream&) = delete;
     ReportStream& operator=(const ReportStream&) = delete;
@@ -43,11 +58,14 @@ public:
     // Called with every ioctl record as it is written (e.g. IoctlSummary::add for the run's summary).
     void on_ioctl(std::function<void(const IoctlRecord&)> f);
 
-    // One event in stream order. false, and nothing taken, for a FuncEntry/FuncExit or an event whose ts_ns is
-    // below the previous one's: this stream needs build_report.
-    bool add(const Event& ev);
-    // After the last event. Error when a temporary file could not be written (the report cannot be written).
-    Result<void> finish();
+    // One event in stream order. false, and nothing taken, for a FuncEntry/FuncExit or (with time_order) an event
+    // whose ts_ns is below the previous one's: this stream needs build_report. `open_call`: for a ConsoleLine,
+    // the call open on its task there (CallGraph::open_call_at of a CallStream the caller feeds the calls to).
+    bool add(const Event& ev, std::optional<std::uint64_t> open_call = std::nullopt);
+    // After the last event. `calls`: the counters and first places of the calls the caller built (a CallStream's
+    // summary(), its `calls` empty), for completeness; empty without function tracing. Error when a temporary
+    // file could not be written (the report cannot be written).
+    Result<void> finish(CallGraph&& calls = {});
     // After finish(): the report without its ioctls, events and markers (their vectors are empty; the caller
     // may set source, environment, checks, source_links). Counts of what was written:
     Report& report();
@@ -58,8 +76,9 @@ public:
 
     // report.json: the bytes write_json would write for report() with every record. write_to() gives the
     // temporary file holding them the name `path` (in the directory given to open(); an existing file is
-    // replaced), write() copies them to `fd` (a file or a pipe); either may follow the other. report() is read
-    // by the first of them and not after.
+    // replaced), write() copies them to `fd` (a file or a pipe); either may follow the other. With Json::direct,
+    // write(direct_fd) writes what follows the ioctls into it, and nothing else is allowed; with Json::none,
+    // neither (Error::internal). report() is read by the first of them and not after.
     Result<void> write_to(const std::string& path);
     Result<void> write(int fd);
 

@@ -44,6 +44,23 @@ bool has_diag(const Report& r, const std::string& name) {
     return false;
 }
 
+const std::string kTmp = std::filesystem::temp_directory_path().string();
+
+// The whole report of report_streaming's result: its streamed records written out, or the report read whole.
+json report_of(StreamedReport& st) {
+    if (!st.records) return to_json(st.report);
+    FILE* f = std::tmpfile();
+    auto w = st.records->write(::fileno(f));
+    EXPECT_TRUE(w) << w.error().message;
+    std::string text;
+    std::rewind(f);
+    char buf[65536];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+        text.append(buf, n);
+    std::fclose(f);
+    return json::parse(text);
+}
+
 // Streams `path` and compares every section with build_report's.
 void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     SCOPED_TRACE(path);
@@ -54,7 +71,7 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     ASSERT_GE(whole.calls.size(), min_calls);
 
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines);
+    auto st = report_streaming(path, std::nullopt, lines, kTmp);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_TRUE(st->streamed);
     EXPECT_TRUE(st->report.calls.empty());
@@ -82,11 +99,14 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_EQ(got[i], want["calls"][i]) << "call " << i + 1;
 
-    json have = to_json(st->report);
+    ASSERT_TRUE(st->records);
+    json have = report_of(*st);
+    EXPECT_TRUE(have["calls"].empty());
     EXPECT_EQ(have["graph"], want["graph"]);
     EXPECT_EQ(have["completeness"], want["completeness"]);
     EXPECT_EQ(have["kernel_log"], want["kernel_log"]);
     EXPECT_EQ(have["markers"], want["markers"]);
+    EXPECT_EQ(have["events"], want["events"]);
     EXPECT_EQ(have["ioctls"].size(), want["ioctls"].size());
 }
 
@@ -138,17 +158,18 @@ TEST(StreamReport, UnsortedTextIsCountedNotSorted) {
         "  100.000001 |   0)   1.000 us    |  a();\n";
     std::string path = temp_file("unsorted.txt", text);
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines);
+    auto st = report_streaming(path, std::nullopt, lines, kTmp);
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_EQ(st->calls, 2u);
-    ASSERT_TRUE(has_diag(st->report, "unsorted_timestamps"));
+    ASSERT_TRUE(st->records);
+    ASSERT_TRUE(has_diag(st->records->report(), "unsorted_timestamps"));
     EXPECT_NE(lines.str().find("\"function\":\"b\""), std::string::npos);
 }
 
 TEST(StreamReport, OtherFormatsAreReadWholeAndStillWritten) {
     std::ostringstream lines;
-    auto st = report_streaming(kData + "/cases/trace-cmd-report-fgraph-v6.txt", std::nullopt, lines);
+    auto st = report_streaming(kData + "/cases/trace-cmd-report-fgraph-v6.txt", std::nullopt, lines, kTmp);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_FALSE(st->streamed);
     EXPECT_GT(st->calls, 0u);
@@ -158,7 +179,7 @@ TEST(StreamReport, OtherFormatsAreReadWholeAndStillWritten) {
 
 TEST(StreamReport, MissingFileIsAnError) {
     std::ostringstream lines;
-    auto st = report_streaming("/nonexistent/trace.txt", std::nullopt, lines);
+    auto st = report_streaming("/nonexistent/trace.txt", std::nullopt, lines, kTmp);
     ASSERT_FALSE(st);
     EXPECT_NE(st.error().message.find("/nonexistent/trace.txt"), std::string::npos);
 }
@@ -324,7 +345,7 @@ TEST(StreamReport, NamesNeedingCleaningSameAsWholeFile) {
     std::string path = temp_file("unclean.txt", text);
     expect_same_report(path, 4);
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines);
+    auto st = report_streaming(path, std::nullopt, lines, kTmp);
     std::filesystem::remove(path);
     ASSERT_TRUE(st);
     EXPECT_NE(
@@ -395,7 +416,7 @@ TEST(StreamReport, ManyPhasesSameAsWholeFile) {
         ASSERT_TRUE(in);
         if (!has_diag(build_report(in->stream), "unsorted_timestamps")) expect_same_report(path, 800);
         std::ostringstream lines;
-        auto st = report_streaming(path, std::nullopt, lines);
+        auto st = report_streaming(path, std::nullopt, lines, kTmp);
         ASSERT_TRUE(st);
         EXPECT_NE(lines.str().find("\"function\":\"f3\",\"id\":"), std::string::npos);
         EXPECT_NE(lines.str().find("\"phase\":\"p399\""), std::string::npos);

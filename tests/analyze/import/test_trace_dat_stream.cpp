@@ -1,0 +1,271 @@
+// stream_trace_dat (nvtrace/import.hpp) against read_trace_dat on every trace.dat the fixture make_trace_dat.sh
+// made, and the report `nvtrace report FILE.dat` streams from it (ReportStream, tracer/cmd_report.cpp) against
+// the whole report, write_json(build_report(read_trace_dat(...))): the same events in the same order, the same
+// comms and diagnostics, the same report.json bytes, from the library and from the command.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "nvtrace/import.hpp"
+#include "nvtrace/report.hpp"
+#include "nvtrace/report_stream.hpp"
+
+using namespace nvtrace;
+
+namespace {
+const std::string kDir = NVTRACE_TRACE_DAT_DIR;
+
+bool on_ci() {
+    const char* ci = std::getenv("CI");
+    return ci && std::string(ci) == "true";
+}
+
+// Every trace.dat the fixture wrote (ioctl-v7.dat, and ioctl-v6.dat where trace-cmd could convert), sorted.
+std::vector<std::string> dat_files() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(kDir, ec))
+        if (e.path().extension() == ".dat") out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string skip_reason() {
+    std::ifstream skipped(kDir + "/SKIPPED");
+    std::string why;
+    if (skipped) std::getline(skipped, why);
+    return why.empty() ? "the fixture import_make_trace_dat made no trace.dat (ctest runs it)" : why;
+}
+
+#define REQUIRE_DATS(files)                                                                     \
+    do {                                                                                        \
+        if (!trace_dat_supported()) GTEST_SKIP() << "built without libtracecmd (static build)"; \
+        if ((files).empty()) {                                                                  \
+            if (on_ci()) FAIL() << "no trace.dat test data on CI: " << skip_reason();           \
+            GTEST_SKIP() << skip_reason();                                                      \
+        }                                                                                       \
+    } while (0)
+
+// Every field of an event, for comparing two streams.
+std::string describe(const Event& ev) {
+    std::string body = std::visit(
+        [](const auto& b) -> std::string {
+            using T = std::decay_t<decltype(b)>;
+            if constexpr (std::is_same_v<T, FuncEntry>)
+                return fmt::format("entry {:x} {} {} {}", b.func_addr, b.function, b.module.value_or("-"), b.depth);
+            else if constexpr (std::is_same_v<T, FuncExit>)
+                return fmt::format("exit {:x} {} {} {} {} {} {} {} {}", b.func_addr, b.function, b.module.value_or("-"),
+                                   b.depth, b.calltime_ns, b.rettime_ns, b.duration_ns.value_or(0), b.overrun,
+                                   b.retval.value_or(0));
+            else if constexpr (std::is_same_v<T, IoctlEnter>)
+                return fmt::format("ioctl_enter {} {:x} {:x}", b.fd, b.cmd, b.arg);
+            else if constexpr (std::is_same_v<T, IoctlExit>)
+                return fmt::format("ioctl_exit {}", b.ret);
+            else if constexpr (std::is_same_v<T, Marker>)
+                return "marker " + b.text;
+            else if constexpr (std::is_same_v<T, ConsoleLine>)
+                return "console " + b.text;
+            else if constexpr (std::is_same_v<T, OtherEvent>)
+                return fmt::format("other {}:{} {}", b.system, b.name, b.fields);
+            else
+                return fmt::format("lost {}", b.count ? std::to_string(*b.count) : "?");
+        },
+        ev.body);
+    return fmt::format("{} cpu={} pid={} irq={} ts_known={} line={} {}", ev.ts_ns, ev.cpu, ev.pid, ev.irq, ev.ts_known,
+                       ev.line, body);
+}
+
+std::string describe(const std::vector<Diagnostic>& ds) {
+    std::string out;
+    for (const auto& d : ds)
+        out += fmt::format("{} {} {} {}\n", d.name, d.severity, d.count, d.first_example);
+    return out;
+}
+
+std::string read_whole(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The report.json `nvtrace report FILE.dat` wrote before it was streamed: the whole stream's report, with the
+// source the command sets.
+std::string whole_report_json(const std::string& path) {
+    auto s = read_trace_dat(path);
+    EXPECT_TRUE(s) << s.error().message;
+    if (!s) return "";
+    Report r = build_report(*s);
+    r.source = {{"kind", "file"}, {"path", path}, {"format", "trace-dat"}};
+    std::ostringstream out;
+    write_json(r, out);
+    return out.str();
+}
+
+struct Ran {
+    int rc = -1;
+    std::string out;
+};
+
+// `argv` with stdout read whole (stderr passed through): no shell.
+Ran run(const std::vector<std::string>& argv) {
+    int fds[2];
+    if (::pipe(fds) != 0) return {};
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(fds[1], 1);
+        ::close(fds[0]);
+        ::close(fds[1]);
+        std::vector<char*> a;
+        for (const auto& s : argv)
+            a.push_back(const_cast<char*>(s.c_str()));
+        a.push_back(nullptr);
+        ::execv(a[0], a.data());
+        ::_exit(127);
+    }
+    ::close(fds[1]);
+    Ran r;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+        r.out.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+}  // namespace
+
+TEST(TraceDatStream, GivesReadTraceDatsEventsInItsOrderWithItsCommsAndDiagnostics) {
+    auto files = dat_files();
+    REQUIRE_DATS(files);
+    for (const auto& path : files) {
+        SCOPED_TRACE(path);
+        auto whole = read_trace_dat(path);
+        ASSERT_TRUE(whole) << whole.error().message;
+        ASSERT_FALSE(whole->events.empty());
+        EventStream side;
+        std::vector<std::string> streamed;
+        std::size_t comms_missing = 0;  // events handed over before their pid's comm was in side.comms
+        auto st = stream_trace_dat(path, side, [&](const Event& ev) {
+            if (ev.pid > 0 && whole->comms.count(ev.pid) && !side.comms.count(ev.pid)) ++comms_missing;
+            streamed.push_back(describe(ev));
+            return true;
+        });
+        ASSERT_TRUE(st) << st.error().message;
+        EXPECT_EQ(*st, TraceDatStreamed::done);
+        ASSERT_EQ(streamed.size(), whole->events.size());
+        for (std::size_t i = 0; i < streamed.size(); ++i)
+            ASSERT_EQ(streamed[i], describe(whole->events[i])) << "event " << i;
+        EXPECT_EQ(comms_missing, 0u);
+        EXPECT_EQ(side.comms, whole->comms);
+        EXPECT_EQ(describe(side.diagnostics), describe(whole->diagnostics));
+        EXPECT_TRUE(side.events.empty());
+    }
+}
+
+TEST(TraceDatStream, StopsWhenTheCallbackSaysSo) {
+    auto files = dat_files();
+    REQUIRE_DATS(files);
+    EventStream side;
+    std::size_t seen = 0;
+    auto st = stream_trace_dat(files.front(), side, [&](const Event&) { return ++seen < 3; });
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(*st, TraceDatStreamed::stopped);
+    EXPECT_EQ(seen, 3u);
+}
+
+TEST(TraceDatStream, AFileLibtracecmdCannotOpenIsTheSameErrorAsReadTraceDat) {
+    if (!trace_dat_supported()) GTEST_SKIP() << "built without libtracecmd (static build)";
+    auto p = std::filesystem::temp_directory_path() / fmt::format("nvtrace-bad-stream-{}.dat", ::getpid());
+    {
+        std::ofstream f(p, std::ios::binary);
+        f.write("\x17\x08\x44tracing6\0garbage", 19);
+    }
+    EventStream side;
+    bool called = false;
+    auto st = stream_trace_dat(p.string(), side, [&](const Event&) { return called = true; });
+    auto whole = read_trace_dat(p.string());
+    ASSERT_FALSE(st);
+    ASSERT_FALSE(whole);
+    EXPECT_EQ(st.error().message, whole.error().message);
+    EXPECT_FALSE(called);
+    std::filesystem::remove(p);
+}
+
+// The library path of `nvtrace report FILE.dat`: the streamed report's bytes are the whole report's.
+TEST(TraceDatStream, StreamedReportIsTheWholeReportsBytes) {
+    auto files = dat_files();
+    REQUIRE_DATS(files);
+    for (const auto& path : files) {
+        SCOPED_TRACE(path);
+        auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+        ASSERT_TRUE(rs) << rs.error().message;
+        ReportStream& r = **rs;
+        std::size_t refused = 0;
+        auto st = stream_trace_dat(path, r.side(), [&](const Event& ev) {
+            if (r.add(ev)) return true;
+            ++refused;
+            return false;
+        });
+        ASSERT_TRUE(st) << st.error().message;
+        ASSERT_EQ(*st, TraceDatStreamed::done);
+        EXPECT_EQ(refused, 0u);
+        ASSERT_TRUE(r.finish());
+        r.report().source = {{"kind", "file"}, {"path", path}, {"format", "trace-dat"}};
+        auto out = std::filesystem::temp_directory_path() / fmt::format("nvtrace-dat-stream-{}.json", ::getpid());
+        ASSERT_TRUE(r.write_to(out.string()));
+        std::string whole = whole_report_json(path);
+        EXPECT_GT(r.ioctls(), 0u);
+        EXPECT_EQ(read_whole(out.string()), whole);
+        std::filesystem::remove(out);
+    }
+}
+
+// The command: `nvtrace report FILE.dat --json` and `-o OUT` (both streamed) write the whole report's bytes, and
+// the summary of the streamed report is the one `nvtrace report OUT` prints for the report it wrote.
+TEST(TraceDatStream, ReportCommandWritesTheWholeReportsBytes) {
+    auto files = dat_files();
+    REQUIRE_DATS(files);
+    for (const auto& path : files) {
+        SCOPED_TRACE(path);
+        std::string whole = whole_report_json(path);
+        Ran json = run({NVTRACE_BIN, "report", path, "--json"});
+        EXPECT_EQ(json.rc, 0);
+        EXPECT_EQ(json.out, whole);
+
+        auto dir = std::filesystem::temp_directory_path() / fmt::format("nvtrace-dat-cli-{}", ::getpid());
+        std::filesystem::create_directories(dir);
+        std::string out = (dir / "report.json").string();
+        Ran summary = run({NVTRACE_BIN, "report", path, "-o", out});
+        EXPECT_EQ(summary.rc, 0);
+        EXPECT_EQ(read_whole(out), whole);
+        // Nothing else is left in the directory of -o (the temporary files are gone or renamed to OUT).
+        std::size_t entries = 0;
+        for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir))
+            ++entries;
+        EXPECT_EQ(entries, 1u);
+
+        // The summary: the lines after "input: ..." equal those of the saved report's summary, but for the
+        // "report: OUT" line -o adds.
+        Ran saved = run({NVTRACE_BIN, "report", out});
+        EXPECT_EQ(saved.rc, 0);
+        auto body = [](const std::string& text) { return text.substr(text.find('\n') + 1); };
+        EXPECT_EQ(summary.out.rfind(fmt::format("input: {} (trace-dat)\n", path), 0), 0u) << summary.out;
+        EXPECT_EQ(body(summary.out), body(saved.out) + "report: " + out + "\n");
+        std::filesystem::remove_all(dir);
+    }
+}
