@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <queue>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -185,133 +184,24 @@ public:
 
     // After close(): decodes every page file, counting its pages and records, into one vector merged by time
     // (merge_segments, one segment per source in drain order), as read_capture_dir does.
+    // Every event of the page files (decode_page_files in nvtrace/capture_dir.hpp, as `nvtrace report DIR`
+    // reads them): counts, decode_error and diagnostics from that decoding.
     std::vector<Event> decode_all(PageDecoder& dec) {
-        std::vector<Event> all;
-        std::vector<std::size_t> starts;
-        {
-            // A reservation is address space only until used: 1 event per 24 bytes of pages is above the 36
-            // bytes an ioctl event takes, so the vector does not grow (and copy) for ioctl-only captures.
-            std::uint64_t bytes = 0;
-            for (const auto& src : sources_)
-                bytes += src.bytes;
-            all.reserve(static_cast<std::size_t>(bytes / 24 + 1));
-        }
-        for (auto& src : sources_) {
-            starts.push_back(all.size());
-            std::FILE* f = std::fopen(src.path.c_str(), "rb");
-            if (!f) {
-                note(decode_error, src, "open", errno);
-                continue;
-            }
-            std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
-            const std::uint64_t before = dec.records();
-            for (;;) {
-                std::size_t got = std::fread(page_.data(), 1, src.page_size, f);
-                if (got < src.page_size) {
-                    if (got > 0 && decode_error.empty())
-                        decode_error =
-                            fmt::format("raw/{}/cpu{}: {} bytes after the last whole page", src.buffer, src.cpu, got);
-                    break;
-                }
-                if (auto r = dec.decode(page_.data(), src.page_size, src.cpu, all); !r) {
-                    if (decode_error.empty())
-                        decode_error =
-                            fmt::format("raw/{}/cpu{} page {}: {}", src.buffer, src.cpu, src.pages, r.error().message);
-                    // The same data_loss diagnostic as read_capture_dir gives for this page.
-                    count_diagnostic(
-                        diagnostics, "damaged_page", "data_loss",
-                        damaged_page_example(src.buffer, src.cpu, src.pages * src.page_size, r.error().message));
-                }
-                ++src.pages;
-            }
-            std::fclose(f);
-            src.records = dec.records() - before;
-        }
-        merge_segments(all, std::move(starts));
+        std::vector<PageFile> files = page_files();
+        PageFileProblems problems;
+        std::vector<Event> all = decode_page_files(dec, files, problems);
+        took(files, problems);
         return all;
     }
 
-    // decode_all's events in decode_all's order (time, then source order for equal times when every source is
-    // in time order), handed to `sink` as they are decoded: one page of each source held at a time. Counts,
-    // decode_error and diagnostics as decode_all gives them. Stops, returning false, when `sink` does; then
-    // reset_decoding() and decode_all() start over from the files.
+    // decode_all's events handed to `sink` one at a time (decode_page_files_merged). false when `sink` refused
+    // one: then decode_all() starts over from the files.
     bool decode_merged(PageDecoder& dec, const std::function<bool(Event&)>& sink) {
-        struct Cursor {
-            Source* src = nullptr;
-            std::FILE* f = nullptr;
-            std::vector<Event> events;  // the current page's
-            std::size_t next = 0;
-        };
-        std::vector<Cursor> cursors(sources_.size());
-        auto close_all = [&] {
-            for (auto& c : cursors)
-                if (c.f) std::fclose(c.f);
-        };
-        // The next page with events of `c`, if any: false at the end of its file.
-        auto refill = [&](Cursor& c) {
-            while (c.next >= c.events.size()) {
-                c.events.clear();
-                c.next = 0;
-                if (!c.f) return false;
-                Source& src = *c.src;
-                std::size_t got = std::fread(page_.data(), 1, src.page_size, c.f);
-                if (got < src.page_size) {
-                    if (got > 0 && decode_error.empty())
-                        decode_error =
-                            fmt::format("raw/{}/cpu{}: {} bytes after the last whole page", src.buffer, src.cpu, got);
-                    std::fclose(c.f);
-                    c.f = nullptr;
-                    return false;
-                }
-                const std::uint64_t before = dec.records();
-                if (auto r = dec.decode(page_.data(), src.page_size, src.cpu, c.events); !r) {
-                    if (decode_error.empty())
-                        decode_error =
-                            fmt::format("raw/{}/cpu{} page {}: {}", src.buffer, src.cpu, src.pages, r.error().message);
-                    count_diagnostic(
-                        diagnostics, "damaged_page", "data_loss",
-                        damaged_page_example(src.buffer, src.cpu, src.pages * src.page_size, r.error().message));
-                }
-                src.records += dec.records() - before;
-                ++src.pages;
-            }
-            return true;
-        };
-        // Smallest (time, source index) first: the order of a stable merge of the sources.
-        using Head = std::pair<std::uint64_t, std::size_t>;
-        std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
-        for (std::size_t i = 0; i < sources_.size(); ++i) {
-            Cursor& c = cursors[i];
-            c.src = &sources_[i];
-            c.f = std::fopen(c.src->path.c_str(), "rb");
-            if (!c.f) {
-                note(decode_error, *c.src, "open", errno);
-                continue;
-            }
-            std::setvbuf(c.f, nullptr, _IOFBF, 1 << 20);
-            if (refill(c)) heads.emplace(c.events[c.next].ts_ns, i);
-        }
-        while (!heads.empty()) {
-            const std::size_t i = heads.top().second;
-            heads.pop();
-            Cursor& c = cursors[i];
-            if (!sink(c.events[c.next])) {
-                close_all();
-                return false;
-            }
-            ++c.next;
-            if (refill(c)) heads.emplace(c.events[c.next].ts_ns, i);
-        }
-        close_all();
-        return true;
-    }
-
-    // Forgets what decode_merged counted, for decode_all to start over.
-    void reset_decoding() {
-        for (auto& src : sources_)
-            src.pages = src.records = 0;
-        decode_error.clear();
-        diagnostics.clear();
+        std::vector<PageFile> files = page_files();
+        PageFileProblems problems;
+        bool all = decode_page_files_merged(dec, files, sink, problems);
+        took(files, problems);
+        return all;
     }
 
     std::vector<Source>& sources() { return sources_; }
@@ -320,6 +210,22 @@ public:
     std::vector<Diagnostic> diagnostics;  // decode_all(): damaged pages (data_loss)
 
 private:
+    std::vector<PageFile> page_files() const {
+        std::vector<PageFile> files;
+        for (const auto& src : sources_)
+            files.push_back({src.buffer, src.cpu, src.path.string(), src.page_size, 0, 0});
+        return files;
+    }
+    // The counts and problems of the last decoding (a new decoding replaces them).
+    void took(const std::vector<PageFile>& files, PageFileProblems& problems) {
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            sources_[i].pages = files[i].pages;
+            sources_[i].records = files[i].records;
+        }
+        decode_error = std::move(problems.first);
+        diagnostics = std::move(problems.diagnostics);
+    }
+
     // Splices the full pages available now from trace_pipe_raw into the source's pipe, until none is left or
     // the pipe is full. Returns the bytes moved. An error (not EAGAIN) stops the splicing of this source.
     std::size_t fill_pipe(Source& src) {
@@ -1048,8 +954,6 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             if (whole) {
                 res.report_stream = std::move(*rs);
                 st.comms = res.report_stream->side().comms;
-            } else {
-                raw.reset_decoding();
             }
         }
     }

@@ -188,8 +188,68 @@ int reemit_report_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_
 }
 
 // A raw capture directory (docs/formats.md): the whole analysis again from the saved pages and formats.
+constexpr std::string_view kCaptureDirLabel = "capture directory, re-analysed from its raw pages";
+
+// The re-analysis of a capture directory without holding its events, as `nvtrace run` streams its report
+// (CaptureDirReader::stream into a ReportStream). nullopt when it cannot be streamed (function_graph data, an
+// event out of time order, no temporary file): the caller reads the directory whole, which gives the same report.
+std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirReader& reader,
+                                               std::vector<KernelLogMessage>& extra_log) {
+    std::string temp_dir;
+    ReportStream::Options out_opts = streamed_output(a, true, temp_dir);
+    if (temp_dir.empty()) return std::nullopt;
+    auto rs = ReportStream::open(temp_dir, reader.side(), out_opts);
+    if (!rs) return std::nullopt;
+    ReportStream& r = **rs;
+    IoctlSummaryOptions io_opts;
+    io_opts.verbose = a.verbose;
+    io_opts.kernel_traced = false;  // streamed only without function tracing
+    IoctlSummary io_summary(io_opts);
+    if (!a.json) r.on_ioctl([&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); });
+    auto st = reader.stream([&r](Event& ev) { return r.add(ev); });
+    if (!st) {
+        fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
+        return static_cast<int>(st.error().code);
+    }
+    if (!*st) return std::nullopt;
+    r.side().diagnostics = reader.side().diagnostics;  // complete once the pages are decoded
+    if (auto f = r.finish(); !f) {
+        fmt::print(stderr, "nvtrace report: {}\n", f.error().message);
+        return static_cast<int>(f.error().code);
+    }
+    Report& report = r.report();
+    for (auto& m : extra_log)
+        report.kernel_log.push_back(std::move(m));
+    const nlohmann::json& meta = reader.meta();
+    report.source = {{"kind", "capture-dir"},
+                     {"path", a.input},
+                     {"captured", meta.value("report_source", nlohmann::json::object())}};
+    report.environment = meta.value("environment", nlohmann::json::object());
+    const StreamedRecords streamed{r.ioctls(), io_summary.lines(), r.markers(), r.events(), r.event_names()};
+    return write_and_print_streamed(r, streamed, a, kCaptureDirLabel);
+}
+
 int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
-    auto data = read_capture_dir(a.input);
+    auto reader = CaptureDirReader::open(a.input);
+    if (!reader) {
+        fmt::print(stderr, "nvtrace report: {}\n", reader.error().message);
+        return static_cast<int>(reader.error().code);
+    }
+    {
+        // Streamed unless something needs the whole report: --source, or the run's checks to redo.
+        nlohmann::json cap = reader->meta().value("report_source", nlohmann::json::object());
+        bool checks = cap.is_object() && !cap.contains("cannot_run") &&
+                      (cap.contains("expectations") || cap.contains("scenario"));
+        if (a.source.empty() && !checks && !reader->has_function_graph()) {
+            if (auto rc = report_capture_dir_streamed(a, *reader, extra_log)) return *rc;
+            reader = CaptureDirReader::open(a.input);  // the pages are read again, whole
+            if (!reader) {
+                fmt::print(stderr, "nvtrace report: {}\n", reader.error().message);
+                return static_cast<int>(reader.error().code);
+            }
+        }
+    }
+    auto data = reader->read_all();
     if (!data) {
         fmt::print(stderr, "nvtrace report: {}\n", data.error().message);
         return static_cast<int>(data.error().code);
@@ -226,7 +286,7 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
     }
     // The summary counts kernel calls per ioctl as `nvtrace run` did: it needs the run's tracer mode (set
     // after the JSON is written, so the report itself is unchanged).
-    return write_and_print(report, a, "capture directory, re-analysed from its raw pages", [&](Report& r) {
+    return write_and_print(report, a, kCaptureDirLabel, [&](Report& r) {
         if (meta.contains("tracer_mode")) r.source["tracer_mode"] = meta["tracer_mode"];
     });
 }

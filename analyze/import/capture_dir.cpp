@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <sstream>
 
 #include <event-parse.h>
@@ -237,6 +240,132 @@ std::string damaged_page_example(std::string_view buffer, int cpu, std::uint64_t
                        page_offset, message);
 }
 
+namespace {
+
+// Reads one page file a page at a time.
+class PageReader {
+public:
+    PageReader(PageFile& file, PageFileProblems& problems) : file_(file), problems_(problems) {
+        f_ = std::fopen(file.path.c_str(), "rb");
+        if (!f_) {
+            note(fmt::format("raw/{}/cpu{}: open: {}", file.buffer, file.cpu, std::strerror(errno)));
+            return;
+        }
+        std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+        page_.resize(file.page_size + PageDecoder::kPageSlack);
+    }
+    ~PageReader() {
+        if (f_) std::fclose(f_);
+    }
+    PageReader(const PageReader&) = delete;
+    PageReader& operator=(const PageReader&) = delete;
+
+    // Appends the next page's events to `out` (none for a damaged page: its diagnostic is counted). false at
+    // the end of the file.
+    bool next(PageDecoder& dec, std::vector<Event>& out) {
+        if (!f_) return false;
+        std::size_t got = std::fread(page_.data(), 1, file_.page_size, f_);
+        if (got < file_.page_size) {
+            if (std::ferror(f_))
+                note(fmt::format("raw/{}/cpu{}: read error at offset {}", file_.buffer, file_.cpu,
+                                 file_.pages * file_.page_size));
+            else if (got > 0)
+                note(fmt::format("raw/{}/cpu{}: {} bytes after the last whole page", file_.buffer, file_.cpu, got));
+            std::fclose(f_);
+            f_ = nullptr;
+            return false;
+        }
+        const std::uint64_t before = dec.records();
+        if (auto r = dec.decode(page_.data(), file_.page_size, file_.cpu, out); !r) {
+            if (problems_.first.empty())
+                problems_.first =
+                    fmt::format("raw/{}/cpu{} page {}: {}", file_.buffer, file_.cpu, file_.pages, r.error().message);
+            // A page the decoder refuses is data lost (a live capture on 6.18 wrote two pages whose data ended
+            // in zeroes), reported as such; the other pages are still read: refusing the capture would lose them.
+            ++file_.damaged;
+            count_diagnostic(
+                problems_.diagnostics, "damaged_page", "data_loss",
+                damaged_page_example(file_.buffer, file_.cpu, file_.pages * file_.page_size, r.error().message));
+        }
+        file_.records += dec.records() - before;
+        ++file_.pages;
+        return true;
+    }
+
+private:
+    void note(std::string what) {
+        if (problems_.first.empty()) {
+            problems_.first = std::move(what);
+            problems_.io = true;
+        }
+    }
+    PageFile& file_;
+    PageFileProblems& problems_;
+    std::FILE* f_ = nullptr;
+    std::vector<unsigned char> page_;
+};
+
+}  // namespace
+
+std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& files, PageFileProblems& problems) {
+    std::vector<Event> all;
+    std::vector<std::size_t> starts;
+    {
+        // A reservation is address space only until used: 1 event per 12 bytes of pages (a record is at least a
+        // 4-byte header and 8 bytes of common fields), so the vector does not grow (and copy).
+        std::uint64_t bytes = 0;
+        for (const auto& f : files) {
+            std::error_code ec;
+            auto n = std::filesystem::file_size(f.path, ec);
+            if (!ec) bytes += n;
+        }
+        all.reserve(static_cast<std::size_t>(bytes / 12 + 1));
+    }
+    for (auto& f : files) {
+        starts.push_back(all.size());
+        PageReader reader(f, problems);
+        while (reader.next(dec, all)) {
+        }
+    }
+    merge_segments(all, std::move(starts));
+    return all;
+}
+
+bool decode_page_files_merged(PageDecoder& dec, std::vector<PageFile>& files, const std::function<bool(Event&)>& sink,
+                              PageFileProblems& problems) {
+    struct Cursor {
+        std::unique_ptr<PageReader> reader;
+        std::vector<Event> events;  // the current page's
+        std::size_t next = 0;
+    };
+    std::vector<Cursor> cursors(files.size());
+    // The next page with events of `c`, if any: false at the end of its file.
+    auto refill = [&](Cursor& c) {
+        while (c.next >= c.events.size()) {
+            c.events.clear();
+            c.next = 0;
+            if (!c.reader->next(dec, c.events)) return false;
+        }
+        return true;
+    };
+    // Smallest (time, file index) first: the order of a stable merge of the files.
+    using Head = std::pair<std::uint64_t, std::size_t>;
+    std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        cursors[i].reader = std::make_unique<PageReader>(files[i], problems);
+        if (refill(cursors[i])) heads.emplace(cursors[i].events[0].ts_ns, i);
+    }
+    while (!heads.empty()) {
+        const std::size_t i = heads.top().second;
+        heads.pop();
+        Cursor& c = cursors[i];
+        if (!sink(c.events[c.next])) return false;
+        ++c.next;
+        if (refill(c)) heads.emplace(c.events[c.next].ts_ns, i);
+    }
+    return true;
+}
+
 void merge_segments(std::vector<Event>& events, std::vector<std::size_t> starts) {
     std::vector<std::size_t> bounds{0};  // segment boundaries: 0, the starts, events.size(); none empty
     for (std::size_t b : starts)
@@ -369,9 +498,45 @@ bool is_raw_capture_dir(const std::string& dir) {
     return j && j->is_object() && j->contains("capture_format");
 }
 
-Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
+struct CaptureDirReader::Impl {
+    fs::path dir;
+    nlohmann::json meta;
+    std::unique_ptr<tep_handle, TepDeleter> tep;
+    std::unique_ptr<RawEventDecoder> decoder;
+    std::unique_ptr<PageDecoder> pages;
+    std::vector<PageFile> files;
+    // Per buffer of meta.json raw.buffers: its files (indexes into `files`) and the counts the capture wrote.
+    struct Buffer {
+        std::string name;
+        std::vector<std::size_t> files;
+        std::optional<std::uint64_t> pages, records;
+    };
+    std::vector<Buffer> buffers;
+    EventStream side;  // everything but the events; diagnostics added after the pages are decoded
+    std::optional<std::string> write_error;
+    bool has_kallsyms = false;
+    bool decoded = false;
+};
+
+CaptureDirReader::CaptureDirReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CaptureDirReader::CaptureDirReader(CaptureDirReader&&) noexcept = default;
+CaptureDirReader& CaptureDirReader::operator=(CaptureDirReader&&) noexcept = default;
+CaptureDirReader::~CaptureDirReader() = default;
+
+const nlohmann::json& CaptureDirReader::meta() const {
+    return impl_->meta;
+}
+EventStream& CaptureDirReader::side() {
+    return impl_->side;
+}
+bool CaptureDirReader::has_function_graph() const {
+    return impl_->has_kallsyms;
+}
+
+Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
+    auto impl = std::make_unique<Impl>();
     const fs::path dir(dir_s);
-    CaptureDirData res;
+    impl->dir = dir;
     const fs::path meta_path = dir / "meta.json";
     auto meta = slurp_json(meta_path);
     if (!meta) return fail(meta.error());
@@ -380,7 +545,7 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
     if (!(*meta)["capture_format"].is_number_integer() || (*meta)["capture_format"].get<int>() != kCaptureDirFormat)
         return fail(bad(meta_path, fmt::format("capture_format {} is not {} (the version this nvtrace reads)",
                                                (*meta)["capture_format"].dump(), kCaptureDirFormat)));
-    res.meta = *meta;
+    impl->meta = *meta;
     if (!meta->contains("raw") || !(*meta)["raw"].is_object())
         return fail(bad(meta_path, "expected an object \"raw\""));
     const auto& raw = (*meta)["raw"];
@@ -394,16 +559,17 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
         return fail(bad(meta_path, "expected an array raw.buffers"));
 
     // Formats: header_page first (sub-buffer layout), then every saved event format.
-    std::unique_ptr<tep_handle, TepDeleter> tep(tep_alloc());
+    impl->tep.reset(tep_alloc());
+    tep_handle* tep = impl->tep.get();
     if (!tep) return fail(Error::internal("tep_alloc failed"));
-    tep_set_file_bigendian(tep.get(), raw["endianness"] == "big" ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-    tep_set_long_size(tep.get(), static_cast<int>(*long_size));
+    tep_set_file_bigendian(tep, raw["endianness"] == "big" ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+    tep_set_long_size(tep, static_cast<int>(*long_size));
     {
         const fs::path hp = dir / "events" / "header_page";
         auto text = slurp(hp);
         if (!text) return fail(text.error());
         if (text->find("commit") == std::string::npos) return fail(bad(hp, "no \"commit\" field: not a header_page"));
-        if (tep_parse_header_page(tep.get(), text->data(), text->size(), static_cast<int>(*long_size)) < 0)
+        if (tep_parse_header_page(tep, text->data(), text->size(), static_cast<int>(*long_size)) < 0)
             return fail(bad(hp, "libtraceevent cannot parse it (tep_parse_header_page)"));
     }
     std::vector<std::string> other_events;
@@ -439,38 +605,16 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
             std::string name = f.parent_path().filename().string();
             if (text->rfind("name: ", 0) != 0)
                 return fail(bad(f, "does not start with \"name: \": not an event format"));
-            tep_parse_event(tep.get(), text->data(), text->size(), system.c_str());
-            tep_event* ev = tep_find_event_by_name(tep.get(), system.c_str(), name.c_str());
+            tep_parse_event(tep, text->data(), text->size(), system.c_str());
+            tep_event* ev = tep_find_event_by_name(tep, system.c_str(), name.c_str());
             if (!ev) return fail(bad(f, "libtraceevent cannot parse it (tep_parse_event)"));
         }
     }
+    impl->decoder = std::make_unique<RawEventDecoder>(tep, other_events);
+    impl->pages = std::make_unique<PageDecoder>(tep, *impl->decoder);
 
-    // Pages: buffers in the saved order, CPUs in the saved order (the live capture's drain order).
-    RawEventDecoder decoder(tep.get(), other_events);
-    PageDecoder pages(tep.get(), decoder);
-    // Every source decoded into one vector, one segment each, then merged in place (merge_segments): half
-    // the peak memory of a vector per source merged into another. Reserved from meta.json's counts (at
-    // most one event per record plus one lost-event mark per page), bounded by what the files can hold.
-    std::vector<Event> all;
-    std::vector<std::size_t> segment_starts;
-    {
-        std::uint64_t want = 0, bytes = 0;
-        for (const auto& b : raw["buffers"]) {
-            if (!b.is_object()) continue;
-            for (const char* k : {"records", "pages"})
-                if (b.contains(k) && b[k].is_number_unsigned()) want += b[k].get<std::uint64_t>();
-            if (b.contains("name") && b["name"].is_string() && b.contains("cpus") && b["cpus"].is_array())
-                for (const auto& c : b["cpus"]) {
-                    std::error_code ec;
-                    if (!c.is_number_unsigned()) continue;
-                    auto n = fs::file_size(
-                        dir / "raw" / b["name"].get<std::string>() / fmt::format("cpu{}", c.get<std::uint64_t>()), ec);
-                    if (!ec) bytes += n;
-                }
-        }
-        // A record is at least 12 bytes in a page (4-byte event header, 8-byte common fields).
-        all.reserve(static_cast<std::size_t>(std::min(want, bytes / 12 + 1)));
-    }
+    // Page files: buffers in the saved order, CPUs in the saved order (the live capture's drain order). Each must
+    // be there and hold whole pages; their counts are checked against meta.json after decoding.
     for (const auto& b : raw["buffers"]) {
         if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("cpus") ||
             !b["cpus"].is_array())
@@ -481,16 +625,23 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
         auto psz = json_uint(b, "page_size", meta_path);
         if (!psz) return fail(psz.error());
         if (*psz < 16 || *psz > (1u << 24)) return fail(bad(meta_path, fmt::format("raw.buffers: page_size {}", *psz)));
-        std::vector<unsigned char> page(*psz + PageDecoder::kPageSlack, 0);
-        std::uint64_t pages_read = 0, damaged_pages = 0;
-        const std::uint64_t records_before = pages.records();
+        Impl::Buffer buf;
+        buf.name = name;
+        if (b.contains("pages") && b.contains("records")) {
+            auto want_pages = json_uint(b, "pages", meta_path);
+            auto want_records = json_uint(b, "records", meta_path);
+            if (!want_pages) return fail(want_pages.error());
+            if (!want_records) return fail(want_records.error());
+            buf.pages = *want_pages;
+            buf.records = *want_records;
+        }
         for (const auto& c : b["cpus"]) {
             if (!c.is_number_unsigned() || c.get<std::uint64_t>() > 65535)
                 return fail(bad(meta_path, "raw.buffers cpus must be CPU numbers"));
             int cpu = c.get<int>();
             fs::path file = dir / "raw" / name / fmt::format("cpu{}", cpu);
-            std::ifstream in(file, std::ios::binary);
-            if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno))));
+            if (std::ifstream in(file, std::ios::binary); !in)
+                return fail(Error::usage(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno))));
             std::error_code ec;
             auto fsize = fs::file_size(file, ec);
             if (ec) return fail(bad(file, ec.message()));
@@ -498,56 +649,19 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
                 return fail(bad(file, fmt::format("truncated: {} bytes is not a whole number of {}-byte pages "
                                                   "(last page starts at offset {})",
                                                   fsize, *psz, fsize - fsize % *psz)));
-            segment_starts.push_back(all.size());
-            for (std::uint64_t off = 0; off < fsize; off += *psz) {
-                if (!in.read(reinterpret_cast<char*>(page.data()), static_cast<std::streamsize>(*psz)))
-                    return fail(bad(file, fmt::format("offset {}: read error", off)));
-                // A page the decoder refuses is data lost (a
-                // live capture on 6.18 wrote two pages whose data ended in zeroes: 84 of 2,000,002 records),
-                // reported as such, and the other pages are still read: refusing the directory would lose them.
-                if (auto r = pages.decode(page.data(), *psz, cpu, all); !r) {
-                    ++damaged_pages;
-                    count_diagnostic(res.stream.diagnostics, "damaged_page", "data_loss",
-                                     damaged_page_example(name, cpu, off, r.error().message));
-                }
-                ++pages_read;
-            }
+            buf.files.push_back(impl->files.size());
+            impl->files.push_back({name, cpu, file.string(), static_cast<std::size_t>(*psz), 0, 0, 0});
         }
-        // The capture counted what it wrote: page files cut at a page boundary, or a meta.json edited to
-        // decode them differently, read as fewer pages or records. That is data lost, never a quiet report.
-        if (b.contains("pages") && b.contains("records")) {
-            auto want_pages = json_uint(b, "pages", meta_path);
-            auto want_records = json_uint(b, "records", meta_path);
-            if (!want_pages) return fail(want_pages.error());
-            if (!want_records) return fail(want_records.error());
-            std::uint64_t got_records = pages.records() - records_before;
-            // After a damaged page the record count depends on where each decoder gave up: pages only.
-            if (pages_read != *want_pages || (damaged_pages == 0 && got_records != *want_records))
-                return fail(bad(dir / "raw" / name,
-                                fmt::format("{} page(s) with {} record(s) where meta.json says {} with {}: the page "
-                                            "files were cut or meta.json changed",
-                                            pages_read, got_records, *want_pages, *want_records)));
-        }
+        impl->buffers.push_back(std::move(buf));
     }
     if (raw["buffers"].empty()) return fail(bad(meta_path, "raw.buffers lists no buffer: nothing to decode"));
     // The capture could not read or write some pages (meta.json raw.write_error): their events are lost.
     if (raw.contains("write_error") && raw["write_error"].is_string())
-        count_diagnostic(res.stream.diagnostics, "pages_not_saved", "data_loss", raw["write_error"].get<std::string>());
-    EventStream& st = res.stream;
-    merge_segments(all, segment_starts);
-    st.events = std::move(all);
-    res.undecodable_records = decoder.undecodable();
+        impl->write_error = raw["write_error"].get<std::string>();
 
-    // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
-    if (std::error_code kec; fs::exists(dir / "kallsyms", kec)) {
-        auto ks = slurp(dir / "kallsyms");
-        if (!ks) return fail(ks.error());
-        SymbolTable syms = SymbolTable::from_kallsyms(*ks);
-        if (syms.malformed_lines() > 0)
-            return fail(bad(dir / "kallsyms", fmt::format("{} malformed line(s)", syms.malformed_lines())));
-        res.unresolved_functions = syms.resolve(st);
-    }
-
+    EventStream& st = impl->side;
+    std::error_code kec;
+    impl->has_kallsyms = fs::exists(dir / "kallsyms", kec);
     {
         const fs::path p = dir / "comms.json";
         auto j = slurp_json(p);
@@ -572,7 +686,6 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
                 return fail(bad(p, "expected an array of [pid, fd, path]"));
             add_fd_path(st, e[0].get<int>(), e[1].get<int>(), e[2].get<std::string>());
         }
-        note_reused_fds(st);
     }
     {
         const fs::path p = dir / "buffer_stats.json";
@@ -605,7 +718,76 @@ Result<CaptureDirData> read_capture_dir(const std::string& dir_s) {
         c.basis = k["basis"].get<std::string>();
         st.kmsg_clock = c;
     }
+    return CaptureDirReader(std::move(impl));
+}
+
+Result<void> CaptureDirReader::after_pages(PageFileProblems& problems) {
+    Impl& m = *impl_;
+    if (problems.io) return fail(Error::usage(problems.first));
+    // The capture counted what it wrote: page files cut at a page boundary, or a meta.json edited to
+    // decode them differently, read as fewer pages or records. That is data lost, never a quiet report.
+    for (const auto& b : m.buffers) {
+        if (!b.pages || !b.records) continue;
+        std::uint64_t pages = 0, records = 0, damaged = 0;
+        for (std::size_t i : b.files) {
+            pages += m.files[i].pages;
+            records += m.files[i].records;
+            damaged += m.files[i].damaged;
+        }
+        // After a damaged page the record count depends on where each decoder gave up: pages only.
+        if (pages != *b.pages || (damaged == 0 && records != *b.records))
+            return fail(bad(m.dir / "raw" / b.name,
+                            fmt::format("{} page(s) with {} record(s) where meta.json says {} with {}: the page "
+                                        "files were cut or meta.json changed",
+                                        pages, records, *b.pages, *b.records)));
+    }
+    // In the order the live capture adds them: damaged pages, pages not saved, reused fds.
+    EventStream& st = m.side;
+    st.diagnostics = std::move(problems.diagnostics);
+    if (m.write_error) count_diagnostic(st.diagnostics, "pages_not_saved", "data_loss", *m.write_error);
+    note_reused_fds(st);
+    return {};
+}
+
+Result<bool> CaptureDirReader::stream(const std::function<bool(Event&)>& sink) {
+    Impl& m = *impl_;
+    if (m.decoded) return fail(Error::internal("CaptureDirReader: the pages were decoded already"));
+    if (m.has_kallsyms) return false;  // function_graph: calls are built from the whole stream
+    m.decoded = true;
+    PageFileProblems problems;
+    if (!decode_page_files_merged(*m.pages, m.files, sink, problems)) return false;
+    if (auto r = after_pages(problems); !r) return fail(r.error());
+    return true;
+}
+
+Result<CaptureDirData> CaptureDirReader::read_all() {
+    Impl& m = *impl_;
+    if (m.decoded) return fail(Error::internal("CaptureDirReader: the pages were decoded already"));
+    m.decoded = true;
+    PageFileProblems problems;
+    std::vector<Event> all = decode_page_files(*m.pages, m.files, problems);
+    if (auto r = after_pages(problems); !r) return fail(r.error());
+    CaptureDirData res;
+    res.meta = m.meta;
+    res.stream = std::move(m.side);
+    res.stream.events = std::move(all);
+    res.undecodable_records = m.decoder->undecodable();
+    // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
+    if (m.has_kallsyms) {
+        auto ks = slurp(m.dir / "kallsyms");
+        if (!ks) return fail(ks.error());
+        SymbolTable syms = SymbolTable::from_kallsyms(*ks);
+        if (syms.malformed_lines() > 0)
+            return fail(bad(m.dir / "kallsyms", fmt::format("{} malformed line(s)", syms.malformed_lines())));
+        res.unresolved_functions = syms.resolve(res.stream);
+    }
     return res;
+}
+
+Result<CaptureDirData> read_capture_dir(const std::string& dir) {
+    auto reader = CaptureDirReader::open(dir);
+    if (!reader) return fail(reader.error());
+    return reader->read_all();
 }
 
 }  // namespace nvtrace

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -83,6 +85,36 @@ std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources);
 // no second copy of every event); any source out of time order gives the stable sort of the whole vector.
 void merge_segments(std::vector<Event>& events, std::vector<std::size_t> starts);
 
+// One page file of a capture (raw/<buffer>/cpuN: whole sub-buffers as trace_pipe_raw gave them) and what decoding
+// it found. Sources are decoded in a fixed order (buffer, then CPU): the order of equal times.
+struct PageFile {
+    std::string buffer;  // "instance" or "top"
+    int cpu = -1;
+    std::string path;
+    std::size_t page_size = 0;  // bytes per sub-buffer (events/header_page)
+    std::uint64_t pages = 0;    // decoded: whole pages read
+    std::uint64_t records = 0;  // decoded: records in them (PageDecoder::records())
+    std::uint64_t damaged = 0;  // decoded: pages the decoder refused (counted in `pages`)
+};
+// What went wrong while decoding page files: `first` is the first problem, `io` whether it was reading the file
+// (cannot open, read error, bytes after the last whole page) rather than a damaged page; `diagnostics` holds
+// one "damaged_page" data_loss diagnostic per refused page (damaged_page_example), counted.
+struct PageFileProblems {
+    std::string first;
+    bool io = false;
+    std::vector<Diagnostic> diagnostics;
+};
+
+// Every event of `files`, in the order of merge_segments over the files' events laid end to end (a file that
+// cannot be opened, read or ends in a partial page is noted in `problems` and its whole pages are kept).
+std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& files, PageFileProblems& problems);
+// The same events handed to `sink` one at a time, in that order when every file is in time order (the ring
+// buffer of one CPU is), a page of each file decoded at a time: memory holds a page's events per file. Stops
+// and returns false as soon as `sink` does (then decode again with decode_page_files, from fresh counters).
+// The sink may move from the event.
+bool decode_page_files_merged(PageDecoder& dec, std::vector<PageFile>& files, const std::function<bool(Event&)>& sink,
+                              PageFileProblems& problems);
+
 // Per-CPU counter deltas (after - before, matched by cpu and buffer; a counter that went down gives 0).
 std::vector<CpuBufferStats> buffer_stats_delta(const std::vector<CpuBufferStats>& before,
                                                const std::vector<CpuBufferStats>& after);
@@ -95,6 +127,39 @@ struct CaptureDirData {
     nlohmann::json meta;
     std::uint64_t undecodable_records = 0;  // ioctl / funcgraph records whose format nvtrace cannot read
     std::size_t unresolved_functions = 0;   // function addresses not in the saved kallsyms
+};
+
+// A capture directory opened for reading: meta.json, the event formats, the page files (present, whole pages)
+// and everything but the events (comms, fd paths, buffer stats, kmsg, kmsg clock) read and checked; the pages
+// are then decoded once, whole (read_all) or one event at a time (stream). Errors as read_capture_dir's.
+// Thread-safety: one thread.
+class CaptureDirReader {
+public:
+    static Result<CaptureDirReader> open(const std::string& dir);
+    CaptureDirReader(CaptureDirReader&&) noexcept;
+    CaptureDirReader& operator=(CaptureDirReader&&) noexcept;
+    ~CaptureDirReader();
+
+    const nlohmann::json& meta() const;
+    // True when the capture saved kallsyms (function_graph ran): its calls are built from the whole stream.
+    bool has_function_graph() const;
+    // The stream without its events, as read_capture_dir gives it; its diagnostics (damaged pages, pages not
+    // saved, reused fds) are complete once the pages are decoded. A streaming caller may change it (comms).
+    EventStream& side();
+
+    // read_capture_dir's result.
+    Result<CaptureDirData> read_all();
+    // The events one at a time, in read_all's order (decode_page_files_merged), to `sink`; the side's
+    // diagnostics are set after the last one. false when the capture has function_graph data (nothing decoded)
+    // or `sink` refused an event: then open the directory again and read_all(). Error when the page files do
+    // not hold what meta.json says (after the events were handed out: the caller drops what it built).
+    Result<bool> stream(const std::function<bool(Event&)>& sink);
+
+private:
+    struct Impl;
+    explicit CaptureDirReader(std::unique_ptr<Impl> impl);
+    Result<void> after_pages(PageFileProblems& problems);
+    std::unique_ptr<Impl> impl_;
 };
 
 // True when `dir` holds a meta.json with "capture_format" (a raw capture directory).

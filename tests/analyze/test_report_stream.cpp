@@ -116,6 +116,30 @@ TEST(ReportStream, SameBytesAsBuildReportOnTheCaptureDirectories) {
     EXPECT_GE(compared, 1u);
 }
 
+// What `nvtrace report DIR` does: the pages streamed by CaptureDirReader into a ReportStream.
+TEST(ReportStream, CaptureDirectoryStreamedEqualsItsWholeReport) {
+    for (const auto& e : std::filesystem::directory_iterator(kData + "/capture_dir")) {
+        SCOPED_TRACE(e.path().string());
+        auto reader = CaptureDirReader::open(e.path().string());
+        ASSERT_TRUE(reader) << reader.error().message;
+        auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), reader->side());
+        ASSERT_TRUE(rs) << rs.error().message;
+        auto st = reader->stream([&](Event& ev) { return (*rs)->add(ev); });
+        ASSERT_TRUE(st) << st.error().message;
+        ASSERT_TRUE(*st);
+        (*rs)->side().diagnostics = reader->side().diagnostics;
+        ASSERT_TRUE((*rs)->finish());
+        FILE* tmp = std::tmpfile();
+        ASSERT_TRUE((*rs)->write(::fileno(tmp)));
+        std::string got = read_fd(::fileno(tmp));
+        std::fclose(tmp);
+        auto whole = read_capture_dir(e.path().string());
+        ASSERT_TRUE(whole);
+        EXPECT_EQ(got, whole_json(whole->stream));
+        EXPECT_GT((*rs)->ioctls(), 0u);
+    }
+}
+
 TEST(ReportStream, PreloadMarkersStillFindTheirRecordsWhenAnotherIoctlNestsInASignalHandler) {
     EventStream st;
     st.comms[7] = "app";

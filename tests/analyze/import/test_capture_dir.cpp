@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <event-parse.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -502,4 +503,106 @@ TEST(MergeSegments, StartsPastTheEndOrOutOfOrderMakeEmptySegments) {
     std::vector<Event> none;
     merge_segments(none, {0, 0});
     EXPECT_TRUE(none.empty());
+}
+
+namespace {
+
+// What CaptureDirReader::stream hands out, one line per event, then the side's diagnostics; or the error.
+std::string streamed_of(const fs::path& dir) {
+    auto reader = CaptureDirReader::open(dir.string());
+    if (!reader) return "<error> " + reader.error().message;
+    std::string out;
+    auto st = reader->stream([&](Event& ev) {
+        out += fmt::format("{} {} {} {}", ev.ts_ns, ev.cpu, ev.pid, ev.body.index());
+        if (const auto* m = std::get_if<Marker>(&ev.body)) out += " " + m->text;
+        if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) out += fmt::format(" {} {}", e->fd, e->cmd);
+        out += "\n";
+        return true;
+    });
+    if (!st) return "<error> " + st.error().message;
+    if (!*st) return "<refused>";
+    for (const auto& d : reader->side().diagnostics)
+        out += fmt::format("diagnostic {} {} {} {}\n", d.name, d.severity, d.count, d.first_example);
+    return out;
+}
+
+// The same from read_capture_dir.
+std::string whole_of(const fs::path& dir) {
+    auto r = read_capture_dir(dir.string());
+    if (!r) return "<error> " + r.error().message;
+    std::string out;
+    for (const Event& ev : r->stream.events) {
+        out += fmt::format("{} {} {} {}", ev.ts_ns, ev.cpu, ev.pid, ev.body.index());
+        if (const auto* m = std::get_if<Marker>(&ev.body)) out += " " + m->text;
+        if (const auto* e = std::get_if<IoctlEnter>(&ev.body)) out += fmt::format(" {} {}", e->fd, e->cmd);
+        out += "\n";
+    }
+    for (const auto& d : r->stream.diagnostics)
+        out += fmt::format("diagnostic {} {} {} {}\n", d.name, d.severity, d.count, d.first_example);
+    return out;
+}
+
+}  // namespace
+
+// `nvtrace report DIR` streams the pages (CaptureDirReader::stream) when nothing needs the whole report: the same
+// events in the same order, and the same diagnostics, as read_capture_dir, on the committed capture and on copies
+// with a damaged page, a drain write error, a reused fd, and page files cut short (the same error).
+TEST(CaptureDirReader, StreamHandsOutReadAllsEventsAndDiagnostics) {
+    {
+        std::string s = streamed_of(kCapture);
+        EXPECT_EQ(s, whole_of(kCapture));
+        EXPECT_GT(std::count(s.begin(), s.end(), '\n'), 40);
+    }
+    {
+        Copy c;
+        std::string page = c.read("raw/instance/cpu0");
+        std::fill(page.begin() + 16 + 40, page.begin() + 4096, '\0');
+        c.write("raw/instance/cpu0", page);
+        std::string s = streamed_of(c.dir);
+        EXPECT_NE(s.find("diagnostic damaged_page data_loss 1"), std::string::npos) << s;
+        EXPECT_EQ(s, whole_of(c.dir));
+    }
+    {
+        Copy c;
+        nlohmann::json j = nlohmann::json::parse(c.read("meta.json"));
+        j["raw"]["write_error"] = "raw/instance/cpu1: No space left on device";
+        c.write("meta.json", j.dump());
+        nlohmann::json fds = nlohmann::json::parse(c.read("fd_paths.json"));
+        fds.push_back({13948, 4, "/dev/null"});
+        fds.push_back({13948, 4, "/dev/zero"});
+        c.write("fd_paths.json", fds.dump());
+        std::string s = streamed_of(c.dir);
+        EXPECT_NE(s.find("diagnostic pages_not_saved"), std::string::npos) << s;
+        EXPECT_NE(s.find("diagnostic fd_reused"), std::string::npos) << s;
+        EXPECT_EQ(s, whole_of(c.dir));
+    }
+    {
+        Copy c;
+        c.write("raw/instance/cpu0", c.read("raw/instance/cpu0").substr(0, 4096));
+        std::string s = streamed_of(c.dir);
+        EXPECT_NE(s.find("<error>"), std::string::npos) << s;
+        EXPECT_NE(s.find("meta.json says 2 with 42"), std::string::npos) << s;
+        EXPECT_EQ(s, whole_of(c.dir));
+    }
+}
+
+TEST(CaptureDirReader, FunctionGraphCaptureIsNotStreamedAndASinkMayStopIt) {
+    Copy c;
+    c.write("kallsyms", "ffffffff81000000 t some_function\n");
+    auto reader = CaptureDirReader::open(c.dir.string());
+    ASSERT_TRUE(reader) << reader.error().message;
+    EXPECT_TRUE(reader->has_function_graph());
+    std::size_t handed = 0;
+    auto st = reader->stream([&](Event&) { return ++handed, true; });
+    ASSERT_TRUE(st);
+    EXPECT_FALSE(*st);
+    EXPECT_EQ(handed, 0u);
+
+    auto again = CaptureDirReader::open(kCapture.string());
+    ASSERT_TRUE(again);
+    handed = 0;
+    auto stopped = again->stream([&](Event&) { return ++handed < 3; });
+    ASSERT_TRUE(stopped);
+    EXPECT_FALSE(*stopped);
+    EXPECT_EQ(handed, 3u);
 }
