@@ -244,17 +244,7 @@ struct FdOut {
     std::string error;
 
     void write(const char* p, std::streamsize n) {
-        auto left = static_cast<std::size_t>(n);
-        while (left > 0 && error.empty()) {
-            ssize_t w = ::write(fd, p, left);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                error = std::strerror(w < 0 ? errno : EIO);
-                return;
-            }
-            p += w;
-            left -= static_cast<std::size_t>(w);
-        }
+        if (error.empty()) detail::write_all(fd, p, static_cast<std::size_t>(n), error);
     }
     // `bytes` from the start of `in`: copy_file_range (in the kernel, no copy through user space), else sendfile
     // (a pipe), else read/write.
@@ -301,6 +291,20 @@ void write_json(const Report& r, std::ostream& out) {
 }
 
 namespace detail {
+
+std::size_t write_all(int fd, const char* p, std::size_t n, std::string& error) {
+    std::size_t done = 0;
+    while (done < n) {
+        ssize_t w = ::write(fd, p + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            error = std::strerror(w < 0 ? errno : EIO);
+            break;
+        }
+        done += static_cast<std::size_t>(w);
+    }
+    return done;
+}
 
 std::string_view streamed_report_head() {
     return kStreamedHead;

@@ -92,20 +92,7 @@ public:
     }
 
     void flush() {
-        if (fd_ < 0) return;
-        const char* p = buf_.data();
-        std::size_t left = buf_.size();
-        while (left > 0 && error_.empty()) {
-            ssize_t w = ::write(fd_, p, left);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                error_ = std::strerror(w < 0 ? errno : EIO);
-                break;
-            }
-            p += w;
-            left -= static_cast<std::size_t>(w);
-            bytes_ += static_cast<std::uint64_t>(w);
-        }
+        if (fd_ >= 0 && error_.empty()) bytes_ += detail::write_all(fd_, buf_.data(), buf_.size(), error_);
         buf_.clear();
     }
 

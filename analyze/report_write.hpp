@@ -2,7 +2,9 @@
 // (private to analyze; ReportStream in nvtrace/report_stream.hpp uses it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "nvtrace/error.hpp"
@@ -30,6 +32,10 @@ std::string_view streamed_report_head();
 // `streamed`'s events and markers in place of r.events and r.markers, to `fd`. Error::environment with the
 // system's reason when a write fails.
 Result<void> write_report_tail(const Report& r, const StreamedArrays& streamed, int fd);
+
+// write(2) of `n` bytes, again after a short write or EINTR; on a failure `error` gets the system's reason. The
+// bytes written.
+std::size_t write_all(int fd, const char* p, std::size_t n, std::string& error);
 
 // `bytes` from offset 0 of `from` to `to` (copy_file_range, else sendfile, else read/write).
 Result<void> copy_fd(int from, std::uint64_t bytes, int to);

@@ -102,11 +102,34 @@ ReportStream::Options streamed_output(const ReportArgs& a, bool may_refuse, std:
     return o;
 }
 
+// The summary's ioctl lines of a streamed report (no "(kernel: ...)" part: streamed reports hold no calls).
+std::unique_ptr<IoctlSummary> streamed_ioctl_summary(const ReportArgs& a) {
+    IoctlSummaryOptions o;
+    o.verbose = a.verbose;
+    o.kernel_traced = false;
+    return std::make_unique<IoctlSummary>(o);
+}
+
+// A ReportStream for `a` (streamed_output) whose ioctl records also go to `summary` (when a summary is printed).
+// nullopt when there is no place for its temporary files: the caller reads the input whole.
+std::optional<std::unique_ptr<ReportStream>> open_streamed(const ReportArgs& a, EventStream side,
+                                                           IoctlSummary& summary) {
+    std::string temp_dir;
+    ReportStream::Options out_opts = streamed_output(a, true, temp_dir);
+    if (temp_dir.empty()) return std::nullopt;
+    auto rs = ReportStream::open(temp_dir, std::move(side), out_opts);
+    if (!rs) return std::nullopt;
+    if (!a.json) (*rs)->on_ioctl([&summary](const IoctlRecord& io) { summary.add(io, std::nullopt); });
+    return std::move(*rs);
+}
+
 // write_and_print for a report whose records were streamed, opened with streamed_output(a): -o FILE is the
 // report's temporary file linked under that name, --json writes or copies it to stdout, the summary counts what
-// was streamed.
-int write_and_print_streamed(ReportStream& r, const StreamedRecords& streamed, const ReportArgs& a,
-                             std::string_view label, const std::function<void()>& after_summary = {}) {
+// was streamed (`ioctls`: the summary the records were given to).
+int write_and_print_streamed(ReportStream& r, IoctlSummary& ioctls, const ReportArgs& a, std::string_view label,
+                             const std::function<void()>& after_summary = {}) {
+    const StreamedRecords streamed{r.ioctls(), a.json ? std::vector<std::string>{} : ioctls.lines(), r.markers(),
+                                   r.events(), r.event_names()};
     if (!a.out.empty())
         if (auto w = r.write_to(a.out); !w) {
             fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, w.error().message);
@@ -195,17 +218,10 @@ constexpr std::string_view kCaptureDirLabel = "capture directory, re-analysed fr
 // event out of time order, no temporary file): the caller reads the directory whole, which gives the same report.
 std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirReader& reader,
                                                std::vector<KernelLogMessage>& extra_log) {
-    std::string temp_dir;
-    ReportStream::Options out_opts = streamed_output(a, true, temp_dir);
-    if (temp_dir.empty()) return std::nullopt;
-    auto rs = ReportStream::open(temp_dir, reader.side(), out_opts);
+    auto ioctls = streamed_ioctl_summary(a);
+    auto rs = open_streamed(a, reader.side(), *ioctls);
     if (!rs) return std::nullopt;
     ReportStream& r = **rs;
-    IoctlSummaryOptions io_opts;
-    io_opts.verbose = a.verbose;
-    io_opts.kernel_traced = false;  // streamed only without function tracing
-    IoctlSummary io_summary(io_opts);
-    if (!a.json) r.on_ioctl([&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); });
     auto st = reader.stream([&r](Event& ev) { return r.add(ev); });
     if (!st) {
         fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
@@ -225,8 +241,7 @@ std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirRe
                      {"path", a.input},
                      {"captured", meta.value("report_source", nlohmann::json::object())}};
     report.environment = meta.value("environment", nlohmann::json::object());
-    const StreamedRecords streamed{r.ioctls(), io_summary.lines(), r.markers(), r.events(), r.event_names()};
-    return write_and_print_streamed(r, streamed, a, kCaptureDirLabel);
+    return write_and_print_streamed(r, *ioctls, a, kCaptureDirLabel);
 }
 
 int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
@@ -339,12 +354,9 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
     std::string temp_dir;
     // Text is streamed in file order: never refused part way.
     ReportStream::Options out_opts = streamed_output(a, false, temp_dir);
-    IoctlSummaryOptions io_opts;
-    io_opts.verbose = a.verbose;
-    io_opts.kernel_traced = false;  // the calls are in their own file: no "(kernel: ...)" part, as before
-    IoctlSummary io_summary(io_opts);
+    auto ioctls = streamed_ioctl_summary(a);
     auto st = report_streaming(a.input, forced, calls, temp_dir, out_opts,
-                               [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); });
+                               [&ioctls](const IoctlRecord& io) { ioctls->add(io, std::nullopt); });
     if (!st) {
         fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
         return static_cast<int>(st.error().code);
@@ -366,12 +378,9 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
                      {"calls_jsonl", a.calls_jsonl},
                      {"calls_count", st->calls}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    if (st->records) {
-        ReportStream& r = *st->records;
-        StreamedRecords streamed{r.ioctls(), io_summary.lines(), r.markers(), r.events(), r.event_names()};
-        return write_and_print_streamed(r, streamed, a, format_name(st->format),
+    if (st->records)
+        return write_and_print_streamed(*st->records, *ioctls, a, format_name(st->format),
                                         [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
-    }
     return write_and_print(report, a, format_name(st->format), {},
                            [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
 }
@@ -394,17 +403,10 @@ bool is_trace_dat_file(const std::string& path, std::optional<TraceFormat> force
 // (and the same error for an unreadable file).
 std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<KernelLogMessage>& kmsg,
                                              const std::vector<Diagnostic>& kmsg_diags) {
-    std::string temp_dir;
-    ReportStream::Options out_opts = streamed_output(a, true, temp_dir);
-    if (temp_dir.empty()) return std::nullopt;
-    auto rs = ReportStream::open(temp_dir, EventStream{}, out_opts);
+    auto ioctls = streamed_ioctl_summary(a);
+    auto rs = open_streamed(a, EventStream{}, *ioctls);
     if (!rs) return std::nullopt;
     ReportStream& r = **rs;
-    IoctlSummaryOptions io_opts;
-    io_opts.verbose = a.verbose;
-    io_opts.kernel_traced = false;  // streamed only without function tracing
-    IoctlSummary io_summary(io_opts);
-    if (!a.json) r.on_ioctl([&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); });
     auto st = stream_trace_dat(a.input, r.side(), [&r](const Event& ev) { return r.add(ev); });
     if (!st || *st != TraceDatStreamed::done) return std::nullopt;
     for (const auto& d : kmsg_diags)
@@ -418,8 +420,7 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
         report.kernel_log.push_back(std::move(m));
     report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(TraceFormat::trace_dat))}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    const StreamedRecords streamed{r.ioctls(), io_summary.lines(), r.markers(), r.events(), r.event_names()};
-    return write_and_print_streamed(r, streamed, a, format_name(TraceFormat::trace_dat));
+    return write_and_print_streamed(r, *ioctls, a, format_name(TraceFormat::trace_dat));
 }
 
 int do_report(const ReportArgs& a) {
