@@ -74,15 +74,12 @@ private:
 // pages are still read.
 std::string damaged_page_example(std::string_view buffer, int cpu, std::uint64_t page_offset, std::string_view message);
 
-// The events of several sources (buffer x CPU, in a fixed order) as one stream: concatenated in source
-// order and stably sorted by ts_ns. Equal timestamps therefore keep source order, then read order.
-// Sorted sources (the normal case) are merged without a sort; the sources are left empty.
-std::vector<Event> merge_sources(std::vector<std::vector<Event>>& sources);
-
-// The same order for sources already decoded into one vector: `starts` are the indexes where each source
-// begins (in source order; an index past the end or before the previous start makes an empty source).
-// Sorted sources are merged in place (std::inplace_merge: a buffer of at most the shorter half of a merge,
-// no second copy of every event); any source out of time order gives the stable sort of the whole vector.
+// The events of several sources (buffer x CPU, in a fixed order) decoded into one vector, as one stream in time
+// order: the stable sort by ts_ns of the sources concatenated (equal times keep source order, then read order).
+// `starts` are the indexes where each source begins (in source order; an index past the end or before the previous
+// start makes an empty source). Sorted sources are merged in place (std::inplace_merge: a buffer of at most the shorter
+// half of a merge, no second copy of every event); any source out of time order gives the stable sort of the whole
+// vector.
 void merge_segments(std::vector<Event>& events, std::vector<std::size_t> starts);
 
 // One page file of a capture (raw/<buffer>/cpuN: whole sub-buffers as trace_pipe_raw gave them) and what decoding
