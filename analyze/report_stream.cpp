@@ -2,6 +2,7 @@
 #include "nvtrace/report_stream.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,21 +51,27 @@ public:
         return {};
     }
 
-    // Gives the file the name `path` (replacing a file of that name): link of the unlinked file, or rename of
-    // the named one (same file system as the directory given to open()).
-    Result<void> link_as(const std::string& path) {
+    // Gives the file the name `path` when nothing has that name: a link of the unlinked file, or of the named one
+    // (same file system as the directory given to open()). false, and nothing changed, when `path` exists (or
+    // appears meanwhile): a file, a device, a link the caller must write into instead, as open(2) would.
+    Result<bool> link_as(const std::string& path) {
         flush();
         if (!error_.empty()) return fail(Error::environment(error_));
-        if (!name_.empty()) {
-            if (::rename(name_.c_str(), path.c_str()) != 0) return fail(Error::environment(std::strerror(errno)));
-            name_.clear();
-            return {};
-        }
-        if (::unlink(path.c_str()) != 0 && errno != ENOENT) return fail(Error::environment(std::strerror(errno)));
-        std::string self = fmt::format("/proc/self/fd/{}", fd_);
-        if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) == 0) return false;
+        if (errno != ENOENT) return fail(Error::environment(std::strerror(errno)));
+        int r = name_.empty() ? ::linkat(AT_FDCWD, fmt::format("/proc/self/fd/{}", fd_).c_str(), AT_FDCWD, path.c_str(),
+                                         AT_SYMLINK_FOLLOW)
+                              : ::link(name_.c_str(), path.c_str());
+        if (r != 0) {
+            if (errno == EEXIST) return false;
             return fail(Error::environment(std::strerror(errno)));
-        return {};
+        }
+        if (!name_.empty()) {
+            ::unlink(name_.c_str());
+            name_.clear();
+        }
+        return true;
     }
 
     // Writes into `fd` (not owned) instead of a file of its own.
@@ -196,7 +203,11 @@ Result<void> ReportStream::finish(CallGraph&& calls) {
     for (SectionFile* f : {&impl_->report_file, &impl_->events, &impl_->markers}) {
         f->flush();
         if (!f->error().empty())
-            return fail(Error::environment("cannot write the report's temporary file: " + f->error()));
+            return fail(Error::environment((f == &impl_->report_file && impl_->options.json == Json::direct
+                                                ? "cannot write the report: "
+                                                : "cannot write the report's "
+                                                  "temporary file: ") +
+                                           f->error()));
     }
     return {};
 }
@@ -233,9 +244,16 @@ Result<void> ReportStream::write_to(const std::string& path) {
     if (impl_->options.json != Json::temp_file)
         return fail(Error::internal("ReportStream: write_to() needs Json::temp_file"));
     if (auto c = complete(); !c) return c;
-    if (auto l = impl_->report_file.link_as(path); !l)
-        return fail(Error::environment(fmt::format("cannot write {}: {}", path, l.error().message)));
-    return {};
+    auto linked = impl_->report_file.link_as(path);
+    if (!linked) return fail(linked.error());
+    if (*linked) return {};
+    // `path` exists: written into like any output file (the same inode, a device stays a device, a symbolic link
+    // is followed), never replaced.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return fail(Error::environment(std::strerror(errno)));
+    auto w = write(fd);
+    if (::close(fd) != 0 && w) w = fail(Error::environment(std::strerror(errno)));
+    return w;
 }
 
 Result<void> ReportStream::write(int fd) {

@@ -224,6 +224,8 @@ private:
         }
         decode_error = std::move(problems.first);
         diagnostics = std::move(problems.diagnostics);
+        // A page file that could not be opened or read back (removed while the program ran): its events are lost.
+        if (problems.io) count_diagnostic(diagnostics, "pages_not_read", "data_loss", decode_error);
     }
 
     // Splices the full pages available now from trace_pipe_raw into the source's pipe, until none is left or

@@ -460,6 +460,12 @@ int do_report(const ReportArgs& a) {
                 fmt::print(stderr, "nvtrace report: {} {} is an input file: it would be overwritten\n", what, path);
                 return static_cast<int>(ExitCode::usage);
             }
+    // Two outputs in one file: the second written would replace the first (the calls were lost).
+    if (!a.calls_jsonl.empty() && !a.out.empty() &&
+        (a.calls_jsonl == a.out || std::filesystem::equivalent(a.calls_jsonl, a.out, ec))) {
+        fmt::print(stderr, "nvtrace report: --calls-jsonl and -o name the same file {}: give two files\n", a.out);
+        return static_cast<int>(ExitCode::usage);
+    }
     if (!a.calls_jsonl.empty() && std::filesystem::is_directory(a.input, ec)) {
         fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a capture directory\n");
         return static_cast<int>(ExitCode::usage);

@@ -95,19 +95,28 @@ Result<std::string> prepare_out_dir(const std::string& dir) {
         !ec && ::statfs(parent.c_str(), &sfs) == 0 && (sfs.f_type == TRACEFS_MAGIC || sfs.f_type == DEBUGFS_MAGIC))
         return fail(Error::usage(
             fmt::format("--out {}: inside tracefs/debugfs; give a directory on a normal file system", dir)));
+    auto holds_capture = [&](const char* f) {
+        return fail(Error::usage(
+            fmt::format("--out {}: already holds a capture ({} exists); nvtrace never overwrites one: choose another "
+                        "directory or remove it",
+                        dir, f)));
+    };
     if (fs::exists(dir, ec)) {
         if (!fs::is_directory(dir, ec))
             return fail(Error::usage(fmt::format("--out {}: exists and is not a directory", dir)));
+        // A symbolic link counts, dangling or not: the report would be written through it.
         for (const char* f : {"meta.json", "report.json", "raw"})
-            if (fs::exists(fs::path(dir) / f, ec))
-                return fail(Error::usage(fmt::format(
-                    "--out {}: already holds a capture ({} exists); nvtrace never overwrites one: choose another "
-                    "directory or remove it",
-                    dir, f)));
-        return dir;
+            if (fs::exists(fs::symlink_status(fs::path(dir) / f, ec))) return holds_capture(f);
+    } else {
+        fs::create_directories(dir, ec);
+        if (ec) return fail(Error::environment(fmt::format("cannot create {}: {}", dir, ec.message())));
     }
-    fs::create_directories(dir, ec);
-    if (ec) return fail(Error::environment(fmt::format("cannot create {}: {}", dir, ec.message())));
+    // The directory is taken by making raw/ (mkdir fails when it exists): of two runs given the same directory
+    // at once, the second is refused instead of both writing their pages there.
+    if (::mkdir((fs::path(dir) / "raw").c_str(), 0755) != 0) {
+        if (errno == EEXIST) return holds_capture("raw");
+        return fail(Error::environment(fmt::format("cannot create {}/raw: {}", dir, std::strerror(errno))));
+    }
     return dir;
 }
 
@@ -361,11 +370,26 @@ int do_run(RunArgs a) {
     if (opts.stream_report && !a.quiet && !a.json)
         opts.on_streamed_ioctl = [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); };
     auto cap = tracer::capture(opts);
-    if (!cap && !out_existed) std::filesystem::remove_all(out_dir, ec);
     if (!cap) {
         fmt::print(stderr, "nvtrace run: {}\n", cap.error().message);
-        return static_cast<int>(cap.error().code);
+        // Pages recorded before the failure are kept (a full disk while saving the formats must not delete them);
+        // a start that recorded nothing leaves nothing behind.
+        const auto raw = std::filesystem::path(out_dir) / "raw";
+        std::uintmax_t bytes = 0;
+        for (auto it = std::filesystem::recursive_directory_iterator(raw, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+            if (it->is_regular_file(ec)) bytes += it->file_size(ec);
+        if (bytes > 0)
+            fmt::print(stderr,
+                       "nvtrace run: the capture is incomplete (no meta.json, so `nvtrace report` cannot read it); "
+                       "its raw ring-buffer pages ({} bytes) are kept in {}\n",
+                       bytes, raw.string());
+        else if (!out_existed)
+            std::filesystem::remove_all(out_dir, ec);
+        else
+            std::filesystem::remove_all(raw, ec);
     }
+    if (!cap) return static_cast<int>(cap.error().code);
     for (const auto& f : cap->restore_failures)
         fmt::print(stderr, "nvtrace run: could not restore {} (the journal is kept for `nvtrace cleanup`)\n", f);
     if (cap->instance_left) fmt::print(stderr, "nvtrace run: {}\n", *cap->instance_left);
@@ -380,11 +404,9 @@ int do_run(RunArgs a) {
 
     Report whole;
     std::optional<StreamedRecords> streamed;
+    std::optional<std::string> report_error;  // report.json could not be written (the capture is kept)
     if (cap->report_stream) {
-        if (auto f = cap->report_stream->finish(); !f) {
-            fmt::print(stderr, "nvtrace run: {}\n", f.error().message);
-            return static_cast<int>(f.error().code);
-        }
+        if (auto f = cap->report_stream->finish(); !f) report_error = f.error().message;
         const ReportStream& rs = *cap->report_stream;
         streamed = StreamedRecords{rs.ioctls(), io_summary.lines(), rs.markers(), rs.events(), rs.event_names()};
     } else {
@@ -439,37 +461,46 @@ int do_run(RunArgs a) {
     for (const auto& s : cap->stream.buffer_stats)
         cap->meta["buffer_stats"].push_back(
             {{"cpu", s.cpu}, {"buffer", s.buffer}, {"overrun", s.overrun}, {"dropped_events", s.dropped_events}});
-    {
-        // The report is streamed: a DOM of a large capture does not fit next to its events (docs/report-format.md).
-        auto path = std::filesystem::path(out_dir) / "report.json";
-        if (cap->report_stream) {
-            if (auto w = cap->report_stream->write_to(path.string()); !w) {
-                fmt::print(stderr, "nvtrace run: cannot write {}: {}\n", path.string(), w.error().message);
-                return static_cast<int>(ExitCode::environment);
-            }
-        } else {
-            std::ofstream out(path, std::ios::trunc);
-            if (out) write_json(report, out);
-            if (!out || !out.flush()) {
-                fmt::print(stderr, "nvtrace run: cannot write {}: {}\n", path.string(), std::strerror(errno));
-                return static_cast<int>(ExitCode::environment);
-            }
-        }
-    }
+    // meta.json first: with it the directory can be re-analysed (`nvtrace report DIR`) even when report.json
+    // cannot be written (a full disk) or nvtrace is killed while writing it.
     if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json",
                             cap->meta.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         !w) {
         fmt::print(stderr, "nvtrace run: {}\n", w.error().message);
         return static_cast<int>(ExitCode::environment);
     }
+    {
+        // The report is streamed: a DOM of a large capture does not fit next to its events (docs/report-format.md).
+        auto path = std::filesystem::path(out_dir) / "report.json";
+        if (!report_error && cap->report_stream) {
+            if (auto w = cap->report_stream->write_to(path.string()); !w) report_error = w.error().message;
+        } else if (!report_error) {
+            std::ofstream out(path, std::ios::trunc);
+            if (out) write_json(report, out);
+            if (!out || !out.flush()) report_error = std::strerror(errno);
+        }
+        if (report_error) {
+            std::filesystem::remove(path, ec);  // a cut report would read as a short one
+            fmt::print(stderr,
+                       "nvtrace run: cannot write {}: {}; the capture is kept: `nvtrace report {}` writes the "
+                       "report again\n",
+                       path.string(), *report_error, out_dir);
+            return static_cast<int>(ExitCode::environment);
+        }
+    }
     if (a.json) {
         if (cap->report_stream) {
             std::cout.flush();
-            if (auto w = cap->report_stream->write(STDOUT_FILENO); !w)
+            if (auto w = cap->report_stream->write(STDOUT_FILENO); !w) {
                 fmt::print(stderr, "nvtrace run: cannot write the report to stdout: {}\n", w.error().message);
+                return static_cast<int>(ExitCode::environment);
+            }
         } else {
             write_json(report, std::cout);
-            std::cout.flush();
+            if (!std::cout.flush()) {
+                fmt::print(stderr, "nvtrace run: cannot write the report to stdout: {}\n", std::strerror(errno));
+                return static_cast<int>(ExitCode::environment);
+            }
         }
     } else if (!a.quiet) {
         print_summary(report, streamed ? &*streamed : nullptr, *cap, out_dir, a.verbose);

@@ -74,9 +74,11 @@ public:
     const std::map<std::string, std::uint64_t>& event_names() const;  // events[] by name
     std::uint64_t events() const;
 
-    // report.json: the bytes write_json would write for report() with every record. write_to() gives the
-    // temporary file holding them the name `path` (in the directory given to open(); an existing file is
-    // replaced), write() copies them to `fd` (a file or a pipe); either may follow the other. With Json::direct,
+    // report.json: the bytes write_json would write for report() with every record (errors: the system's reason). write_to() gives the
+    // temporary file holding them the name `path` when nothing has that name (a link: `path` must be in the
+    // directory given to open(), or on its file system); an existing `path` is written into instead, as an
+    // output file (a regular file keeps its inode, a device or symbolic link is never replaced). write() copies
+    // them to `fd` (a file or a pipe); either may follow the other. With Json::direct,
     // write(direct_fd) writes what follows the ioctls into it, and nothing else is allowed; with Json::none,
     // neither (Error::internal). report() is read by the first of them and not after.
     Result<void> write_to(const std::string& path);

@@ -4,6 +4,7 @@
 // ioctl in progress while others complete, lost exits), stacks attached across the sink, refused events,
 // a pipe and a full disk as output.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -282,6 +283,60 @@ TEST(ReportStream, FullDiskIsAnErrorNotAShortReport) {
     ::close(full);
     ASSERT_FALSE(w);
     EXPECT_NE(w.error().message.find("No space"), std::string::npos) << w.error().message;
+}
+
+// A fresh user ran `nvtrace report X.dat -o /dev/full`: the report was linked in place of the device (unlink, then
+// link), and /dev/full was a regular file afterwards. An existing output is written into, never replaced.
+TEST(ReportStream, OutputThatExistsIsWrittenIntoNotReplaced) {
+    EventStream st;
+    st.events = {enter(1, 7, 4, 0x541B), exit_ioctl(2, 7, 0)};
+    const std::string want = whole_json(st);
+    auto streamed = [&]() {
+        auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+        EXPECT_TRUE(rs);
+        for (const Event& ev : st.events)
+            EXPECT_TRUE((*rs)->add(ev));
+        EXPECT_TRUE((*rs)->finish());
+        return std::move(*rs);
+    };
+    // A device stays a device.
+    {
+        struct stat before {};
+        ASSERT_EQ(::stat("/dev/null", &before), 0);
+        auto w = streamed()->write_to("/dev/null");
+        ASSERT_TRUE(w) << w.error().message;
+        struct stat after {};
+        ASSERT_EQ(::stat("/dev/null", &after), 0);
+        EXPECT_TRUE(S_ISCHR(after.st_mode));
+        EXPECT_EQ(after.st_rdev, before.st_rdev);
+    }
+    // A regular file keeps its inode (and so its other names); a symbolic link is written through.
+    auto dir = std::filesystem::temp_directory_path() / ("nvtrace-write-to-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const auto file = dir / "out.json", alias = dir / "alias.json", link = dir / "link.json";
+    std::ofstream(file) << "old contents that are longer than nothing";
+    std::filesystem::create_hard_link(file, alias);
+    std::filesystem::create_symlink(file, link);
+    struct stat before {};
+    ASSERT_EQ(::stat(file.c_str(), &before), 0);
+    ASSERT_TRUE(streamed()->write_to(file.string()));
+    struct stat after {};
+    ASSERT_EQ(::stat(file.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    auto slurp = [](const std::filesystem::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    };
+    EXPECT_EQ(slurp(alias), want);
+    ASSERT_TRUE(streamed()->write_to(link.string()));
+    EXPECT_TRUE(std::filesystem::is_symlink(link));
+    EXPECT_EQ(slurp(file), want);
+    // A new name is the temporary file itself, linked.
+    ASSERT_TRUE(streamed()->write_to((dir / "new.json").string()));
+    EXPECT_EQ(slurp(dir / "new.json"), want);
+    std::filesystem::remove_all(dir);
 }
 
 TEST(ReportStream, MissingTemporaryDirectoryIsAnError) {

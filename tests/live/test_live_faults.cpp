@@ -3,9 +3,11 @@
 // instance list must equal the snapshot from before. The moments come from a fixed-seed generator, so the
 // sequence of kills is the same on every run.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -85,4 +87,57 @@ TEST(LiveFaults, CleanupKeepsTheInstanceOfARunningNvtrace) {
     int st = 0;
     ::waitpid(pid, &st, 0);
     EXPECT_EQ(tracefs_snapshot(), before);
+}
+
+// A fresh user's run on a full file system (a 40 MB tmpfs): nvtrace failed while saving the event formats and
+// removed the whole directory with the ring-buffer pages it had recorded. They are kept now, and said to be.
+TEST(LiveFaults, FullDiskKeepsTheRecordedPagesInsteadOfDeletingThem) {
+    REQUIRE_LIVE();
+    std::string mnt = temp_dir();
+    Ran m = run({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt});
+    ASSERT_EQ(m.rc, 0) << m.err;
+    auto before = tracefs_snapshot();
+    Ran r = run({NVTRACE_BIN, "run", "-q", "--out", mnt + "/cap", "--", FIONREAD_LOOP_BIN, "100000"});
+    EXPECT_EQ(tracefs_snapshot(), before);
+    EXPECT_EQ(r.rc, 3) << r.err;
+    EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("raw ring-buffer pages"), std::string::npos) << r.err;
+    struct stat sb {};
+    ASSERT_EQ(::stat((mnt + "/cap/raw/instance/cpu0").c_str(), &sb), 0) << "the pages were deleted";
+    std::uint64_t bytes = static_cast<std::uint64_t>(sb.st_size);
+    if (::stat((mnt + "/cap/raw/instance/cpu1").c_str(), &sb) == 0) bytes += static_cast<std::uint64_t>(sb.st_size);
+    EXPECT_GT(bytes, 0u);
+    run({"umount", mnt});
+    ::rmdir(mnt.c_str());
+}
+
+// A fresh user removed the capture directory while the program ran: the report said 0 ioctls and complete. The
+// page files that cannot be read back are data lost: the data_loss diagnostic pages_not_read says so.
+TEST(LiveFaults, PageFilesRemovedDuringTheRunMakeTheReportIncomplete) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir() + "/cap";
+    Ran r = run({NVTRACE_BIN, "run", "-q", "--out", out, "--", "/bin/sh", "-c",
+                 std::string(FIONREAD_LOOP_BIN) + " 2000 && rm -rf " + out + "/raw"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    nlohmann::json rep = load_json(out + "/report.json");
+    EXPECT_EQ(rep["completeness"]["complete"], false) << rep["completeness"].dump(1);
+    bool named = false;
+    for (const auto& d : rep["completeness"]["diagnostics"])
+        named = named || (d["name"] == "pages_not_read" && d["severity"] == "data_loss");
+    EXPECT_TRUE(named) << rep["completeness"].dump(1);
+    std::filesystem::remove_all(std::filesystem::path(out).parent_path());
+}
+
+// A fresh user's --out directory held a dangling report.json symbolic link: the run was accepted and wrote its
+// report through the link, wherever it pointed. Such a directory holds a capture's name: refused.
+TEST(LiveFaults, OutDirectoryWithADanglingReportLinkIsRefused) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir();
+    ASSERT_EQ(::symlink((out + "/elsewhere.json").c_str(), (out + "/report.json").c_str()), 0);
+    Ran r = run({NVTRACE_BIN, "run", "-q", "--out", out, "--", "/bin/true"});
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("already holds a capture (report.json exists)"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out + "/elsewhere.json"));
+    EXPECT_FALSE(std::filesystem::exists(out + "/raw"));
+    std::filesystem::remove_all(out);
 }
