@@ -35,6 +35,7 @@
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
 #include "procfs.hpp"
+#include "stderr_note.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
 
@@ -723,7 +724,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             env.emplace_back("LD_PRELOAD", ld);
             meta["preload"] = *lib;
         } else if (opts.progress) {
-            fmt::print(stderr, "nvtrace: libnvtrace_preload.so not found: ioctls are not decoded in user space\n");
+            note("nvtrace: libnvtrace_preload.so not found: ioctls are not decoded in user space\n");
         }
     }
     std::optional<GatedChild::Identity> run_as = opts.as_root ? std::nullopt : GatedChild::sudo_invoker();
@@ -816,8 +817,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             std::vector<std::string> counts;
             for (const auto& fc : res.filter_counts)
                 counts.push_back(fmt::format("{} = {}", fc.filter, fc.functions));
-            fmt::print(stderr, "nvtrace: function_graph, {} functions filtered ({}), {}\n", matched,
-                       fmt::join(counts, ", "), mode);
+            note("nvtrace: function_graph, {} functions filtered ({}), {}\n", matched, fmt::join(counts, ", "), mode);
         }
     }
 
@@ -908,11 +908,18 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             for (const auto& p : meta["descendants_ended"])
                 names.push_back(fmt::format("{} ({}, {})", p["pid"].get<int>(), p["comm"].get<std::string>(),
                                             p["signal"].get<std::string>()));
-            fmt::print(stderr, "nvtrace: ended what the program left running: {}\n", fmt::join(names, ", "));
+            note("nvtrace: ended what the program left running: {}\n", fmt::join(names, ", "));
         }
     }
     auto t1 = Clock::now();
     tracefs_printf(inst.get(), "nvtrace-end pid=%d\n", child.pid());
+    // Said now, not after the report is built: decoding a large capture takes a while.
+    if (opts.progress)
+        note("nvtrace: program ended ({}{}); writing {}/report.json\n",
+             status->exit_code ? fmt::format("exit {}", *status->exit_code)
+             : status->signal  ? fmt::format("signal {}", *status->signal)
+                               : "status unknown",
+             meta.value("timed_out", false) ? ", timed out" : "", out_dir.string());
 
     // Counters first, then the final drain (ci-environment.md section 2).
     auto stats_after = read_buffer_stats(inst.get(), "instance");

@@ -25,6 +25,7 @@
 #include "nvtrace/report.hpp"
 #include "procfs.hpp"
 #include "scenario.hpp"
+#include "stderr_note.hpp"
 #include "summary.hpp"
 
 namespace nvtrace::cli {
@@ -226,7 +227,27 @@ std::string cannot_run_reason(const Report& r, const std::string& program) {
                        tracer::kScenarioCannotRun);
 }
 
+// SIGPIPE while the capture is made and saved: a closed stderr pipe (`nvtrace run ... 2>&1 | head -1`) must not end
+// the run before meta.json and report.json are written. A handler, not SIG_IGN: the program gets the default again
+// at exec. Restored before the report goes to stdout, so that `--json | head` ends as any writer to a closed pipe.
+struct SigpipeHeld {
+    struct sigaction old {};
+    bool held = false;
+    SigpipeHeld() {
+        struct sigaction sa {};
+        sa.sa_handler = [](int) {};
+        sigemptyset(&sa.sa_mask);
+        held = ::sigaction(SIGPIPE, &sa, &old) == 0;
+    }
+    void release() {
+        if (held) ::sigaction(SIGPIPE, &old, nullptr);
+        held = false;
+    }
+    ~SigpipeHeld() { release(); }
+};
+
 int do_run(RunArgs a) {
+    SigpipeHeld sigpipe;
     std::string default_name;  // of the default capture directory: the scenario's, else the program's
     std::optional<tracer::Scenario> scenario;
     std::optional<ExpectFile> expectations;
@@ -241,7 +262,7 @@ int do_run(RunArgs a) {
     if (!a.command.empty() && tracer::is_scenario_dir(a.command[0])) {
         auto sc = tracer::read_scenario(a.command[0]);
         if (!sc) {
-            fmt::print(stderr, "nvtrace run: {}\n", sc.error().message);
+            tracer::note("nvtrace run: {}\n", sc.error().message);
             return static_cast<int>(sc.error().code);
         }
         scenario = *sc;
@@ -271,7 +292,7 @@ int do_run(RunArgs a) {
         auto prog = tracer::find_scenario_program(
             *sc, a.bin_dir.empty() ? std::nullopt : std::optional<std::string>(a.bin_dir));
         if (!prog) {
-            fmt::print(stderr, "nvtrace run: {}\n", prog.error().message);
+            tracer::note("nvtrace run: {}\n", prog.error().message);
             return static_cast<int>(prog.error().code);
         }
         std::vector<std::string> argv{prog->string()};
@@ -284,7 +305,7 @@ int do_run(RunArgs a) {
         a.command = argv;
         if (a.out.empty()) default_name = sc->name;
     } else if (!a.device.empty()) {
-        fmt::print(stderr, "nvtrace run: --device is for scenario directories\n");
+        tracer::note("nvtrace run: --device is for scenario directories\n");
         return static_cast<int>(ExitCode::usage);
     }
     if (a.no_graph) {
@@ -297,7 +318,7 @@ int do_run(RunArgs a) {
     if (!a.expect.empty() && tracer::is_scenario_dir(a.expect)) {  // like `nvtrace check --expect`
         auto sc = tracer::read_scenario(a.expect);
         if (!sc) {
-            fmt::print(stderr, "nvtrace run: {}\n", sc.error().message);
+            tracer::note("nvtrace run: {}\n", sc.error().message);
             return static_cast<int>(sc.error().code);
         }
         a.expect = (sc->dir / sc->expect).string();
@@ -311,11 +332,11 @@ int do_run(RunArgs a) {
     if (!a.expect.empty()) {
         auto ex = read_expectations_file(a.expect);
         if (!ex) {
-            fmt::print(stderr, "nvtrace run: {}\n", ex.error().message);
+            tracer::note("nvtrace run: {}\n", ex.error().message);
             return static_cast<int>(ex.error().code);
         }
         if (ex->checks.empty()) {
-            fmt::print(stderr, "nvtrace run: --expect {}: holds no checks, so nothing would be checked\n", a.expect);
+            tracer::note("nvtrace run: --expect {}: holds no checks, so nothing would be checked\n", a.expect);
             return static_cast<int>(ExitCode::usage);
         }
         expectations = std::move(*ex);
@@ -340,7 +361,7 @@ int do_run(RunArgs a) {
     // after the root check so that a refused run leaves nothing; a failed capture removes it again when
     // nvtrace made it.
     if (auto root = tracer::require_root(); !root) {
-        fmt::print(stderr, "nvtrace run: {}\n", root.error().message);
+        tracer::note("nvtrace run: {}\n", root.error().message);
         return static_cast<int>(root.error().code);
     }
     std::error_code ec;
@@ -349,11 +370,11 @@ int do_run(RunArgs a) {
         default_name = std::filesystem::path(a.command[0]).filename().string();
     auto dir_r = a.out.empty() ? make_default_out_dir(default_name) : prepare_out_dir(a.out);
     if (!dir_r) {
-        fmt::print(stderr, "nvtrace run: {}\n", dir_r.error().message);
+        tracer::note("nvtrace run: {}\n", dir_r.error().message);
         return static_cast<int>(dir_r.error().code);
     }
     const std::string out_dir = *dir_r;
-    if (!a.quiet) fmt::print(stderr, "nvtrace: tracing {}; capture directory {}\n", fmt::join(a.command, " "), out_dir);
+    if (!a.quiet) tracer::note("nvtrace: tracing {}; capture directory {}\n", fmt::join(a.command, " "), out_dir);
     opts.out_dir = out_dir;
     if (a.buffer_size_kb > 0) opts.buffer_size_kb = a.buffer_size_kb;
     // Test hook (docs/testing.md): no reading while the program runs, only the final drain.
@@ -371,7 +392,7 @@ int do_run(RunArgs a) {
         opts.on_streamed_ioctl = [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); };
     auto cap = tracer::capture(opts);
     if (!cap) {
-        fmt::print(stderr, "nvtrace run: {}\n", cap.error().message);
+        tracer::note("nvtrace run: {}\n", cap.error().message);
         // Pages recorded before the failure are kept (a full disk while saving the formats must not delete them);
         // a start that recorded nothing leaves nothing behind.
         const auto raw = std::filesystem::path(out_dir) / "raw";
@@ -391,16 +412,8 @@ int do_run(RunArgs a) {
     }
     if (!cap) return static_cast<int>(cap.error().code);
     for (const auto& f : cap->restore_failures)
-        fmt::print(stderr, "nvtrace run: could not restore {} (the journal is kept for `nvtrace cleanup`)\n", f);
-    if (cap->instance_left) fmt::print(stderr, "nvtrace run: {}\n", *cap->instance_left);
-    if (!a.quiet) {
-        const auto& s = cap->status;
-        fmt::print(stderr, "nvtrace: program ended ({}{}); writing {}/report.json\n",
-                   s.exit_code ? fmt::format("exit {}", *s.exit_code)
-                   : s.signal  ? fmt::format("signal {}", *s.signal)
-                               : "status unknown",
-                   cap->meta.value("timed_out", false) ? ", timed out" : "", out_dir);
-    }
+        tracer::note("nvtrace run: could not restore {} (the journal is kept for `nvtrace cleanup`)\n", f);
+    if (cap->instance_left) tracer::note("nvtrace run: {}\n", *cap->instance_left);
 
     Report whole;
     std::optional<StreamedRecords> streamed;
@@ -449,7 +462,7 @@ int do_run(RunArgs a) {
     cap->meta["trace_dat"] = nlohmann::json::array();
     if (a.trace_dat) {
         if (auto td = write_trace_dat(out_dir, cap->meta); !td)
-            fmt::print(stderr, "nvtrace run: no trace.dat: {}\n", td.error().message);
+            tracer::note("nvtrace run: no trace.dat: {}\n", td.error().message);
         else
             cap->meta["trace_dat"] = *td;
     }
@@ -466,7 +479,7 @@ int do_run(RunArgs a) {
     if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json",
                             cap->meta.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         !w) {
-        fmt::print(stderr, "nvtrace run: {}\n", w.error().message);
+        tracer::note("nvtrace run: {}\n", w.error().message);
         return static_cast<int>(ExitCode::environment);
     }
     {
@@ -488,17 +501,18 @@ int do_run(RunArgs a) {
             return static_cast<int>(ExitCode::environment);
         }
     }
+    sigpipe.release();
     if (a.json) {
         if (cap->report_stream) {
             std::cout.flush();
             if (auto w = cap->report_stream->write(STDOUT_FILENO); !w) {
-                fmt::print(stderr, "nvtrace run: cannot write the report to stdout: {}\n", w.error().message);
+                tracer::note("nvtrace run: cannot write the report to stdout: {}\n", w.error().message);
                 return static_cast<int>(ExitCode::environment);
             }
         } else {
             write_json(report, std::cout);
             if (!std::cout.flush()) {
-                fmt::print(stderr, "nvtrace run: cannot write the report to stdout: {}\n", std::strerror(errno));
+                tracer::note("nvtrace run: cannot write the report to stdout: {}\n", std::strerror(errno));
                 return static_cast<int>(ExitCode::environment);
             }
         }

@@ -141,3 +141,19 @@ TEST(LiveFaults, OutDirectoryWithADanglingReportLinkIsRefused) {
     EXPECT_FALSE(std::filesystem::exists(out + "/raw"));
     std::filesystem::remove_all(out);
 }
+
+// A fresh user piped nvtrace's output into `head -1`: the next progress line on the closed pipe killed nvtrace
+// (SIGPIPE) after the program ended and before meta.json and report.json were written; the capture was lost.
+TEST(LiveFaults, ClosedStderrPipeStillWritesTheCapture) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir() + "/cap";
+    Ran r = run({"/bin/sh", "-c",
+                 std::string(NVTRACE_BIN) + " run --out " + out + " -- " + FIONREAD_LOOP_BIN + " 5000 2>&1 | head -1"});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("nvtrace: tracing"), std::string::npos) << r.out;
+    ASSERT_TRUE(std::filesystem::exists(out + "/meta.json"));
+    nlohmann::json rep = load_json(out + "/report.json");
+    EXPECT_GE(rep["ioctls"].size(), 5000u);
+    EXPECT_EQ(rep["completeness"]["complete"], true);
+    std::filesystem::remove_all(std::filesystem::path(out).parent_path());
+}
