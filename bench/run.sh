@@ -57,13 +57,15 @@ nice_cmd=(nice -n -5)
 "${nice_cmd[@]}" true 2>/dev/null || nice_cmd=()
 want() { [[ ,$only, == *,$1,* ]]; }
 
-# measure NAME CMD...: runs CMD (a bash -c string) --reps times; sets WALL USER SYS RSS_KB of the median run.
+# measure NAME CMD [PREP]: runs CMD (a bash -c string) --reps times, each after PREP (not timed: e.g. removing the
+# previous run's output); sets WALL USER SYS RSS_KB of the median run.
 # A CMD that runs a workload under `/usr/bin/time -f '%e %U %S' -o $work/child.NAME` also sets CWALL CUSER CSYS:
 # the workload's own times in that same run.
 measure() {
-    local name=$1 cmd=$2 i
+    local name=$1 cmd=$2 prep=${3:-} i
     local results=()
     for ((i = 0; i < reps; i++)); do
+        [[ -z $prep ]] || bash -c "$prep"
         sync
         rm -f "$work/child.$name"
         "${nice_cmd[@]}" /usr/bin/time -f '%e %U %S %M' -o "$work/time.$name" bash -c "$cmd" \
@@ -139,7 +141,7 @@ if want capture; then
     out=$work/capture
     # The workload runs under /usr/bin/time so that its own times can be taken out of the tools'.
     child() { echo "/usr/bin/time -f '%e %U %S' -o '$work/child.$1' '$loop' $ioctls"; }
-    measure capture_nvtrace "rm -rf '$out'; '$nvtrace' run -q --no-preload --out '$out' -- $(child capture_nvtrace) >/dev/null"
+    measure capture_nvtrace "'$nvtrace' run -q --no-preload --out '$out' -- $(child capture_nvtrace) >/dev/null" "rm -rf '$out'"
     nw=$WALL nr=$RSS_KB
     nafter=$(awk -v w="$WALL" -v c="$CWALL" 'BEGIN { printf "%.2f", w - c }')
     us=$(awk -v u="$USER" -v s="$SYS" -v cu="$CUSER" -v cs="$CSYS" -v n="$ioctls" 'BEGIN { printf "%.3f", (u + s - cu - cs) * 1e6 / (2 * n) }')

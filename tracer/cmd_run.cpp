@@ -539,6 +539,8 @@ void add_run(CLI::App& app, int& exit_code) {
         "runs/<program or scenario>-<UTC time, us>Z-<nvtrace pid>; an existing capture is never overwritten.\n"
         "The program is a process tree: what it leaves running is ended (SIGTERM, SIGKILL after 2 s) before\n"
         "the instance is removed; meta.json lists it (descendants_ended). Progress lines go to stderr.\n"
+        "Without function tracing, --expect, a scenario or --source, report.json is written as the pages are\n"
+        "decoded, without holding the events (meta.json report_streamed; docs/run.md).\n"
         "A scenario directory brings its program, tracing options and expectations (docs/scenarios.md);\n"
         "exit 1 when a check fails, 3 with \"cannot run here: ...\" when the machine lacks what it needs.");
     run->add_option("command", args->command,
