@@ -97,6 +97,12 @@ const RawEventDecoder::Fields& RawEventDecoder::fields_for(int type) {
     tep_event* ev = tep_find_event(tep_, type);
     f.event = ev;
     if (!ev || !ev->name || !ev->system) return f;
+    // The common fields (struct trace_entry) are the same in every event: read in place from now on (check, fill).
+    if (!common_type_) {
+        common_type_ = tep_find_common_field(ev, "common_type");
+        common_flags_ = tep_find_common_field(ev, "common_flags");
+        common_pid_ = tep_find_common_field(ev, "common_pid");
+    }
     std::string sys = ev->system, name = ev->name;
     auto field = [&](const char* n) { return tep_find_field(ev, n); };
     if (sys == "ftrace" && (name == "funcgraph_entry" || name == "fgraph_retaddr_entry")) {
@@ -145,7 +151,9 @@ const RawEventDecoder::Fields* RawEventDecoder::check(tep_record* rec) {
         ++undecodable_;
         return nullptr;
     }
-    int type = tep_data_type(tep_, rec);
+    int type = common_type_ && common_type_->offset + common_type_->size <= 8
+                   ? static_cast<int>(read_u(common_type_, rec, native_))
+                   : tep_data_type(tep_, rec);
     const Fields* fp = nullptr;
     if (type >= 0 && type < 65536) {  // common_type is a u16: a flat index, filled on first sight
         auto t = static_cast<std::size_t>(type);
@@ -174,8 +182,11 @@ const RawEventDecoder::Fields* RawEventDecoder::check(tep_record* rec) {
 void RawEventDecoder::fill(tep_record* rec, const Fields& f, Event& ev) {
     ev.ts_ns = rec->ts;
     ev.cpu = rec->cpu;
-    ev.pid = tep_data_pid(tep_, rec);
-    int flags = tep_data_flags(tep_, rec);
+    // The common fields lie in the first 8 bytes, which check() found in the record.
+    const bool common = common_pid_ && common_flags_ && common_pid_->offset + common_pid_->size <= 8 &&
+                        common_flags_->offset + common_flags_->size <= 8;
+    ev.pid = common ? static_cast<int>(read_s(common_pid_, rec, native_)) : tep_data_pid(tep_, rec);
+    int flags = common ? static_cast<int>(read_u(common_flags_, rec, native_)) : tep_data_flags(tep_, rec);
     ev.irq = flags >= 0 && (flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ)) != 0;
     switch (f.kind) {
         case Kind::func_entry: {

@@ -65,6 +65,11 @@ private:
     std::unordered_map<int, Fields> by_type_;
     std::vector<const Fields*> by_type_index_;  // by_type_ indexed by type id: no hash per record
     bool native_ = false;                       // the data's byte order is this machine's
+    // common_type, common_flags, common_pid (kernel/trace/trace_entries.h, struct trace_entry): found with the first
+    // event decoded; until then libtraceevent's tep_data_type/flags/pid read them.
+    tep_format_field* common_type_ = nullptr;
+    tep_format_field* common_flags_ = nullptr;
+    tep_format_field* common_pid_ = nullptr;
     std::uint64_t undecodable_ = 0;
 };
 
