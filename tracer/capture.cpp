@@ -493,20 +493,24 @@ public:
         ::pthread_sigmask(SIG_BLOCK, &set_, &old_);
     }
     ~SignalBlock() {
+        for (int sig : restored_)
+            ::signal(sig, SIG_IGN);
+        if (hold_) return;  // the caller unblocks them once the capture is saved (CaptureOptions::hold_signals)
         // Discard what arrived after the loop stopped listening, then unblock.
         timespec zero{0, 0};
         while (::sigtimedwait(&set_, nullptr, &zero) > 0) {
         }
-        for (int sig : restored_)
-            ::signal(sig, SIG_IGN);
         ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
     }
+    // Leaves the signals blocked at the end (a successful capture whose caller still has to save it).
+    void hold() { hold_ = true; }
     const sigset_t& set() const { return set_; }
     const sigset_t& old() const { return old_; }
 
 private:
     sigset_t set_{}, old_{};
     std::vector<int> restored_;  // signals that were ignored when the capture started
+    bool hold_ = false;
 };
 
 bool event_exists(const char* tracing_dir, const char* system, const char* event) {
@@ -514,6 +518,17 @@ bool event_exists(const char* tracing_dir, const char* system, const char* event
 }
 
 }  // namespace
+
+void take_held_signal(CaptureResult& cap) {
+    if (!cap.signals_held) return;
+    timespec zero{0, 0};
+    if (int sig = ::sigtimedwait(&*cap.signals_held, nullptr, &zero); sig > 0 && !cap.interrupted_by)
+        cap.interrupted_by = sig;
+    while (::sigtimedwait(&*cap.signals_held, nullptr, &zero) > 0) {
+    }
+    ::pthread_sigmask(SIG_SETMASK, &cap.signal_mask_before, nullptr);
+    cap.signals_held.reset();
+}
 
 Result<void> require_root() {
     if (::geteuid() != 0)
@@ -1080,6 +1095,15 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     if (auto r = inst.remove(); !r) {
         res.instance_left = r.error().message;
         meta["instance_left"] = r.error().message;
+    }
+    if (opts.hold_signals) {
+        // A signal during the decoding and the report is not lost: the caller saves the capture, then exits with it.
+        timespec zero{0, 0};
+        if (int sig = ::sigtimedwait(&signals.set(), nullptr, &zero); sig > 0 && !res.interrupted_by)
+            res.interrupted_by = sig;
+        res.signals_held = signals.set();
+        res.signal_mask_before = signals.old();
+        signals.hold();
     }
     return res;
 }

@@ -11,6 +11,8 @@
 // Thread-safety: one capture at a time per process (it blocks SIGINT/SIGTERM/SIGHUP while it runs).
 #pragma once
 
+#include <signal.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -52,6 +54,10 @@ struct CaptureOptions {
     bool stream_report = false;
     // With stream_report: called with every ioctl record as the streamed report writes it (the run's summary).
     std::function<void(const IoctlRecord&)> on_streamed_ioctl;
+    // A successful capture() returns with SIGINT/SIGTERM/SIGHUP still blocked (CaptureResult::signals_held): the
+    // caller writes the report, then takes what arrived (take_held_signal) so that a signal after the program
+    // ended neither kills nvtrace before the report is saved nor goes unnoticed.
+    bool hold_signals = false;
 };
 
 // How many available functions each filter matches (available_filter_functions), resolved before
@@ -72,7 +78,14 @@ struct CaptureResult {
     // With CaptureOptions::stream_report: the report built as the pages were decoded, finish() not yet called;
     // `stream` then holds everything but the events. Null when the events are in `stream`.
     std::unique_ptr<ReportStream> report_stream;
+    // With CaptureOptions::hold_signals: the signals left blocked and the mask to restore.
+    std::optional<sigset_t> signals_held;
+    sigset_t signal_mask_before{};
 };
+
+// With CaptureOptions::hold_signals, once the capture is saved: sets cap.interrupted_by to a signal that arrived
+// since (when none came before) and restores the signal mask. Does nothing without held signals.
+void take_held_signal(CaptureResult& cap);
 
 Result<CaptureResult> capture(const CaptureOptions& opts);
 

@@ -390,7 +390,15 @@ int do_run(RunArgs a) {
     IoctlSummary io_summary(io_opts);
     if (opts.stream_report && !a.quiet && !a.json)
         opts.on_streamed_ioctl = [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); };
+    opts.hold_signals = true;  // a SIGINT/SIGTERM/SIGHUP while the report is written waits for it (docs/run.md)
     auto cap = tracer::capture(opts);
+    // Whatever path leaves from here, the signals are given back (take_held_signal does it once).
+    struct HeldSignals {
+        tracer::CaptureResult* cap = nullptr;
+        ~HeldSignals() {
+            if (cap) tracer::take_held_signal(*cap);
+        }
+    } held{cap ? &*cap : nullptr};
     if (!cap) {
         tracer::note("nvtrace run: {}\n", cap.error().message);
         // Pages recorded before the failure are kept (a full disk while saving the formats must not delete them);
@@ -501,6 +509,8 @@ int do_run(RunArgs a) {
             return static_cast<int>(ExitCode::environment);
         }
     }
+    // The capture is saved: a signal that arrived meanwhile ends the run now (exit 128 + N below).
+    tracer::take_held_signal(*cap);
     sigpipe.release();
     if (a.json) {
         if (cap->report_stream) {

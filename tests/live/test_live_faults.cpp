@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -156,4 +158,27 @@ TEST(LiveFaults, ClosedStderrPipeStillWritesTheCapture) {
     EXPECT_GE(rep["ioctls"].size(), 5000u);
     EXPECT_EQ(rep["completeness"]["complete"], true);
     std::filesystem::remove_all(std::filesystem::path(out).parent_path());
+}
+
+// A fresh user sent SIGTERM to nvtrace 0.1 s after the program ended, while the report was being built: nvtrace
+// ignored it and exited 0 (the signals were discarded after the run). It now finishes saving the capture and
+// exits 128 + 15, with the whole report.
+TEST(LiveFaults, SigtermWhileTheReportIsWrittenSavesItAndExits143) {
+    REQUIRE_LIVE();
+    std::string dir = temp_dir();
+    std::string out = dir + "/cap", done = dir + "/done";
+    Ran r = run_with({NVTRACE_BIN, "run", "-q", "--out", out, "--", "/bin/sh", "-c",
+                      std::string(FIONREAD_LOOP_BIN) + " 300000 && touch " + done},
+                     [&](pid_t pid) {
+                         // The program ended (its last act made `done`): nvtrace is decoding or writing now.
+                         for (int i = 0; i < 30000 && ::access(done.c_str(), F_OK) != 0; ++i)
+                             std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                         std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                         ::kill(pid, SIGTERM);
+                     });
+    EXPECT_EQ(r.rc, 128 + SIGTERM) << r.err;
+    ASSERT_TRUE(std::filesystem::exists(out + "/meta.json")) << r.err;
+    nlohmann::json rep = load_json(out + "/report.json");
+    EXPECT_GE(rep["ioctls"].size(), 300000u);
+    std::filesystem::remove_all(dir);
 }

@@ -186,6 +186,18 @@ directories_given_as_files_are_named)
     "$nv" run "$tmp" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] && grep -q 'is a directory but not a scenario' "$tmp/err" || fail "run DIR: exit $rc"
     ;;
+output_into_the_capture_directory_is_refused)
+    # `nvtrace report DIR -o DIR/report.json` replaced the run's own report without a word.
+    cp -r "$cases/../capture_dir/fionread20" "$tmp/cap"
+    before=$(cksum <"$tmp/cap/report.json")
+    "$nv" report "$tmp/cap" -o "$tmp/cap/report.json" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q 'inside the capture directory' "$tmp/err" || fail "message"
+    [ "$(cksum <"$tmp/cap/report.json")" = "$before" ] || fail "the run's report was changed"
+    "$nv" report "$tmp/cap" -o "$tmp/cap/../cap/new.json" 2>"$tmp/err" >/dev/null; rc=$?
+    [ "$rc" = 2 ] || fail "through ..: exit $rc, expected 2"
+    "$nv" report "$tmp/cap" -o "$tmp/elsewhere.json" >/dev/null || fail "an output outside failed"
+    ;;
 calls_jsonl_onto_the_input_is_refused)
     # `nvtrace report in.txt --calls-jsonl in.txt` truncated in.txt before reading it: "empty file", input lost.
     cp "$cases/trace-cmd-report-fgraph-v6.txt" "$tmp/in.txt"
