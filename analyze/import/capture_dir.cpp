@@ -76,28 +76,32 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
         return fail(
             Error::usage(fmt::format("offset {}: the missed-event count runs past the page end", header + len)));
     if (len == 0) return {};
-    // libtraceevent's kbuffer loops forever on some corrupt headers (fuzz_capture_page found one: a type_len 0
-    // event whose length word is 0). Walk the event headers first (kernel include/linux/ring_buffer.h: type_len
-    // 1..28 = 4 * type_len data bytes; 0 = length word (>= 4, counting itself) then data; 29/30 = 8-byte time
-    // events; 31 = padding: with time_delta 0 to the end of the page, else a discarded event of 4 + length word
-    // bytes) and refuse the page at the first one that does not fit: nothing of it is decoded (kbuffer still
-    // looped on the fuzzed page with its commit length cut before the bad event). fuzz_capture_page found a
-    // second hang past a discarded event whose length word was 0xffff, when the walk stopped at any padding.
+    // libtraceevent's kbuffer loops forever on some corrupt headers (fuzz_capture_page found three). Walk the event
+    // headers first, the way kbuffer (libtraceevent 1.7, kbuffer-parse.c) moves from one to the next, and refuse
+    // the page at the first one that does not fit: nothing of it is decoded. The types (kernel
+    // include/linux/ring_buffer.h, enum ring_buffer_type): type_len 1..28 = 4 * type_len data bytes; 0 = a length
+    // word (>= 4, counting itself) then data; 29 = padding; 30 = time extend and 31 = absolute time stamp, 8 bytes
+    // each. kbuffer moves past a padding event by its length word whatever its time delta (a "null" padding with
+    // delta 0 has no length of its own: the word after it is whatever the page holds there), as an int: a length
+    // that takes it back to or before the padding made it loop (the third hang). Such a page is refused; a
+    // padding whose length reaches the end of the data ends the walk, as it ends kbuffer's.
     for (std::size_t p = 0; p < len;) {
         if (len - p < 4) return fail(Error::usage(fmt::format("offset {}: a truncated event header", header + p)));
         auto word = static_cast<std::uint32_t>(read_word(page + header + p, 4, big_endian_));
         unsigned type_len = big_endian_ ? word >> 27 : word & 0x1f;
         std::size_t step = 0;
-        const std::uint32_t delta = big_endian_ ? word & 0x07ffffff : word >> 5;
-        if (type_len == 31 && delta == 0) break;  // padding to the end of the page
-        if (type_len == 31) {
-            // A discarded event: padding whose length word counts its data (kernel rb_event_length: array[0] + 4).
-            if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated padding event", header + p)));
-            auto a0 = static_cast<std::size_t>(read_word(page + header + p + 4, 4, big_endian_));
-            if (a0 < 4)
-                return fail(Error::usage(fmt::format("offset {}: a padding length of {} bytes", header + p + 4, a0)));
-            step = 4 + a0;
-        } else if (type_len == 29 || type_len == 30) {
+        if (type_len == 29) {
+            // The length word may lie past the data (a null padding at the very end): it is still in the page or
+            // its slack (kPageSlack), where kbuffer reads it too.
+            auto a0 = static_cast<std::uint32_t>(read_word(page + header + p + 4, 4, big_endian_));
+            const std::uint32_t next = static_cast<std::uint32_t>(p + 4) + a0;  // kbuffer's unsigned arithmetic
+            if (next >= len) break;                                             // kbuffer stops here too
+            if (next <= p)
+                return fail(
+                    Error::usage(fmt::format("offset {}: a padding length of {} bytes points back into the page",
+                                             header + p + 4, static_cast<std::int32_t>(a0))));
+            step = next - p;
+        } else if (type_len == 30 || type_len == 31) {
             step = 8;
         } else if (type_len == 0) {
             if (len - p < 8) return fail(Error::usage(fmt::format("offset {}: a truncated event length", header + p)));
@@ -235,19 +239,23 @@ private:
 
 }  // namespace
 
-std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& files, PageFileProblems& problems) {
+std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& files, PageFileProblems& problems,
+                                     std::uint64_t expected_events) {
     std::vector<Event> all;
     std::vector<std::size_t> starts;
     {
-        // A reservation is address space only until used: 1 event per 12 bytes of pages (a record is at least a
-        // 4-byte header and 8 bytes of common fields), so the vector does not grow (and copy).
+        // A reservation is address space only until used, but one far above the need can be refused (the kernel's
+        // overcommit heuristic): the count the capture wrote when known, else 1 event per 24 bytes of pages (the
+        // smallest records nvtrace keeps, a funcgraph_entry or an ioctl exit, take 24 bytes and more).
         std::uint64_t bytes = 0;
         for (const auto& f : files) {
             std::error_code ec;
             auto n = std::filesystem::file_size(f.path, ec);
             if (!ec) bytes += n;
         }
-        all.reserve(static_cast<std::size_t>(bytes / 12 + 1));
+        std::uint64_t want = bytes / 24 + 1;
+        if (expected_events > 0) want = std::min(want, expected_events);
+        all.reserve(static_cast<std::size_t>(want));
     }
     for (auto& f : files) {
         starts.push_back(all.size());
@@ -702,7 +710,10 @@ Result<CaptureDirData> CaptureDirReader::read_all() {
     if (m.decoded) return fail(Error::internal("CaptureDirReader: the pages were decoded already"));
     m.decoded = true;
     PageFileProblems problems;
-    std::vector<Event> all = decode_page_files(*m.pages, m.files, problems);
+    std::uint64_t expected = 0;  // what meta.json says was written: records, plus a lost-events mark per page
+    for (const auto& b : m.buffers)
+        if (b.records && b.pages) expected += *b.records + *b.pages;
+    std::vector<Event> all = decode_page_files(*m.pages, m.files, problems, expected);
     if (auto r = after_pages(problems); !r) return fail(r.error());
     CaptureDirData res;
     res.meta = m.meta;

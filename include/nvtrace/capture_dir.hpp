@@ -104,7 +104,9 @@ struct PageFileProblems {
 
 // Every event of `files`, in the order of merge_segments over the files' events laid end to end (a file that
 // cannot be opened, read or ends in a partial page is noted in `problems` and its whole pages are kept).
-std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& files, PageFileProblems& problems);
+// `expected_events`: how many the capture wrote, when known (the vector is reserved for it; 0: from the sizes).
+std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& files, PageFileProblems& problems,
+                                     std::uint64_t expected_events = 0);
 // The same events handed to `sink` one at a time, in that order when every file is in time order (the ring
 // buffer of one CPU is), a page of each file decoded at a time: memory holds a page's events per file. Stops
 // and returns false as soon as `sink` does (then decode again with decode_page_files, from fresh counters).
