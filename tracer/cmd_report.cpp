@@ -378,11 +378,8 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
                      {"calls_jsonl", a.calls_jsonl},
                      {"calls_count", st->calls}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    if (st->records)
-        return write_and_print_streamed(*st->records, *ioctls, a, format_name(st->format),
-                                        [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
-    return write_and_print(report, a, format_name(st->format), {},
-                           [&] { fmt::print("calls: {} written to {}\n", st->calls, a.calls_jsonl); });
+    if (st->records) return write_and_print_streamed(*st->records, *ioctls, a, format_name(st->format));
+    return write_and_print(report, a, format_name(st->format));
 }
 
 // A trace.dat file (not stdin, not a pipe) whose report can be streamed: what import_file would read it as.

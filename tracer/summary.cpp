@@ -77,7 +77,14 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
     std::size_t roots = 0;
     for (const auto& c : r.calls)
         if (!c.parent) ++roots;
-    fmt::print("calls: {} ({} roots)\n", r.calls.size(), roots);
+    // --calls-jsonl: the calls are in their own file, not in the report (the graph below still counts them).
+    auto count = r.source.find("calls_count");
+    auto file = r.source.find("calls_jsonl");
+    if (r.calls.empty() && count != r.source.end() && count->is_number_unsigned() && file != r.source.end() &&
+        file->is_string())
+        fmt::print("calls: {} (written to {})\n", count->get<std::uint64_t>(), file->get<std::string>());
+    else
+        fmt::print("calls: {} ({} roots)\n", r.calls.size(), roots);
     // An input that cannot hold calls: say so rather than let "0" read as "the driver did nothing".
     if (auto f = r.source.find("format"); r.calls.empty() && r.graph.empty() && f != r.source.end() && f->is_string()) {
         if (*f == "kernel-log") fmt::print("  no calls were traced: the input is a kernel log\n");

@@ -186,6 +186,15 @@ directories_given_as_files_are_named)
     "$nv" run "$tmp" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] && grep -q 'is a directory but not a scenario' "$tmp/err" || fail "run DIR: exit $rc"
     ;;
+calls_jsonl_summary_counts_the_written_calls)
+    # The --calls-jsonl summary said `calls: 0 (0 roots)`, then listed root paths, then `calls: N written to F`.
+    "$nv" report "$cases/fgraph-irq-nested-module-suffix.txt" --calls-jsonl "$tmp/c.jsonl" >"$tmp/out" || fail "exit $?"
+    cat "$tmp/out"
+    n=$(wc -l <"$tmp/c.jsonl")
+    [ "$n" -gt 0 ] || fail "no calls written"
+    grep -qx "calls: $n (written to $tmp/c.jsonl)" "$tmp/out" || fail "the calls line"
+    [ "$(grep -c '^calls: ' "$tmp/out")" = 1 ] || fail "more than one calls line"
+    ;;
 output_into_the_capture_directory_is_refused)
     # `nvtrace report DIR -o DIR/report.json` replaced the run's own report without a word.
     cp -r "$cases/../capture_dir/fionread20" "$tmp/cap"
