@@ -68,7 +68,6 @@ public:
         std::size_t pipe_size = 0;
         std::string error;  // its first I/O error (written by the mover thread while it runs)
         std::size_t page_size = 0;
-        std::uint64_t bytes = 0;    // written to `out`
         std::uint64_t pages = 0;    // decode_all(): pages in the file
         std::uint64_t records = 0;  // decode_all(): records decoded from them
         fs::path path;
@@ -262,7 +261,6 @@ private:
             }
             p += w;
             n -= static_cast<std::size_t>(w);
-            src.bytes += static_cast<std::uint64_t>(w);
         }
         return true;
     }

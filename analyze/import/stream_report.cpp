@@ -124,7 +124,8 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
                 if (auto it = at.find(index); it != at.end()) open_call = it->second;
             }
             // The comm known for the pid at this point of the file.
-            if (auto it = comms.find(ev.pid); it != comms.end()) records.side().comms[ev.pid] = it->second;
+            if (auto it = comms.find(ev.pid); it != comms.end())
+                if (auto& known = records.side().comms[ev.pid]; known != it->second) known = it->second;
             records.add(ev, open_call);
         },
         consumed);
@@ -137,17 +138,8 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     records.side().file_name = s->file_name;
 
     // The call counters and first places for completeness (the calls themselves are in calls_out).
-    const CallGraph& sum = calls.summary();
-    CallGraph counters;
-    counters.orphan_returns = sum.orphan_returns;
-    counters.unclosed_calls = sum.unclosed_calls;
-    counters.depth_gaps = sum.depth_gaps;
-    counters.graph_overruns = sum.graph_overruns;
-    counters.starts_mid_tree = sum.starts_mid_tree;
-    counters.first_orphan_return = sum.first_orphan_return;
-    counters.first_unclosed_call = sum.first_unclosed_call;
-    counters.first_starts_mid_tree = sum.first_starts_mid_tree;
-    counters.first_depth_gap = sum.first_depth_gap;
+    CallGraph counters = calls.summary();
+    counters.open_call_at.clear();  // used above, as the events came
     if (auto f = records.finish(std::move(counters)); !f) return fail(f.error());
     records.report().graph = calls.graph();
     out.records = std::move(*rs);

@@ -182,3 +182,18 @@ TEST(LiveFaults, SigtermWhileTheReportIsWrittenSavesItAndExits143) {
     EXPECT_GE(rep["ioctls"].size(), 300000u);
     std::filesystem::remove_all(dir);
 }
+
+// `nvtrace run --json > /dev/full` printed "cannot write the report to stdout" and exited 0 (a fresh user). The
+// capture itself is saved; the exit status says the output was lost.
+TEST(LiveFaults, JsonOntoAFullStdoutIsExit3WithTheCaptureSaved) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir() + "/cap";
+    Ran r = run(
+        {"/bin/sh", "-c",
+         std::string(NVTRACE_BIN) + " run -q --json --out " + out + " -- " + FIONREAD_LOOP_BIN + " 3000 >/dev/full"});
+    EXPECT_EQ(r.rc, 3) << r.err;
+    EXPECT_NE(r.err.find("cannot write the report to stdout"), std::string::npos) << r.err;
+    nlohmann::json rep = load_json(out + "/report.json");
+    EXPECT_GE(rep["ioctls"].size(), 3000u);
+    std::filesystem::remove_all(std::filesystem::path(out).parent_path());
+}

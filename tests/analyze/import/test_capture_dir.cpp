@@ -114,6 +114,15 @@ std::string damaged_page_example_of(const fs::path& dir, std::size_t* events = n
     return "<no damaged_page diagnostic>";
 }
 
+// The same for the committed capture with its cpu0 file replaced by `input` (a fuzzer's page) and zeroes.
+std::string damaged_first_page_example(const unsigned char* input, std::size_t size) {
+    Copy c;
+    std::string pages(8192, '\0');
+    std::memcpy(pages.data(), input, size);
+    c.write("raw/instance/cpu0", pages);
+    return damaged_page_example_of(c.dir);
+}
+
 // fuzz_capture_page found a page on which libtraceevent's kbuffer_next_event never returned (the fuzzer's input,
 // made into the first of the two pages). First read as a type_len 0 event of length 0; with the types of
 // include/linux/ring_buffer.h right it is a padding of length -4 (see PaddingLengthPointingBack... below). The
@@ -124,11 +133,7 @@ TEST(CaptureDir, EventLengthOfZeroIsADamagedPageNotAHangInKbuffer) {
                                    0x83, 0x2d, 0x00, 0x00, 0x38, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83,
                                    0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0x83, 0xa6, 0xf7, 0xdd,
                                    0xdd, 0xfe, 0xff, 0xff, 0xfc, 0xff, 0xff, 0xff, 0x00, 0x00, 0xdd};
-    Copy c;
-    std::string pages(8192, '\0');
-    std::memcpy(pages.data(), input, sizeof input);
-    c.write("raw/instance/cpu0", pages);
-    std::string e = damaged_page_example_of(c.dir);
+    std::string e = damaged_first_page_example(input, sizeof input);
     EXPECT_NE(e.find("raw/instance/cpu0: page at offset 0"), std::string::npos) << e;
     EXPECT_NE(e.find("offset 52: a padding length of -4 bytes points back into the page"), std::string::npos) << e;
 }
@@ -143,11 +148,7 @@ TEST(CaptureDir, DiscardedEventWithImpossibleLengthIsADamagedPageNotAHangInKbuff
                                    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
                                    0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
                                    0x40, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x1b, 0x1b};
-    Copy c;
-    std::string pages(8192, '\0');
-    std::memcpy(pages.data(), input, sizeof input);
-    c.write("raw/instance/cpu0", pages);
-    std::string e = damaged_page_example_of(c.dir);
+    std::string e = damaged_first_page_example(input, sizeof input);
     EXPECT_NE(e.find("raw/instance/cpu0: page at offset 0"), std::string::npos) << e;
     EXPECT_NE(e.find("offset 20: a padding length of -4 bytes points back into the page"), std::string::npos) << e;
 }
@@ -176,11 +177,7 @@ TEST(CaptureDir, PaddingLengthPointingBackIsADamagedPageNotAHangInKbuffer) {
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x94, 0xd3};
-    Copy c;
-    std::string pages(8192, '\0');
-    std::memcpy(pages.data(), input, sizeof input);
-    c.write("raw/instance/cpu0", pages);
-    std::string e = damaged_page_example_of(c.dir);
+    std::string e = damaged_first_page_example(input, sizeof input);
     EXPECT_NE(e.find("raw/instance/cpu0: page at offset 0"), std::string::npos) << e;
     EXPECT_NE(e.find("a padding length of -4 bytes points back into the page"), std::string::npos) << e;
 }
