@@ -12,7 +12,7 @@ namespace {
 
 // `native`: the file's byte order is this machine's, so a field is its bytes as they are (the records were
 // checked to hold every field read: RawEventDecoder::Fields::min_size); else libtraceevent swaps them.
-std::uint64_t read_u(tep_format_field* f, const tep_record* rec, bool native) {
+std::uint64_t read_u(const tep_format_field* f, const tep_record* rec, bool native) {
     if (!f) return 0;
     if (native) {
         const char* p = static_cast<const char*>(rec->data) + f->offset;
@@ -39,12 +39,12 @@ std::uint64_t read_u(tep_format_field* f, const tep_record* rec, bool native) {
         }
     }
     unsigned long long v = 0;
-    if (tep_read_number_field(f, rec->data, &v) != 0) return 0;
+    if (tep_read_number_field(const_cast<tep_format_field*>(f), rec->data, &v) != 0) return 0;
     return v;
 }
 
 // Sign-extends a field read through tep_read_number_field according to its declared size and signedness.
-std::int64_t read_s(tep_format_field* f, const tep_record* rec, bool native) {
+std::int64_t read_s(const tep_format_field* f, const tep_record* rec, bool native) {
     std::uint64_t v = read_u(f, rec, native);
     if (!f || !(f->flags & TEP_FIELD_IS_SIGNED)) return static_cast<std::int64_t>(v);
     switch (f->size) {
@@ -61,13 +61,13 @@ std::int64_t read_s(tep_format_field* f, const tep_record* rec, bool native) {
 
 // A string field: __data_loc (printk:console msg) or a size-0 trailing array (ftrace:print buf, whose
 // real length is the record size minus the field offset). Stops at the first NUL; drops one final '\n'.
-std::string read_text(tep_format_field* f, const tep_record* rec) {
+std::string read_text(const tep_format_field* f, const tep_record* rec) {
     if (!f) return {};
     const char* base = static_cast<const char*>(rec->data);
     std::size_t off = 0, len = 0;
     if (f->flags & TEP_FIELD_IS_DYNAMIC) {
         unsigned long long loc = 0;
-        if (tep_read_number_field(f, rec->data, &loc) != 0) return {};
+        if (tep_read_number_field(const_cast<tep_format_field*>(f), rec->data, &loc) != 0) return {};
         off = loc & 0xffff;
         len = (loc >> 16) & 0xffff;
         if (f->flags & TEP_FIELD_IS_RELATIVE) off += static_cast<std::size_t>(f->offset + f->size);
@@ -179,14 +179,29 @@ const RawEventDecoder::Fields* RawEventDecoder::check(tep_record* rec) {
     return fp;
 }
 
-void RawEventDecoder::fill(tep_record* rec, const Fields& f, Event& ev) {
+bool RawEventDecoder::common_in_place() const {
+    return common_pid_ && common_flags_ && common_pid_->offset + common_pid_->size <= 8 &&
+           common_flags_->offset + common_flags_->size <= 8;
+}
+
+bool RawEventDecoder::plain(const Fields& f) const {
+    return f.kind != Kind::other && f.kind != Kind::unknown && common_in_place();
+}
+
+int RawEventDecoder::pid(const tep_record& rec) const {
+    return static_cast<int>(read_s(common_pid_, &rec, native_));
+}
+
+void RawEventDecoder::fill(const tep_record& record, const Fields& f, Event& ev) const {
+    const tep_record* rec = &record;
     ev.ts_ns = rec->ts;
     ev.cpu = rec->cpu;
-    // The common fields lie in the first 8 bytes, which check() found in the record.
-    const bool common = common_pid_ && common_flags_ && common_pid_->offset + common_pid_->size <= 8 &&
-                        common_flags_->offset + common_flags_->size <= 8;
-    ev.pid = common ? static_cast<int>(read_s(common_pid_, rec, native_)) : tep_data_pid(tep_, rec);
-    int flags = common ? static_cast<int>(read_u(common_flags_, rec, native_)) : tep_data_flags(tep_, rec);
+    // The common fields lie in the first 8 bytes, which check() found in the record. libtraceevent's readers
+    // take a non-const record but only read it.
+    auto* mut = const_cast<tep_record*>(rec);
+    const bool common = common_in_place();
+    ev.pid = common ? static_cast<int>(read_s(common_pid_, rec, native_)) : tep_data_pid(tep_, mut);
+    int flags = common ? static_cast<int>(read_u(common_flags_, rec, native_)) : tep_data_flags(tep_, mut);
     ev.irq = flags >= 0 && (flags & (TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ)) != 0;
     switch (f.kind) {
         case Kind::func_entry: {
@@ -221,7 +236,7 @@ void RawEventDecoder::fill(tep_record* rec, const Fields& f, Event& ev) {
         case Kind::other: {
             trace_seq s;
             trace_seq_init(&s);
-            tep_record_print_fields(&s, rec, f.event);
+            tep_record_print_fields(&s, mut, f.event);
             trace_seq_terminate(&s);
             ev.body.emplace<OtherEvent>(OtherEvent{f.event->system, f.event->name, std::string(s.buffer, s.len)});
             trace_seq_destroy(&s);
@@ -236,14 +251,14 @@ std::optional<Event> RawEventDecoder::decode(tep_record* rec) {
     const Fields* f = check(rec);
     if (!f) return std::nullopt;
     std::optional<Event> ev(std::in_place);
-    fill(rec, *f, *ev);
+    fill(*rec, *f, *ev);
     return ev;
 }
 
 bool RawEventDecoder::decode_append(tep_record* rec, std::vector<Event>& out) {
     const Fields* f = check(rec);
     if (!f) return false;
-    fill(rec, *f, out.emplace_back());
+    fill(*rec, *f, out.emplace_back());
     return true;
 }
 

@@ -133,8 +133,11 @@ if want dat; then
     n=$(count_ioctls "$dat")
     measure dat_tracecmd "trace-cmd report '$dat' >/dev/null 2>&1"
     tw=$WALL tr=$RSS_KB
+    # The issue's command (the summary on stdout: every record folded, no JSON written), then the report as JSON.
+    measure dat_nvtrace_summary "'$nvtrace' report '$dat' >/dev/null"
+    row "trace.dat ($n events) -> summary" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x"
     measure dat_nvtrace "'$nvtrace' report '$dat' --json >/dev/null"
-    row "trace.dat ($n events) -> report" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x"
+    row "trace.dat ($n events) -> --json" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x"
 fi
 
 if want capture; then

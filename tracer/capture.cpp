@@ -12,14 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <filesystem>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -31,6 +28,7 @@
 #include "kmsg_reader.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
+#include "nvtrace/report_fold.hpp"
 #include "nvtrace/report_stream.hpp"
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
@@ -301,85 +299,18 @@ private:
     std::atomic<bool> stop_{false};
 };
 
-// RawRecorder::decode_merged into `report`, on two threads: this one decodes the pages, another folds the events
-// into the report and writes it, a batch of events at a time, in order (batches are handed over through a queue
-// of at most four). On a machine with a spare core the report is written while the next pages are decoded.
-// libtraceevent is used by this thread only: the comm of each pid is looked up here (`comm_of`) and handed over
-// with the batch holding the pid's first event. false when the report refused an event (the caller decodes
-// again whole).
+// RawRecorder::decode_merged into `report`, on two threads (ReportFold, nvtrace/report_fold.hpp): this one
+// decodes the pages, the other folds the events into the report and writes it. libtraceevent is used by this
+// thread only: the comm of each pid is looked up here (`comm_of`). false when the report refused an event (the
+// caller decodes again whole).
 bool decode_into_report(RawRecorder& raw, PageDecoder& dec, const std::function<std::string(int)>& comm_of,
                         ReportStream& report) {
-    struct Batch {
-        std::vector<std::pair<int, std::string>> comms;  // pids first seen in this batch
-        std::vector<Event> events;
-    };
-    constexpr std::size_t kBatch = 4096, kQueued = 4;
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<Batch> queue;
-    bool done = false;
-    std::atomic<bool> refused{false};
-    std::thread folder([&] {
-        for (;;) {
-            Batch b;
-            {
-                std::unique_lock lock(mu);
-                cv.wait(lock, [&] { return !queue.empty() || done; });
-                if (queue.empty()) return;
-                b = std::move(queue.front());
-                queue.pop_front();
-            }
-            cv.notify_all();
-            if (refused.load(std::memory_order_relaxed)) continue;  // drained, not folded
-            for (auto& [pid, comm] : b.comms)
-                report.side().comms.emplace(pid, std::move(comm));
-            for (const Event& ev : b.events)
-                if (!report.add(ev)) {
-                    refused.store(true, std::memory_order_relaxed);
-                    break;
-                }
-        }
+    ReportFold fold(report, [&](int pid) -> std::optional<std::string> {
+        if (pid <= 0) return std::nullopt;
+        return comm_of(pid);
     });
-    auto hand_over = [&](Batch&& b) {
-        std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return queue.size() < kQueued; });
-        queue.push_back(std::move(b));
-        lock.unlock();
-        cv.notify_all();
-    };
-    std::vector<bool> seen;    // pids whose comm was handed over (below PID_MAX_LIMIT, 4M)
-    std::set<int> seen_above;  // and any other (a damaged record's)
-    Batch cur;
-    cur.events.reserve(kBatch);
-    bool all = raw.decode_merged(dec, [&](Event& ev) {
-        if (refused.load(std::memory_order_relaxed)) return false;
-        if (ev.pid > 0) {
-            bool first = false;
-            if (auto p = static_cast<std::size_t>(ev.pid); p < (std::size_t{1} << 22)) {
-                if (p >= seen.size()) seen.resize(std::max(p + 1, 2 * seen.size()), false);
-                first = !seen[p];
-                seen[p] = true;
-            } else {
-                first = seen_above.insert(ev.pid).second;
-            }
-            if (first) cur.comms.emplace_back(ev.pid, comm_of(ev.pid));
-        }
-        cur.events.push_back(std::move(ev));
-        if (cur.events.size() == kBatch) {
-            hand_over(std::move(cur));
-            cur = Batch{};
-            cur.events.reserve(kBatch);
-        }
-        return true;
-    });
-    if (!cur.events.empty() || !cur.comms.empty()) hand_over(std::move(cur));
-    {
-        std::lock_guard lock(mu);
-        done = true;
-    }
-    cv.notify_all();
-    folder.join();
-    return all && !refused.load();
+    bool all = raw.decode_merged(dec, [&](Event& ev) { return fold.add(std::move(ev)); });
+    return fold.finish() && all;
 }
 
 Result<void> write_file(const fs::path& p, const std::string& text) {

@@ -23,6 +23,7 @@
 #include "nvtrace/import.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
+#include "nvtrace/report_fold.hpp"
 #include "nvtrace/report_io.hpp"
 #include "nvtrace/report_stream.hpp"
 #include "nvtrace/stream_report.hpp"
@@ -222,12 +223,14 @@ std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirRe
     auto rs = open_streamed(a, reader.side(), *ioctls);
     if (!rs) return std::nullopt;
     ReportStream& r = **rs;
-    auto st = reader.stream([&r](Event& ev) { return r.add(ev); });
+    ReportFold fold(r);  // decoded here, folded on another thread; the comms were given to r by open_streamed
+    auto st = reader.stream([&fold](Event& ev) { return fold.add(std::move(ev)); });
+    bool folded = fold.finish();
     if (!st) {
         fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
         return static_cast<int>(st.error().code);
     }
-    if (!*st) return std::nullopt;
+    if (!*st || !folded) return std::nullopt;
     r.side().diagnostics = reader.side().diagnostics;  // complete once the pages are decoded
     if (auto f = r.finish(); !f) {
         fmt::print(stderr, "nvtrace report: {}\n", f.error().message);
@@ -404,8 +407,27 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
     auto rs = open_streamed(a, EventStream{}, *ioctls);
     if (!rs) return std::nullopt;
     ReportStream& r = **rs;
-    auto st = stream_trace_dat(a.input, r.side(), [&r](const Event& ev) { return r.add(ev); });
-    if (!st || *st != TraceDatStreamed::done) return std::nullopt;
+    // Decoded on this thread, folded into the report on another (ReportFold); the comms stream_trace_dat finds
+    // are this thread's until handed over with the first event of their pid.
+    EventStream side;
+    ReportFold fold(r, [&side](int pid) -> std::optional<std::string> {
+        auto it = side.comms.find(pid);
+        return it == side.comms.end() ? std::nullopt : std::optional<std::string>(it->second);
+    });
+    struct Sink : TraceDatSink {
+        ReportFold& fold;
+        explicit Sink(ReportFold& f) : fold(f) {}
+        bool event(Event& ev) override { return fold.add(std::move(ev)); }
+        bool record(const RawEventDecoder& d, const RawEventDecoder::Fields& f, const tep_record& rec) override {
+            return fold.add(d, f, rec);  // decoded on the fold thread
+        }
+        void handle_done() override { fold.sync(); }
+    } sink(fold);
+    auto st = stream_trace_dat(a.input, side, sink);
+    bool folded = fold.finish();
+    if (!st || *st != TraceDatStreamed::done || !folded) return std::nullopt;
+    for (auto& d : side.diagnostics)
+        r.side().diagnostics.push_back(std::move(d));
     for (const auto& d : kmsg_diags)
         r.side().diagnostics.push_back(d);
     if (auto f = r.finish(); !f) {

@@ -50,6 +50,11 @@ Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& 
     return fail(read_trace_dat(path, std::move(other_events)).error());
 }
 
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& /*side*/, TraceDatSink& /*sink*/,
+                                          std::vector<std::string> other_events) {
+    return fail(read_trace_dat(path, std::move(other_events)).error());
+}
+
 #else
 
 bool trace_dat_supported() {
@@ -61,11 +66,11 @@ namespace {
 struct IterateCtx {
     RawEventDecoder* decoder;
     tep_handle* tep;
-    EventStream* stream;       // comms are filled here
-    std::vector<Event>* out;   // the decoded events are appended here
-    const TraceDatEach* each;  // streamed: `out` is handed to it after each record, then emptied
-    std::uint64_t* last_ts;    // streamed: ts_ns of the last event handed over
-    TraceDatStreamed* state;   // streamed: stopped / cannot_stream end the reading
+    EventStream* stream;      // comms are filled here
+    std::vector<Event>* out;  // the decoded events are appended here
+    TraceDatSink* sink;       // streamed: `out` is handed to it after each record, then emptied
+    std::uint64_t* last_ts;   // streamed: ts_ns of the last event handed over
+    TraceDatStreamed* state;  // streamed: stopped / cannot_stream end the reading
     // Pids whose comm was already looked up (found or not): one tep look-up per pid, not per record.
     std::vector<bool> pid_checked;
     std::map<int, bool> pid_checked_big;  // pids past the flat table (pid_max is at most 4M)
@@ -94,18 +99,25 @@ bool first_sight(IterateCtx& ctx, int pid) {
     return ctx.pid_checked_big.emplace(pid, true).second;
 }
 
-// Streamed: the record's events to `each`, unless times go back (the whole reader would sort them). -1 stops
-// libtracecmd's iteration.
+// Streamed: false (and `state` set) when `ts` goes back (the whole reader would sort the events).
+bool in_order(IterateCtx& ctx, std::uint64_t ts) {
+    if (ts < *ctx.last_ts) {
+        *ctx.state = TraceDatStreamed::cannot_stream;
+        return false;
+    }
+    *ctx.last_ts = ts;
+    return true;
+}
+
+// Streamed: the record's decoded events to the sink, in order. -1 stops libtracecmd's iteration.
 int hand_over(IterateCtx& ctx) {
     int ret = 0;
-    for (const Event& ev : *ctx.out) {
-        if (ev.ts_ns < *ctx.last_ts) {
-            *ctx.state = TraceDatStreamed::cannot_stream;
+    for (Event& ev : *ctx.out) {
+        if (!in_order(ctx, ev.ts_ns)) {
             ret = -1;
             break;
         }
-        *ctx.last_ts = ev.ts_ns;
-        if (!(*ctx.each)(ev)) {
+        if (!ctx.sink->event(ev)) {
             *ctx.state = TraceDatStreamed::stopped;
             ret = -1;
             break;
@@ -113,6 +125,12 @@ int hand_over(IterateCtx& ctx) {
     }
     ctx.out->clear();
     return ret;
+}
+
+// The comms of the file's saved cmdlines do not change while reading: each pid is looked up once.
+void note_comm(IterateCtx& ctx, int pid) {
+    if (pid >= 0 && first_sight(ctx, pid) && !ctx.stream->comms.count(pid) && tep_is_pid_registered(ctx.tep, pid))
+        if (const char* comm = tep_data_comm_from_pid(ctx.tep, pid)) ctx.stream->comms[pid] = comm;
 }
 
 int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) {
@@ -126,16 +144,26 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
                                    ? std::optional<std::uint64_t>(static_cast<std::uint64_t>(rec->missed_events))
                                    : std::nullopt};
     }
-    if (ctx->decoder->decode_append(rec, events)) {
-        Event& ev = events.back();
+    const RawEventDecoder::Fields* f = ctx->decoder->check(rec);
+    using Kind = RawEventDecoder::Kind;
+    if (f && ctx->sink && ctx->decoder->plain(*f) && f->kind != Kind::func_entry && f->kind != Kind::func_exit) {
+        // Streamed, and decodable from its bytes alone: handed over undecoded (TraceDatSink::record).
+        note_comm(*ctx, ctx->decoder->pid(*rec));
+        if (hand_over(*ctx) != 0 || !in_order(*ctx, rec->ts)) return -1;
+        if (!ctx->sink->record(*ctx->decoder, *f, *rec)) {
+            *ctx->state = TraceDatStreamed::stopped;
+            return -1;
+        }
+        return 0;
+    }
+    if (f) {
+        Event& ev = events.emplace_back();
+        ctx->decoder->fill(*rec, *f, ev);
         if (auto* e = std::get_if<FuncEntry>(&ev.body)) name_function(ctx->tep, e->func_addr, e->function);
         if (auto* x = std::get_if<FuncExit>(&ev.body)) name_function(ctx->tep, x->func_addr, x->function);
-        // The comms of the file's saved cmdlines do not change while reading: each pid is looked up once.
-        if (ev.pid >= 0 && first_sight(*ctx, ev.pid) && !ctx->stream->comms.count(ev.pid) &&
-            tep_is_pid_registered(ctx->tep, ev.pid))
-            if (const char* comm = tep_data_comm_from_pid(ctx->tep, ev.pid)) ctx->stream->comms[ev.pid] = comm;
+        note_comm(*ctx, ev.pid);
     }
-    return ctx->each ? hand_over(*ctx) : 0;
+    return ctx->sink ? hand_over(*ctx) : 0;
 }
 
 // Both readers: every handle of the file in file order (the top buffer, then the instance buffers), comms and
@@ -143,7 +171,7 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
 // start is pushed to `segment_starts`. Streamed: through `each`, one record at a time, until `state` is no
 // longer `done`.
 Result<void> read_handles(const std::string& path, const std::vector<std::string>& other_events, EventStream& stream,
-                          std::vector<std::size_t>* segment_starts, const TraceDatEach* each, TraceDatStreamed* state) {
+                          std::vector<std::size_t>* segment_starts, TraceDatSink* sink, TraceDatStreamed* state) {
     tracecmd_set_loglevel(TEP_LOG_NONE);
     std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(tracecmd_open(path.c_str(), 0), tracecmd_close);
     if (!top)
@@ -158,9 +186,10 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
         tep_handle* tep = tracecmd_get_tep(h);
         if (!tep) return;
         RawEventDecoder decoder(tep, other_events);
-        IterateCtx ctx{&decoder, tep, &stream, each ? &scratch : &stream.events, each, &last_ts, state, {}, {}};
+        IterateCtx ctx{&decoder, tep, &stream, sink ? &scratch : &stream.events, sink, &last_ts, state, {}, {}};
         if (segment_starts) segment_starts->push_back(stream.events.size());
         tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
+        if (sink) sink->handle_done();  // records handed over undecoded may need `decoder`
         undecodable += decoder.undecodable();
     };
     read_handle(top.get());
@@ -200,13 +229,23 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
     return stream;
 }
 
-Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, const TraceDatEach& each,
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, TraceDatSink& sink,
                                           std::vector<std::string> other_events) {
     // The handles' events concatenated are read_trace_dat's order exactly when their times never go back
-    // (its stable sort then changes nothing): hand_over checks that before each event.
+    // (its stable sort then changes nothing): in_order checks that before each event.
     TraceDatStreamed state = TraceDatStreamed::done;
-    if (auto r = read_handles(path, other_events, side, nullptr, &each, &state); !r) return fail(r.error());
+    if (auto r = read_handles(path, other_events, side, nullptr, &sink, &state); !r) return fail(r.error());
     return state;
+}
+
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, const TraceDatEach& each,
+                                          std::vector<std::string> other_events) {
+    struct EachSink : TraceDatSink {
+        const TraceDatEach& each;
+        explicit EachSink(const TraceDatEach& e) : each(e) {}
+        bool event(Event& ev) override { return each(ev); }
+    } sink(each);
+    return stream_trace_dat(path, side, sink, std::move(other_events));
 }
 
 #endif

@@ -25,6 +25,7 @@
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/kernel_log.hpp"
+#include "nvtrace/raw_event_decoder.hpp"
 
 namespace nvtrace {
 
@@ -81,9 +82,9 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
 bool trace_dat_supported();
 
 // read_trace_dat one event at a time, for a report that does not hold them (nvtrace/report_stream.hpp, `nvtrace
-// report FILE.dat`). `each` gets every event in the order read_trace_dat's stream holds them and returns false
-// to stop the reading. `side` gets what read_trace_dat puts beside the events: comms (a pid's comm is in
-// side.comms before that pid's first event is handed over) and the diagnostics unreadable_instance and
+// report FILE.dat`). `each` gets every event in the order read_trace_dat's stream holds them (it may move from
+// it) and returns false to stop the reading. `side` gets what read_trace_dat puts beside the events: comms (a pid's
+// comm is in side.comms before that pid's first event is handed over) and the diagnostics unreadable_instance and
 // undecodable_record (the latter after the last event). The result:
 //  - done: every event was handed over and `side` is complete;
 //  - stopped: `each` returned false;
@@ -94,8 +95,29 @@ bool trace_dat_supported();
 // Errors: those of read_trace_dat (Error::environment without libtracecmd). Memory: one record's events. Thread-safety:
 // pure function.
 enum class TraceDatStreamed { done, stopped, cannot_stream };
-using TraceDatEach = std::function<bool(const Event&)>;
+using TraceDatEach = std::function<bool(Event&)>;
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, const TraceDatEach& each,
+                                          std::vector<std::string> other_events = {});
+
+// The same with the decoding left to the receiver where it can be: a record RawEventDecoder decodes from its
+// bytes alone (RawEventDecoder::plain; not funcgraph entries and exits, which are named here) is given to
+// record() undecoded, every other event to event(), all in one order. A record's pid has its comm in
+// side.comms before the call. `decoder` and `fields` stay valid until the next handle_done() (called after
+// each buffer of the file: the top buffer, then each instance); `rec` during the call only. false from
+// event() or record() stops the reading (`stopped`).
+class TraceDatSink {
+public:
+    virtual ~TraceDatSink() = default;
+    virtual bool event(Event& ev) = 0;  // may move from ev
+    // By default decoded here (decoder.fill) and given to event().
+    virtual bool record(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec) {
+        Event ev;
+        decoder.fill(rec, fields, ev);
+        return event(ev);
+    }
+    virtual void handle_done() {}
+};
+Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, TraceDatSink& sink,
                                           std::vector<std::string> other_events = {});
 
 // Reads one file of any supported format (`forced` skips detection). Kernel logs are parsed by

@@ -4,7 +4,8 @@
 // into the tep_handle (kernel/trace/trace_entries.h for ftrace:funcgraph_*; include/trace/events/
 // syscalls.h for sys_enter/exit_*; the funcgraph_exit field order changed across kernels, see
 // ../shared/reference/ftrace-formats.md section 3.1). Fields are looked up once per event type.
-// Thread-safety: one decoder per thread.
+// Thread-safety: one thread, except that fill() of a record check() gave plain Fields (plain()) may run on another
+// thread while this one goes on (ReportFold decodes such records on its fold thread).
 #pragma once
 
 #include <optional>
@@ -36,7 +37,18 @@ public:
 
     std::uint64_t undecodable() const { return undecodable_; }
 
-private:
+    // Decoding in two steps, for a reader that hands records to another thread (ReportFold):
+    //  - check(): the record's Fields when nvtrace keeps it, after the size checks; nullptr otherwise (counted
+    //    in undecodable() when due). May call libtraceevent (first sight of a type): the decoder's thread only.
+    //  - plain(f): fill() decodes records of these Fields from their bytes alone, without libtraceevent: ioctl
+    //    enter/exit, funcgraph entry/exit (names not looked up), ftrace:print and printk:console, when the common
+    //    fields lie in the record's first 8 bytes. Not plain: OtherEvent (its fields are printed by
+    //    libtraceevent).
+    //  - fill(): the Event of a checked record (`rec`: ts, cpu, data and size are read). For plain Fields it is
+    //    thread-safe while the decoder lives (it reads the Fields and the decoder's common-field layout, set
+    //    before check() returned them); for others, the decoder's thread only.
+    //  - pid(): common_pid of a checked record with plain Fields, as fill() sets Event::pid.
+    // decode_append(rec, out) is check() then fill() into out.emplace_back().
     enum class Kind { unknown, func_entry, func_exit, ioctl_enter, ioctl_exit, print, console, other };
     struct Fields {
         Kind kind = Kind::unknown;
@@ -55,10 +67,14 @@ private:
         tep_format_field* flags = nullptr;
         int min_size = 0;  // the record must hold every fixed field read (a shorter one is undecodable)
     };
-    const Fields& fields_for(int type);
-    // The Fields of a record nvtrace keeps, after the size checks; nullptr (counted when due) otherwise.
     const Fields* check(tep_record* record);
-    void fill(tep_record* record, const Fields& f, Event& ev);
+    bool plain(const Fields& f) const;
+    void fill(const tep_record& record, const Fields& f, Event& ev) const;
+    int pid(const tep_record& record) const;
+
+private:
+    const Fields& fields_for(int type);
+    bool common_in_place() const;  // common_pid and common_flags within the first 8 bytes
 
     tep_handle* tep_;
     std::vector<std::string> other_events_;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -174,6 +175,56 @@ TEST(TraceDatStream, GivesReadTraceDatsEventsInItsOrderWithItsCommsAndDiagnostic
         EXPECT_EQ(side.comms, whole->comms);
         EXPECT_EQ(describe(side.diagnostics), describe(whole->diagnostics));
         EXPECT_TRUE(side.events.empty());
+    }
+}
+
+// A TraceDatSink gets the ioctl records undecoded (record()), every other event decoded (event()), in one order:
+// decoding the records where the sink chooses (here, at once) gives read_trace_dat's events. handle_done() comes
+// after each buffer read, before its decoder goes.
+TEST(TraceDatStream, SinkGetsPlainRecordsUndecodedAndTheyDecodeToTheSameEvents) {
+    auto files = dat_files();
+    REQUIRE_DATS(files);
+    for (const auto& path : files) {
+        SCOPED_TRACE(path);
+        auto whole = read_trace_dat(path);
+        ASSERT_TRUE(whole) << whole.error().message;
+        struct Sink : TraceDatSink {
+            EventStream* side = nullptr;
+            const std::map<int, std::string>* file_comms = nullptr;  // what the whole reader found
+            std::vector<std::string> seen;
+            std::size_t records = 0, handles = 0, comms_missing = 0;
+            bool event(Event& ev) override {
+                seen.push_back(describe(ev));
+                return true;
+            }
+            bool record(const RawEventDecoder& d, const RawEventDecoder::Fields& f, const tep_record& rec) override {
+                ++records;
+                int pid = d.pid(rec);
+                if (pid > 0 && file_comms->count(pid) && !side->comms.count(pid)) ++comms_missing;
+                Event ev;
+                d.fill(rec, f, ev);
+                seen.push_back(describe(ev));
+                return true;
+            }
+            void handle_done() override { ++handles; }
+        } sink;
+        EventStream side;
+        sink.side = &side;
+        sink.file_comms = &whole->comms;
+        auto st = stream_trace_dat(path, side, sink);
+        ASSERT_TRUE(st) << st.error().message;
+        EXPECT_EQ(*st, TraceDatStreamed::done);
+        ASSERT_EQ(sink.seen.size(), whole->events.size());
+        for (std::size_t i = 0; i < sink.seen.size(); ++i)
+            ASSERT_EQ(sink.seen[i], describe(whole->events[i])) << "event " << i;
+        std::size_t ioctl_events = std::count_if(whole->events.begin(), whole->events.end(), [](const Event& ev) {
+            return std::holds_alternative<IoctlEnter>(ev.body) || std::holds_alternative<IoctlExit>(ev.body);
+        });
+        EXPECT_GT(ioctl_events, 0u);
+        EXPECT_EQ(sink.records, ioctl_events);
+        EXPECT_GE(sink.handles, 1u);
+        EXPECT_EQ(sink.comms_missing, 0u);
+        EXPECT_EQ(side.comms, whole->comms);
     }
 }
 

@@ -1,0 +1,204 @@
+// ReportFold (include/nvtrace/report_fold.hpp).
+#include "nvtrace/report_fold.hpp"
+
+#include <event-parse.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace nvtrace {
+
+namespace {
+
+// A record whose decoding was left to the fold thread (ReportFold::add of a record).
+struct Deferred {
+    const RawEventDecoder* decoder;
+    const RawEventDecoder::Fields* fields;
+    std::uint64_t ts;
+    int cpu;
+    std::uint32_t offset, size;  // its bytes in Batch::bytes
+};
+
+// One item: an event (index into `events`) or a record (index into `records`), in the order added.
+struct Batch {
+    std::vector<std::pair<int, std::string>> comms;  // pids first seen in this batch, given before its items
+    std::vector<Event> events;
+    std::vector<Deferred> records;
+    std::string bytes;
+    std::vector<std::uint32_t> order;  // per item: index, with kRecordBit set for a record
+    void clear() {
+        comms.clear();
+        events.clear();
+        records.clear();
+        bytes.clear();
+        order.clear();
+    }
+};
+constexpr std::uint32_t kRecordBit = 1u << 31;
+
+constexpr std::size_t kBatch = 4096, kQueued = 4;
+
+}  // namespace
+
+struct ReportFold::Impl {
+    ReportStream& report;
+    CommOf comm_of;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Batch> queue;               // guarded by mu
+    std::vector<Batch> spare;              // folded batches, emptied, for the producer to fill again; guarded by mu
+    bool done = false;                     // guarded by mu
+    std::uint64_t handed = 0, folded = 0;  // batches handed over and done with; guarded by mu
+    std::atomic<bool> refused{false};
+    std::optional<bool> result;  // set by finish()
+    Batch cur;
+    std::vector<bool> seen;    // pids whose comm was asked for (below PID_MAX_LIMIT, 4M)
+    std::set<int> seen_above;  // and any other (a damaged record's)
+    std::thread folder;
+    Event scratch;  // the fold thread's: each deferred record decoded into it
+
+    Impl(ReportStream& r, CommOf c) : report(r), comm_of(std::move(c)) {
+        folder = std::thread([this] { fold(); });
+    }
+
+    void fold() {
+        for (;;) {
+            Batch b;
+            {
+                std::unique_lock lock(mu);
+                cv.wait(lock, [&] { return !queue.empty() || done; });
+                if (queue.empty()) return;
+                b = std::move(queue.front());
+                queue.pop_front();
+            }
+            cv.notify_all();
+            if (!refused.load(std::memory_order_relaxed)) {  // else drained, not folded
+                for (auto& [pid, comm] : b.comms)
+                    report.side().comms.emplace(pid, std::move(comm));
+                for (std::uint32_t item : b.order) {
+                    const Event* ev = nullptr;
+                    if (item & kRecordBit) {
+                        const Deferred& d = b.records[item & ~kRecordBit];
+                        tep_record rec{};
+                        rec.ts = d.ts;
+                        rec.cpu = d.cpu;
+                        rec.size = static_cast<int>(d.size);
+                        rec.data = b.bytes.data() + d.offset;
+                        d.decoder->fill(rec, *d.fields, scratch);
+                        ev = &scratch;
+                    } else {
+                        ev = &b.events[item];
+                    }
+                    if (!report.add(*ev)) {
+                        refused.store(true, std::memory_order_relaxed);
+                        break;
+                    }
+                }
+            }
+            // The batch's memory goes back to the producer, which fills it again without allocating.
+            b.clear();
+            {
+                std::lock_guard lock(mu);
+                spare.push_back(std::move(b));
+                ++folded;
+            }
+            cv.notify_all();
+        }
+    }
+
+    void added() {
+        if (cur.order.size() == kBatch) hand_over();
+    }
+
+    void hand_over() {
+        {
+            std::unique_lock lock(mu);
+            cv.wait(lock, [&] { return queue.size() < kQueued; });
+            queue.push_back(std::move(cur));
+            ++handed;
+            cur = Batch{};
+            if (!spare.empty()) {
+                cur = std::move(spare.back());
+                spare.pop_back();
+            }
+        }
+        cv.notify_all();
+    }
+
+    void note_pid(int pid) {
+        if (comm_of && pid >= 0 && first_sight(pid))
+            if (auto c = comm_of(pid)) cur.comms.emplace_back(pid, std::move(*c));
+    }
+
+    bool first_sight(int pid) {
+        if (auto p = static_cast<std::size_t>(pid); p < (std::size_t{1} << 22)) {
+            if (p >= seen.size()) seen.resize(std::max(p + 1, 2 * seen.size()), false);
+            if (seen[p]) return false;
+            seen[p] = true;
+            return true;
+        }
+        return seen_above.insert(pid).second;
+    }
+};
+
+ReportFold::ReportFold(ReportStream& report, CommOf comm_of)
+    : impl_(std::make_unique<Impl>(report, std::move(comm_of))) {}
+
+ReportFold::~ReportFold() {
+    finish();
+}
+
+bool ReportFold::add(Event&& ev) {
+    Impl& s = *impl_;
+    if (s.result || s.refused.load(std::memory_order_relaxed)) return false;
+    s.note_pid(ev.pid);
+    s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.events.size()));
+    s.cur.events.push_back(std::move(ev));
+    s.added();
+    return true;
+}
+
+bool ReportFold::add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec) {
+    Impl& s = *impl_;
+    if (s.result || s.refused.load(std::memory_order_relaxed)) return false;
+    s.note_pid(decoder.pid(rec));
+    const auto size = static_cast<std::uint32_t>(std::max(rec.size, 0));
+    s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.records.size()) | kRecordBit);
+    // Each record's bytes start 8-byte aligned, as libtraceevent's readers may load its fields directly.
+    s.cur.bytes.resize((s.cur.bytes.size() + 7) & ~std::size_t{7});
+    s.cur.records.push_back({&decoder, &fields, rec.ts, rec.cpu, static_cast<std::uint32_t>(s.cur.bytes.size()), size});
+    s.cur.bytes.append(static_cast<const char*>(rec.data), size);
+    s.added();
+    return true;
+}
+
+void ReportFold::sync() {
+    Impl& s = *impl_;
+    if (s.result) return;
+    if (!s.cur.order.empty() || !s.cur.comms.empty()) s.hand_over();
+    std::unique_lock lock(s.mu);
+    s.cv.wait(lock, [&] { return s.folded == s.handed; });
+}
+
+bool ReportFold::finish() {
+    Impl& s = *impl_;
+    if (s.result) return *s.result;
+    if (!s.cur.order.empty() || !s.cur.comms.empty()) s.hand_over();
+    {
+        std::lock_guard lock(s.mu);
+        s.done = true;
+    }
+    s.cv.notify_all();
+    s.folder.join();
+    s.result = !s.refused.load();
+    return *s.result;
+}
+
+}  // namespace nvtrace

@@ -1,0 +1,59 @@
+// nvtrace/report_fold.hpp: ReportStream::add on a second thread, so that a report is folded and written while
+// the next events are decoded (issue 8, docs/performance.md). Used by `nvtrace run`'s report stage and by the
+// streamed `nvtrace report` of a trace.dat and of a capture directory.
+//
+// The producer (the thread that decodes) add()s events; they are handed over in batches of 4,096, through a
+// queue of at most four batches, to a thread that gives them to the ReportStream in the same order. The report
+// it writes is byte for byte the one the producer would write by calling ReportStream::add itself.
+//
+// Comms: the ReportBuilder reads report.side().comms while folding, so the producer must not write them. The
+// `comm_of` given to the constructor is asked, on the producer thread, for every pid >= 0 the first time an
+// event of that pid is added; the comm it returns is put into report.side().comms (an existing entry stays)
+// before that event is folded.
+//
+// Memory: at most five batches of 4,096 events or records, and the batches kept for reuse. Errors: none of its
+// own; a refused event (function graph, time going back: ReportStream::add) makes add() and finish() return
+// false, after which nothing more is folded and the caller builds the whole report instead.
+// Thread-safety: add() and finish() from one thread; `report` must not be used elsewhere until finish()
+// returned (the destructor calls finish()).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "nvtrace/event.hpp"
+#include "nvtrace/raw_event_decoder.hpp"
+#include "nvtrace/report_stream.hpp"
+
+namespace nvtrace {
+
+class ReportFold {
+public:
+    using CommOf = std::function<std::optional<std::string>(int pid)>;
+    explicit ReportFold(ReportStream& report, CommOf comm_of = {});
+    ~ReportFold();
+    ReportFold(const ReportFold&) = delete;
+    ReportFold& operator=(const ReportFold&) = delete;
+
+    // One event, moved from. false once the fold thread has seen the report refuse an event (an earlier one: a
+    // refusal is seen up to five batches after the refused event was added): stop adding.
+    bool add(Event&& ev);
+    // A record `decoder` checked, whose Fields are plain (RawEventDecoder::plain): its bytes are copied here and
+    // decoded on the fold thread (decoder.fill), which keeps the decoding off this thread. `decoder` must
+    // outlive finish(); `rec` is read during the call only. Returns as add(Event&&).
+    bool add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec);
+    // Hands over what was added and waits until it is folded: after it, the decoders and Fields of the records
+    // added so far are no longer used (a reader that frees them between buffers calls it first).
+    void sync();
+    // Hands over the last batch and waits for the fold thread. true when every event added was folded.
+    // Further calls return the same.
+    bool finish();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nvtrace

@@ -1,0 +1,240 @@
+// ReportFold (nvtrace/report_fold.hpp): a report folded on a second thread is byte for byte the one folded on the
+// producer's thread, across many batches, with events and undecoded records mixed; comms reach the report before
+// their pid's first event; a refusal stops the producer within a bounded number of events; sync() returns only
+// when everything added is folded.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <event-parse.h>
+#include <gtest/gtest.h>
+
+#include "nvtrace/raw_event_decoder.hpp"
+#include "nvtrace/report_fold.hpp"
+#include "nvtrace/report_stream.hpp"
+
+namespace fs = std::filesystem;
+using namespace nvtrace;
+
+namespace {
+
+const fs::path kCapture = fs::path(NVTRACE_TEST_DATA) / "capture_dir" / "fionread20";
+
+std::string read_fd(int fd) {
+    std::string out;
+    char buf[65536];
+    ::lseek(fd, 0, SEEK_SET);
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    return out;
+}
+
+std::unique_ptr<ReportStream> open_stream(EventStream side = {}) {
+    auto rs = ReportStream::open(fs::temp_directory_path().string(), std::move(side));
+    EXPECT_TRUE(rs) << rs.error().message;
+    return rs ? std::move(*rs) : nullptr;
+}
+
+std::string finish_and_read(ReportStream& r) {
+    auto f = r.finish();
+    EXPECT_TRUE(f) << f.error().message;
+    FILE* tmp = std::tmpfile();
+    auto w = r.write(::fileno(tmp));
+    EXPECT_TRUE(w) << w.error().message;
+    std::string out = read_fd(::fileno(tmp));
+    std::fclose(tmp);
+    return out;
+}
+
+Event at(std::uint64_t ts, int pid, EventBody body) {
+    return Event{ts, pid % 2, pid, false, std::move(body)};
+}
+
+// 30,000 events (about seven batches): ioctls of three tasks, markers, console lines and a lost-events record.
+std::vector<Event> mixed_events() {
+    std::vector<Event> v;
+    std::uint64_t ts = 1000;
+    for (int i = 0; i < 7'000; ++i) {
+        int pid = 100 + i % 3;
+        v.push_back(at(ts++, pid, IoctlEnter{3, 0x541b, static_cast<std::uint64_t>(i)}));
+        v.push_back(at(ts++, pid, IoctlExit{i % 5 == 0 ? -25 : 0}));
+        if (i % 7 == 0) v.push_back(at(ts++, pid, Marker{"nv_trace: step " + std::to_string(i)}));
+        if (i % 1000 == 0) v.push_back(at(ts++, pid, ConsoleLine{"NVRM: line " + std::to_string(i)}));
+    }
+    v.push_back(at(ts++, 100, LostEvents{12}));
+    v.push_back(at(ts++, 100, IoctlEnter{4, 0x5421, 0}));
+    v.push_back(at(ts++, 100, IoctlExit{0}));
+    return v;
+}
+
+// The tep of the test capture's ioctl formats, and records laid out as the kernel writes them.
+struct IoctlFormats {
+    tep_handle* tep = nullptr;
+    int enter = 0, exit_ = 0;
+    IoctlFormats() {
+        tep = tep_alloc();
+        tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+        tep_set_long_size(tep, 8);
+        for (const char* ev : {"sys_enter_ioctl", "sys_exit_ioctl"}) {
+            std::ifstream in(kCapture / "events" / "syscalls" / ev / "format");
+            std::ostringstream ss;
+            ss << in.rdbuf();
+            std::string text = ss.str();
+            EXPECT_EQ(tep_parse_event(tep, text.data(), text.size(), "syscalls"), 0) << ev;
+        }
+        enter = tep_find_event_by_name(tep, "syscalls", "sys_enter_ioctl")->id;
+        exit_ = tep_find_event_by_name(tep, "syscalls", "sys_exit_ioctl")->id;
+    }
+    ~IoctlFormats() { tep_free(tep); }
+    std::vector<unsigned char> enter_record(int pid, std::uint64_t fd, std::uint64_t cmd, std::uint64_t arg) const {
+        std::vector<unsigned char> b(40, 0);
+        header(b, enter, pid);
+        std::memcpy(b.data() + 16, &fd, 8), std::memcpy(b.data() + 24, &cmd, 8), std::memcpy(b.data() + 32, &arg, 8);
+        return b;
+    }
+    std::vector<unsigned char> exit_record(int pid, std::int64_t ret) const {
+        std::vector<unsigned char> b(24, 0);
+        header(b, exit_, pid);
+        std::memcpy(b.data() + 16, &ret, 8);
+        return b;
+    }
+    static void header(std::vector<unsigned char>& b, int type, int pid) {
+        std::memcpy(b.data(), &type, 2);
+        std::memcpy(b.data() + 4, &pid, 4);
+    }
+};
+
+tep_record record_of(std::vector<unsigned char>& bytes, std::uint64_t ts) {
+    tep_record rec{};
+    rec.ts = ts;
+    rec.cpu = 1;
+    rec.size = static_cast<int>(bytes.size());
+    rec.data = bytes.data();
+    return rec;
+}
+
+}  // namespace
+
+TEST(ReportFold, SameBytesAsAddingOnTheProducersThreadAcrossManyBatches) {
+    const std::vector<Event> events = mixed_events();
+    const std::map<int, std::string> comms{{100, "loop-a"}, {101, "loop-b"}};  // 102 has none
+
+    EventStream side;
+    side.comms = comms;
+    auto direct = open_stream(side);
+    ASSERT_TRUE(direct);
+    for (const Event& ev : events)
+        ASSERT_TRUE(direct->add(ev));
+    const std::string want = finish_and_read(*direct);
+
+    auto folded = open_stream();
+    ASSERT_TRUE(folded);
+    std::vector<int> asked;
+    {
+        ReportFold fold(*folded, [&](int pid) -> std::optional<std::string> {
+            asked.push_back(pid);
+            auto it = comms.find(pid);
+            return it == comms.end() ? std::nullopt : std::optional<std::string>(it->second);
+        });
+        for (Event ev : events)
+            ASSERT_TRUE(fold.add(std::move(ev)));
+        EXPECT_TRUE(fold.finish());
+        EXPECT_TRUE(fold.finish());  // again: the same answer, nothing more done
+    }
+    EXPECT_EQ(asked, (std::vector<int>{100, 101, 102}));  // once per pid, in first-event order
+    EXPECT_EQ(folded->side().comms, comms);
+    const std::string got = finish_and_read(*folded);
+    EXPECT_NE(want.find("\"comm\":\"loop-b\""), std::string::npos);
+    EXPECT_EQ(got, want);
+}
+
+// Records handed over undecoded are decoded on the fold thread into the events the producer would decode.
+TEST(ReportFold, RecordsDecodedOnTheFoldThreadGiveTheReportOfTheDecodedEvents) {
+    IoctlFormats formats;
+    RawEventDecoder producer(formats.tep), reference(formats.tep);
+    std::vector<std::vector<unsigned char>> records;
+    for (int i = 0; i < 6'000; ++i) {
+        records.push_back(formats.enter_record(200 + i % 2, 3, 0x541b, static_cast<std::uint64_t>(i)));
+        records.push_back(formats.exit_record(200 + i % 2, i % 3 == 0 ? -22 : 0));
+    }
+
+    auto direct = open_stream();
+    ASSERT_TRUE(direct);
+    std::uint64_t ts = 5000;
+    for (auto& bytes : records) {
+        tep_record rec = record_of(bytes, ts++);
+        auto ev = reference.decode(&rec);
+        ASSERT_TRUE(ev);
+        ASSERT_TRUE(direct->add(*ev));
+    }
+    const std::string want = finish_and_read(*direct);
+
+    auto folded = open_stream();
+    ASSERT_TRUE(folded);
+    {
+        ReportFold fold(*folded);
+        ts = 5000;
+        std::size_t i = 0;
+        for (auto& bytes : records) {
+            tep_record rec = record_of(bytes, ts++);
+            const RawEventDecoder::Fields* f = producer.check(&rec);
+            ASSERT_NE(f, nullptr);
+            ASSERT_TRUE(producer.plain(*f));
+            if (i++ % 3 == 0) {  // a third as decoded events, in the same order
+                Event ev;
+                producer.fill(rec, *f, ev);
+                ASSERT_TRUE(fold.add(std::move(ev)));
+            } else {
+                ASSERT_TRUE(fold.add(producer, *f, rec));
+            }
+            std::memset(bytes.data(), 0xff, bytes.size());  // the record is copied: its bytes may change now
+        }
+        EXPECT_TRUE(fold.finish());
+    }
+    EXPECT_EQ(finish_and_read(*folded), want);
+    EXPECT_EQ(folded->ioctls(), 6'000u);
+}
+
+// A refused event (function graph) is seen by the fold thread a little later; the producer learns it within the
+// five batches the queue and the batch being filled can hold, and finish() says the report is not whole.
+TEST(ReportFold, RefusedEventStopsTheProducerWithinFiveBatches) {
+    auto r = open_stream();
+    ASSERT_TRUE(r);
+    ReportFold fold(*r);
+    std::uint64_t ts = 1;
+    for (int i = 0; i < 100; ++i)
+        ASSERT_TRUE(fold.add(at(ts++, 7, IoctlEnter{3, 0x541b, 0})));
+    FuncEntry e;
+    e.function = "nv_ioctl";
+    fold.add(at(ts++, 7, e));
+    std::size_t taken = 0;
+    while (fold.add(at(ts++, 7, IoctlExit{0})) && taken < 10 * 4096)
+        ++taken;
+    EXPECT_LE(taken, 6u * 4096u);
+    EXPECT_FALSE(fold.finish());
+    EXPECT_FALSE(fold.add(at(ts++, 7, IoctlExit{0})));
+}
+
+TEST(ReportFold, SyncReturnsWhenEverythingAddedIsFolded) {
+    auto r = open_stream();
+    ASSERT_TRUE(r);
+    ReportFold fold(*r, [](int pid) { return std::optional<std::string>("task-" + std::to_string(pid)); });
+    for (int i = 0; i < 10; ++i)
+        ASSERT_TRUE(fold.add(at(100 + static_cast<std::uint64_t>(i), 40 + i, Marker{"m"})));
+    fold.sync();
+    // Read on this thread after sync(): the fold thread has folded all ten and is waiting.
+    EXPECT_EQ(r->markers(), 10u);
+    EXPECT_EQ(r->side().comms.size(), 10u);
+    EXPECT_EQ(r->side().comms.at(49), "task-49");
+    ASSERT_TRUE(fold.add(at(200, 40, Marker{"n"})));
+    EXPECT_TRUE(fold.finish());
+    EXPECT_EQ(r->markers(), 11u);
+}
