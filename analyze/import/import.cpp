@@ -288,7 +288,10 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
             s = read_strace_text(text, file_name);
             break;
         case TraceFormat::trace_dat:
-            return fail(Error::usage(fmt::format("{}: a trace.dat must be read from a file", file_name)));
+            s = read_trace_dat_bytes(text, std::string(file_name));
+            if (!s) return fail(s.error());
+            r.stream = std::move(*s);
+            return r;
         case TraceFormat::kernel_log: {
             KernelLogParse k = read_kernel_log(text, file_name);
             if (k.messages.empty())
@@ -364,9 +367,6 @@ Result<ImportResult> import_file(const std::string& path, std::optional<TraceFor
         if (!whole) return fail(whole.error());
         std::string all = std::move(*whole);
         std::optional<TraceFormat> f = forced ? forced : detect_format(std::string_view(all).substr(0, 256 * 1024));
-        if (f && *f == TraceFormat::trace_dat)
-            return fail(Error::usage(fmt::format(
-                "{}: a trace.dat cannot be read from a pipe (libtracecmd needs a file): save it first", name)));
         return import_text(all, name, f);
     }
     auto size = static_cast<std::size_t>(st.st_size);

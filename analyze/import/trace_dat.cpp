@@ -1,6 +1,12 @@
 // trace.dat (trace-cmd's file, v6 and v7) through libtracecmd (ftrace-formats.md section 4).
 // Built only where libtracecmd is found and the build is not static (NVTRACE_HAVE_TRACECMD).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,6 +54,11 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& /*side*/, const TraceDatEach& /*each*/,
                                           std::vector<std::string> other_events) {
     return fail(read_trace_dat(path, std::move(other_events)).error());
+}
+
+Result<EventStream> read_trace_dat_bytes(std::string_view /*bytes*/, const std::string& name,
+                                         std::vector<std::string> other_events) {
+    return read_trace_dat(name, std::move(other_events));
 }
 
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& /*side*/, TraceDatSink& /*sink*/,
@@ -170,10 +181,14 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
 // diagnostics into `stream`. Whole (`each` null): the events appended to stream.events, where each handle's
 // start is pushed to `segment_starts`. Streamed: through `each`, one record at a time, until `state` is no
 // longer `done`.
+// `fd` >= 0: read from it (libtracecmd takes it and closes it), `path` only naming it in messages.
 Result<void> read_handles(const std::string& path, const std::vector<std::string>& other_events, EventStream& stream,
-                          std::vector<std::size_t>* segment_starts, TraceDatSink* sink, TraceDatStreamed* state) {
+                          std::vector<std::size_t>* segment_starts, TraceDatSink* sink, TraceDatStreamed* state,
+                          int fd = -1) {
     tracecmd_set_loglevel(TEP_LOG_NONE);
-    std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(tracecmd_open(path.c_str(), 0), tracecmd_close);
+    std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(
+        fd >= 0 ? tracecmd_open_fd(fd, 0) : tracecmd_open(path.c_str(), 0), tracecmd_close);
+    if (!top && fd >= 0) ::close(fd);  // a failed tracecmd_open_fd leaves it open
     if (!top)
         return fail(
             Error::usage(fmt::format("{}: libtracecmd cannot open it (expected a trace-cmd trace.dat, "
@@ -215,18 +230,60 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
 
 }  // namespace
 
-Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events) {
+namespace {
+
+Result<EventStream> read_whole(const std::string& path, const std::vector<std::string>& other_events, int fd) {
     EventStream stream;
     // Where each handle's events start in stream.events: tracecmd_iterate_events hands them over by time
     // across that handle's CPUs (ties: lower CPU first), so each segment is normally sorted already.
     std::vector<std::size_t> segment_starts;
     TraceDatStreamed state = TraceDatStreamed::done;
-    if (auto r = read_handles(path, other_events, stream, &segment_starts, nullptr, &state); !r) return fail(r.error());
+    if (auto r = read_handles(path, other_events, stream, &segment_starts, nullptr, &state, fd); !r)
+        return fail(r.error());
     // The order is that of a stable sort by ts_ns of the handles' events concatenated (top first, then the
     // instances in file order; within a handle, the order libtracecmd gave). merge_segments gives it
     // without a sort when every handle's events are already in time order (capture_dir.hpp).
     merge_segments(stream.events, std::move(segment_starts));
     return stream;
+}
+
+}  // namespace
+
+Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events) {
+    return read_whole(path, other_events, -1);
+}
+
+Result<EventStream> read_trace_dat_bytes(std::string_view bytes, const std::string& name,
+                                         std::vector<std::string> other_events) {
+    // libtracecmd seeks in the file: the bytes go to an unlinked file in $TMPDIR (on disk, not a second copy in
+    // memory), removed when libtracecmd closes it.
+    std::error_code ec;
+    std::string dir = std::filesystem::temp_directory_path(ec).string();
+    if (ec) dir = "/tmp";
+    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        std::string tmpl = dir + "/.nvtrace-dat-XXXXXX";
+        fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+        if (fd >= 0) ::unlink(tmpl.c_str());
+    }
+    if (fd < 0)
+        return fail(
+            Error::environment(fmt::format("{}: a trace.dat from a pipe is read through a temporary file, "
+                                           "and none could be made in {}: {}",
+                                           name, dir, std::strerror(errno))));
+    for (std::size_t done = 0; done < bytes.size();) {
+        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int err = n < 0 ? errno : ENOSPC;
+            ::close(fd);
+            return fail(Error::environment(
+                fmt::format("{}: cannot write its temporary copy in {}: {}", name, dir, std::strerror(err))));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    ::lseek(fd, 0, SEEK_SET);
+    return read_whole(name, other_events, fd);
 }
 
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, TraceDatSink& sink,

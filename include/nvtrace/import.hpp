@@ -80,6 +80,11 @@ Result<EventStream> read_trace_cmd_report(std::string_view text, std::string_vie
 // LostEvents. Error::environment when nvtrace was built without libtracecmd (the static build).
 Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::string> other_events = {});
 bool trace_dat_supported();
+// The same for a trace.dat already in memory (standard input, a pipe): libtracecmd needs a file it can seek in,
+// so the bytes are written to an unlinked temporary file in $TMPDIR first. `name` names the input in messages
+// ("<stdin>"). Errors: read_trace_dat's, and Error::environment when the temporary file cannot be made or written.
+Result<EventStream> read_trace_dat_bytes(std::string_view bytes, const std::string& name,
+                                         std::vector<std::string> other_events = {});
 
 // read_trace_dat one event at a time, for a report that does not hold them (nvtrace/report_stream.hpp, `nvtrace
 // report FILE.dat`). `each` gets every event in the order read_trace_dat's stream holds them (it may move from
@@ -139,7 +144,7 @@ Result<ImportResult> import_file(const std::string& path, std::optional<TraceFor
 // "<stdin>" for "-".
 Result<std::string> read_input_whole(const std::string& path);
 
-// Same for text already in memory (tests, fuzzers). trace_dat needs a file: Error::usage here.
+// Same for text already in memory (standard input, tests). A trace.dat is read with read_trace_dat_bytes.
 Result<ImportResult> import_text(std::string_view text, std::string_view file_name,
                                  std::optional<TraceFormat> forced = std::nullopt);
 

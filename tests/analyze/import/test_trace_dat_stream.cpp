@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -121,12 +123,19 @@ struct Ran {
     std::string out;
 };
 
-// `argv` with stdout read whole (stderr passed through): no shell.
-Ran run(const std::vector<std::string>& argv) {
-    int fds[2];
+// `argv` with stdout read whole (stderr passed through): no shell. `stdin_bytes`: written into a pipe on its
+// standard input.
+Ran run(const std::vector<std::string>& argv, const std::optional<std::string>& stdin_bytes = std::nullopt) {
+    int fds[2], in[2] = {-1, -1};
     if (::pipe(fds) != 0) return {};
+    if (stdin_bytes && ::pipe(in) != 0) return {};
     pid_t pid = ::fork();
     if (pid == 0) {
+        if (stdin_bytes) {
+            ::dup2(in[0], 0);
+            ::close(in[0]);
+            ::close(in[1]);
+        }
         ::dup2(fds[1], 1);
         ::close(fds[0]);
         ::close(fds[1]);
@@ -138,11 +147,24 @@ Ran run(const std::vector<std::string>& argv) {
         ::_exit(127);
     }
     ::close(fds[1]);
+    std::thread feeder;
+    if (stdin_bytes) {
+        ::close(in[0]);
+        feeder = std::thread([&] {
+            for (std::size_t done = 0; done < stdin_bytes->size();) {
+                ssize_t n = ::write(in[1], stdin_bytes->data() + done, stdin_bytes->size() - done);
+                if (n <= 0) break;
+                done += static_cast<std::size_t>(n);
+            }
+            ::close(in[1]);
+        });
+    }
     Ran r;
     char buf[65536];
     for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
         r.out.append(buf, static_cast<std::size_t>(n));
     ::close(fds[0]);
+    if (feeder.joinable()) feeder.join();
     int st = 0;
     ::waitpid(pid, &st, 0);
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -318,5 +340,29 @@ TEST(TraceDatStream, ReportCommandWritesTheWholeReportsBytes) {
         EXPECT_EQ(summary.out.rfind(fmt::format("input: {} (trace-dat)\n", path), 0), 0u) << summary.out;
         EXPECT_EQ(body(summary.out), body(saved.out) + "report: " + out + "\n");
         std::filesystem::remove_all(dir);
+    }
+}
+
+// `cat X.dat | nvtrace report -` was refused ("a trace.dat must be read from a file") although report.md says
+// standard input is read whole, then as a file of that content: it is the file's report now (source path "-"),
+// and a cut one on standard input is the file's error, naming <stdin>.
+TEST(TraceDatStream, TraceDatOnStandardInputIsReportedLikeTheFile) {
+    auto files = dat_files();
+    REQUIRE_DATS(files);
+    for (const auto& path : files) {
+        SCOPED_TRACE(path);
+        auto s = read_trace_dat(path);
+        ASSERT_TRUE(s) << s.error().message;
+        Report r = build_report(*s);
+        r.source = {{"kind", "file"}, {"path", "-"}, {"format", "trace-dat"}};
+        std::ostringstream want;
+        write_json(r, want);
+        const std::string bytes = read_whole(path);
+        Ran piped = run({NVTRACE_BIN, "report", "-", "--json"}, bytes);
+        EXPECT_EQ(piped.rc, 0);
+        EXPECT_EQ(piped.out, want.str());
+        Ran cut = run({NVTRACE_BIN, "report", "-"}, bytes.substr(0, 5000));
+        EXPECT_EQ(cut.rc, 2);
+        EXPECT_EQ(cut.out, "");
     }
 }
