@@ -922,6 +922,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     meta["duration_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     meta["exit_code"] = status->exit_code ? nlohmann::json(*status->exit_code) : nlohmann::json(nullptr);
     meta["signal"] = status->signal ? nlohmann::json(*status->signal) : nlohmann::json(nullptr);
+    // The signal that stopped nvtrace while the program ran (passed on to the program's process group); one held
+    // while the report is written comes after this file and changes nothing in the capture (exit 128 + N says it).
+    meta["interrupted_by"] = res.interrupted_by ? nlohmann::json(*res.interrupted_by) : nlohmann::json(nullptr);
     meta["undecodable_records"] = decoder.undecodable();
     meta["capture_format"] = kCaptureDirFormat;
     {

@@ -180,7 +180,39 @@ TEST(LiveFaults, SigtermWhileTheReportIsWrittenSavesItAndExits143) {
     ASSERT_TRUE(std::filesystem::exists(out + "/meta.json")) << r.err;
     nlohmann::json rep = load_json(out + "/report.json");
     EXPECT_GE(rep["ioctls"].size(), 300000u);
+    // The program was not stopped by it: the capture is what it would have been (run.md).
+    auto meta = load_json(out + "/meta.json");
+    EXPECT_TRUE(meta.contains("interrupted_by"));
+    EXPECT_TRUE(meta["interrupted_by"].is_null());
+    EXPECT_EQ(meta["exit_code"], 0);
     std::filesystem::remove_all(dir);
+}
+
+// meta.json said how the program ended (signal 2) but not that nvtrace had been interrupted and passed the signal
+// on (a fresh user's Ctrl-C): `interrupted_by` says it.
+TEST(LiveFaults, MetaSaysWhichSignalInterruptedTheRun) {
+    REQUIRE_LIVE();
+    auto before = tracefs_snapshot();
+    std::string out = temp_dir() + "/cap";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl(NVTRACE_BIN, NVTRACE_BIN, "run", "-q", "--out", out.c_str(), "--", "sleep", "60", nullptr);
+        ::_exit(127);
+    }
+    const std::string inst = kTracing + "/instances/nvtrace-" + std::to_string(pid);
+    for (int i = 0; i < 1200 && ::access(inst.c_str(), F_OK) != 0; ++i)
+        ::usleep(50 * 1000);
+    ::usleep(200 * 1000);  // the program started after the instance was made
+    ::kill(pid, SIGINT);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 128 + SIGINT);
+    auto meta = load_json(out + "/meta.json");
+    EXPECT_EQ(meta["interrupted_by"], SIGINT);
+    EXPECT_EQ(meta["signal"], SIGINT);  // sleep died of the SIGINT nvtrace passed on
+    EXPECT_EQ(tracefs_snapshot(), before);
+    std::filesystem::remove_all(std::filesystem::path(out).parent_path());
 }
 
 // `nvtrace run --json > /dev/full` printed "cannot write the report to stdout" and exited 0 (a fresh user). The
