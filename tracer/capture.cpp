@@ -446,6 +446,52 @@ bool event_exists(const char* tracing_dir, const char* system, const char* event
     return ::access(fmt::format("{}/events/{}/{}", tracing_dir, system, event).c_str(), F_OK) == 0;
 }
 
+// A tep holding the ring-buffer header and the formats of `events` ("system:event", or "system:*" for a whole
+// system), read from tracing_dir. tracefs_local_events_system loads whole systems and always parses
+// /proc/kallsyms (libtracefs 1.6, load_mappings): 0.107 s and 739 formats for ftrace, syscalls and printk here
+// (bench/tep_load.c, 3 runs on the machine of docs/performance.md) against 0.2 ms for the six formats nvtrace decodes;
+// a run without function tracing never looks a function up. `with_mappings`: kallsyms and printk_formats too, as
+// libtracefs loads them (the user's --event records are printed by libtraceevent). An event this kernel lacks is left
+// out (its enabling fails later with its own message). nullptr when the header page cannot be read.
+tep_handle* load_event_formats(const char* tracing_dir, const std::vector<std::string>& events, bool with_mappings) {
+    auto header = read_file(fmt::format("{}/events/header_page", tracing_dir));
+    if (!header) return nullptr;
+    tep_handle* tep = tep_alloc();
+    if (!tep) return nullptr;
+    if (tep_parse_header_page(tep, header->data(), static_cast<unsigned long>(header->size()),
+                              static_cast<int>(sizeof(long))) != 0) {
+        tep_free(tep);
+        return nullptr;
+    }
+    tep_set_long_size(tep, tep_get_header_page_size(tep));
+    tep_set_cpus(tep, static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
+    std::set<std::pair<std::string, std::string>> loaded;
+    auto load = [&](const std::string& sys, const std::string& name) {
+        if (!loaded.emplace(sys, name).second) return;
+        auto text = read_file(fmt::format("{}/events/{}/{}/format", tracing_dir, sys, name));
+        if (text) tep_parse_event(tep, text->data(), text->size(), sys.c_str());
+    };
+    for (const auto& e : events) {
+        auto colon = e.find(':');
+        std::string sys = e.substr(0, colon), name = e.substr(colon + 1);
+        if (name != "*") {
+            load(sys, name);
+            continue;
+        }
+        if (char** names = tracefs_system_events(tracing_dir, sys.c_str())) {
+            for (char** n = names; *n; ++n)
+                load(sys, *n);
+            tracefs_list_free(names);
+        }
+    }
+    if (with_mappings) {
+        if (auto ks = read_file("/proc/kallsyms")) tep_parse_kallsyms(tep, ks->c_str());
+        if (auto pf = read_file(fmt::format("{}/printk_formats", tracing_dir)))
+            tep_parse_printk_formats(tep, pf->c_str());
+    }
+    return tep;
+}
+
 }  // namespace
 
 void take_held_signal(CaptureResult& cap) {
@@ -602,15 +648,15 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     for (const auto& fc : res.filter_counts)
         meta["filter_counts"][fc.filter] = fc.functions;
 
-    // Event formats: only the systems nvtrace decodes, plus the user's (130 ms for two systems,
-    // ../shared/reference/ci-environment.md section 4).
-    std::set<std::string> systems{"ftrace", "syscalls"};
+    // Event formats: the ftrace system (function_graph, print, stacks), the two ioctl events, and the user's
+    // (load_event_formats).
+    std::vector<std::string> formats{"ftrace:*", "syscalls:sys_enter_ioctl", "syscalls:sys_exit_ioctl"};
     std::vector<std::string> kept_events = opts.events;
     for (const auto& e : opts.events) {
         auto colon = e.find(':');
         if (colon == std::string::npos || colon == 0 || colon + 1 == e.size())
             return fail(Error::usage(fmt::format("--event '{}': expected SYSTEM:EVENT", e)));
-        systems.insert(e.substr(0, colon));
+        formats.push_back(e);
     }
     // printk:console is not enabled by default: on Debian's 6.1 kernel a printk from an idle CPU while the
     // event was on (and function_graph at the top level) hit a WARN in include/trace/events/printk.h and
@@ -618,14 +664,10 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     bool console = std::find(opts.events.begin(), opts.events.end(), "printk:console") != opts.events.end();
     bool xid_event = event_exists(tracing_dir, "nvidia", "nvidia_dev_xid");
     if (xid_event) {
-        systems.insert("nvidia");
+        formats.push_back("nvidia:nvidia_dev_xid");
         kept_events.push_back("nvidia:nvidia_dev_xid");
     }
-    std::vector<const char*> sys_c;
-    for (const auto& s : systems)
-        sys_c.push_back(s.c_str());
-    sys_c.push_back(nullptr);
-    tep_handle* tep = tracefs_local_events_system(tracing_dir, sys_c.data());
+    tep_handle* tep = load_event_formats(tracing_dir, formats, !opts.events.empty());
     if (!tep) return fail(Error::environment("cannot read the event formats from tracefs"));
     struct TepFree {
         tep_handle* t;
