@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -41,7 +42,33 @@ inline std::string slurp(const std::string& path) {
     return ss.str();
 }
 
-// The top-level tracing state a run must leave as it found it.
+// The parent of `pid` (/proc/PID/stat), -1 when it has ended.
+inline pid_t parent_of(pid_t pid) {
+    std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) return -1;
+    char state = 0;
+    int ppid = -1;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2) return -1;
+    return ppid;
+}
+
+// An instance nvtrace-PID of an nvtrace that is running and was not started by this test process (another
+// suite, a user's run): its instance comes and goes on its own, which says nothing about this test's runs. An
+// instance whose PID has ended, or that this process started, is kept in the snapshot.
+inline bool foreign_live_instance(const std::string& name) {
+    const std::string prefix = "nvtrace-";
+    if (name.rfind(prefix, 0) != 0) return false;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (!end || *end != '\0' || pid <= 1) return false;
+    for (pid_t p = static_cast<pid_t>(pid), hops = 0; p > 1 && hops < 64; p = parent_of(p), ++hops)
+        if (p == ::getpid()) return false;
+    return parent_of(static_cast<pid_t>(pid)) != -1;
+}
+
+// The top-level tracing state a run must leave as it found it (instances of other running nvtrace processes
+// left out: foreign_live_instance).
 inline std::map<std::string, std::string> tracefs_snapshot() {
     std::map<std::string, std::string> s;
     for (const char* f : {"current_tracer", "tracing_on", "set_event", "set_event_pid", "buffer_size_kb", "trace_clock",
@@ -55,7 +82,7 @@ inline std::map<std::string, std::string> tracefs_snapshot() {
     std::string inst;
     if (DIR* d = ::opendir((kTracing + "/instances").c_str())) {
         while (dirent* e = ::readdir(d))
-            if (e->d_name[0] != '.') inst += std::string(e->d_name) + "\n";
+            if (e->d_name[0] != '.' && !foreign_live_instance(e->d_name)) inst += std::string(e->d_name) + "\n";
         ::closedir(d);
     }
     s["instances/"] = inst;
