@@ -98,7 +98,7 @@ text_row() {  # text_row LABEL FILE
     mb=$(awk -v b="$(stat -c %s "$2")" 'BEGIN { printf "%.1f", b / 1048576 }')
     rate=$(awk -v m="$mb" -v w="$WALL" 'BEGIN { printf "%.1f", m / w }')
     cpu=$(awk -v m="$mb" -v u="$USER" -v s="$SYS" 'BEGIN { printf "%.1f", m / (u + s) }')
-    row "$1 $mb MB" "$WALL s, $rate MB/s ($cpu MB/CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" ">= 250 MB/s per core"
+    row "$1 $mb MiB" "$WALL s, $rate MiB/s ($cpu MiB/CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" ">= 250 MB/s per core"
 }
 
 if want text; then
