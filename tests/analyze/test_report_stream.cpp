@@ -21,6 +21,7 @@
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_stream.hpp"
+#include "test_io.hpp"
 
 using namespace nvtrace;
 
@@ -28,14 +29,7 @@ namespace {
 
 const std::string kData = NVTRACE_TEST_DATA;
 
-std::string read_fd(int fd) {
-    std::string out;
-    char buf[65536];
-    ::lseek(fd, 0, SEEK_SET);
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-        out.append(buf, static_cast<std::size_t>(n));
-    return out;
-}
+using test::read_fd;
 
 std::string whole_json(const EventStream& st) {
     std::ostringstream os;

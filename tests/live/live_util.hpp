@@ -89,6 +89,24 @@ inline std::map<std::string, std::string> tracefs_snapshot() {
     return s;
 }
 
+// Starts `nvtrace run -q --out OUT -- sleep 60` in the background and waits (up to 60 s, not a fixed time: under
+// load 500 ms was too short) until its instance exists. The run's pid, or -1 (the run killed and reaped) when it
+// never made its instance.
+inline pid_t start_sleeping_run(const char* nvtrace_bin, const std::string& out) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::execl(nvtrace_bin, nvtrace_bin, "run", "-q", "--out", out.c_str(), "--", "sleep", "60", nullptr);
+        ::_exit(127);
+    }
+    const std::string inst = kTracing + "/instances/nvtrace-" + std::to_string(pid);
+    for (int i = 0; i < 1200 && ::access(inst.c_str(), F_OK) != 0; ++i)
+        ::usleep(50 * 1000);
+    if (::access(inst.c_str(), F_OK) == 0) return pid;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return -1;
+}
+
 struct Ran {
     int rc = -1;
     std::string out, err;

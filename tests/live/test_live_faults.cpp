@@ -63,23 +63,10 @@ TEST(LiveFaults, CrashingProgramIsRecordedAndStateRestored) {
 TEST(LiveFaults, CleanupKeepsTheInstanceOfARunningNvtrace) {
     REQUIRE_LIVE();
     auto before = tracefs_snapshot();
-    pid_t pid = -1;
     std::string out = temp_dir();
     // Start a long run in the background, clean up while it runs, then stop it.
-    pid = ::fork();
-    if (pid == 0) {
-        ::execl(NVTRACE_BIN, NVTRACE_BIN, "run", "-q", "--out", out.c_str(), "--", "sleep", "60", nullptr);
-        ::_exit(127);
-    }
-    // Wait for the run's instance rather than a fixed time: under load a fixed 500 ms was too short.
-    const std::string inst = kTracing + "/instances/nvtrace-" + std::to_string(pid);
-    for (int i = 0; i < 1200 && ::access(inst.c_str(), F_OK) != 0; ++i)
-        ::usleep(50 * 1000);
-    if (::access(inst.c_str(), F_OK) != 0) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-        FAIL() << "the run never created " << inst;
-    }
+    pid_t pid = start_sleeping_run(NVTRACE_BIN, out);
+    ASSERT_GT(pid, 0) << "the run never created its instance";
     Ran c = run({NVTRACE_BIN, "cleanup"});
     EXPECT_EQ(c.rc, 0) << c.err;
     EXPECT_NE(c.out.find("kept (owner still running): instance nvtrace-" + std::to_string(pid)), std::string::npos)
@@ -194,14 +181,8 @@ TEST(LiveFaults, MetaSaysWhichSignalInterruptedTheRun) {
     REQUIRE_LIVE();
     auto before = tracefs_snapshot();
     std::string out = temp_dir() + "/cap";
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        ::execl(NVTRACE_BIN, NVTRACE_BIN, "run", "-q", "--out", out.c_str(), "--", "sleep", "60", nullptr);
-        ::_exit(127);
-    }
-    const std::string inst = kTracing + "/instances/nvtrace-" + std::to_string(pid);
-    for (int i = 0; i < 1200 && ::access(inst.c_str(), F_OK) != 0; ++i)
-        ::usleep(50 * 1000);
+    pid_t pid = start_sleeping_run(NVTRACE_BIN, out);
+    ASSERT_GT(pid, 0) << "the run never created its instance";
     ::usleep(200 * 1000);  // the program started after the instance was made
     ::kill(pid, SIGINT);
     int st = 0;

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ioctl_formats.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/report.hpp"
@@ -396,33 +397,13 @@ std::vector<Event> reference_merge(const std::vector<std::vector<Event>>& source
 
 // decode_append is decode() without the moves: the same Event, or nothing (and the same counting).
 TEST(RawEventDecoder, DecodeAppendGivesTheEventsDecodeGives) {
-    tep_handle* tep = tep_alloc();
-    ASSERT_NE(tep, nullptr);
-    tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
-    tep_set_long_size(tep, 8);
-    for (const char* ev : {"sys_enter_ioctl", "sys_exit_ioctl"}) {
-        std::ifstream in(kCapture / "events" / "syscalls" / ev / "format");
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        std::string text = ss.str();
-        ASSERT_EQ(tep_parse_event(tep, text.data(), text.size(), "syscalls"), 0) << ev;
-    }
-    int enter = tep_find_event_by_name(tep, "syscalls", "sys_enter_ioctl")->id;
-    int exit_ = tep_find_event_by_name(tep, "syscalls", "sys_exit_ioctl")->id;
-    auto record = [](std::vector<unsigned char>& buf, int type, int pid, std::uint8_t flags) {
-        std::memcpy(buf.data(), &type, 2);
-        buf[2] = flags;
-        std::memcpy(buf.data() + 4, &pid, 4);
-    };
-    std::vector<unsigned char> a(40, 0), b(24, 0), unknown(16, 0), short_(12, 0);
-    record(a, enter, 77, 0x08 /* hardirq */);
-    std::uint64_t fd = 3, cmd = 0x541b, arg = 0x7ffd1234;
-    std::memcpy(a.data() + 16, &fd, 8), std::memcpy(a.data() + 24, &cmd, 8), std::memcpy(a.data() + 32, &arg, 8);
-    record(b, exit_, 78, 0);
-    std::int64_t ret = -25;
-    std::memcpy(b.data() + 16, &ret, 8);
-    record(unknown, 4242, 1, 0);
-    record(short_, enter, 1, 0);  // shorter than arg's end: undecodable
+    test::IoctlFormats formats;
+    tep_handle* tep = formats.tep;
+    std::vector<unsigned char> a = formats.enter_record(77, 3, 0x541b, 0x7ffd1234, 0x08 /* hardirq */);
+    std::vector<unsigned char> b = formats.exit_record(78, -25);
+    std::vector<unsigned char> unknown(16, 0), short_(12, 0);
+    test::IoctlFormats::header(unknown, 4242, 1);
+    test::IoctlFormats::header(short_, formats.enter, 1);  // shorter than arg's end: undecodable
 
     RawEventDecoder one(tep), two(tep);
     std::vector<Event> appended;
@@ -461,7 +442,6 @@ TEST(RawEventDecoder, DecodeAppendGivesTheEventsDecodeGives) {
     EXPECT_FALSE(appended[1].irq);
     EXPECT_EQ(one.undecodable(), 1u);
     EXPECT_EQ(two.undecodable(), 1u);
-    tep_free(tep);
 }
 
 // merge_segments: the stable sort's order for the sources laid end to end in one vector.

@@ -7,16 +7,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <event-parse.h>
 #include <gtest/gtest.h>
 
+#include "../test_io.hpp"
+#include "ioctl_formats.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/report_fold.hpp"
 #include "nvtrace/report_stream.hpp"
@@ -26,16 +26,7 @@ using namespace nvtrace;
 
 namespace {
 
-const fs::path kCapture = fs::path(NVTRACE_TEST_DATA) / "capture_dir" / "fionread20";
-
-std::string read_fd(int fd) {
-    std::string out;
-    char buf[65536];
-    ::lseek(fd, 0, SEEK_SET);
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-        out.append(buf, static_cast<std::size_t>(n));
-    return out;
-}
+using test::read_fd;
 
 std::unique_ptr<ReportStream> open_stream(EventStream side = {}) {
     auto rs = ReportStream::open(fs::temp_directory_path().string(), std::move(side));
@@ -75,42 +66,7 @@ std::vector<Event> mixed_events() {
     return v;
 }
 
-// The tep of the test capture's ioctl formats, and records laid out as the kernel writes them.
-struct IoctlFormats {
-    tep_handle* tep = nullptr;
-    int enter = 0, exit_ = 0;
-    IoctlFormats() {
-        tep = tep_alloc();
-        tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
-        tep_set_long_size(tep, 8);
-        for (const char* ev : {"sys_enter_ioctl", "sys_exit_ioctl"}) {
-            std::ifstream in(kCapture / "events" / "syscalls" / ev / "format");
-            std::ostringstream ss;
-            ss << in.rdbuf();
-            std::string text = ss.str();
-            EXPECT_EQ(tep_parse_event(tep, text.data(), text.size(), "syscalls"), 0) << ev;
-        }
-        enter = tep_find_event_by_name(tep, "syscalls", "sys_enter_ioctl")->id;
-        exit_ = tep_find_event_by_name(tep, "syscalls", "sys_exit_ioctl")->id;
-    }
-    ~IoctlFormats() { tep_free(tep); }
-    std::vector<unsigned char> enter_record(int pid, std::uint64_t fd, std::uint64_t cmd, std::uint64_t arg) const {
-        std::vector<unsigned char> b(40, 0);
-        header(b, enter, pid);
-        std::memcpy(b.data() + 16, &fd, 8), std::memcpy(b.data() + 24, &cmd, 8), std::memcpy(b.data() + 32, &arg, 8);
-        return b;
-    }
-    std::vector<unsigned char> exit_record(int pid, std::int64_t ret) const {
-        std::vector<unsigned char> b(24, 0);
-        header(b, exit_, pid);
-        std::memcpy(b.data() + 16, &ret, 8);
-        return b;
-    }
-    static void header(std::vector<unsigned char>& b, int type, int pid) {
-        std::memcpy(b.data(), &type, 2);
-        std::memcpy(b.data() + 4, &pid, 4);
-    }
-};
+using test::IoctlFormats;
 
 tep_record record_of(std::vector<unsigned char>& bytes, std::uint64_t ts) {
     tep_record rec{};

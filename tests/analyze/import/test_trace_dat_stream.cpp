@@ -98,6 +98,13 @@ std::string describe(const std::vector<Diagnostic>& ds) {
     return out;
 }
 
+// `seen` (describe() of each event handed over) is `whole`, event for event.
+void expect_same_events(const std::vector<std::string>& seen, const std::vector<Event>& whole) {
+    ASSERT_EQ(seen.size(), whole.size());
+    for (std::size_t i = 0; i < seen.size(); ++i)
+        ASSERT_EQ(seen[i], describe(whole[i])) << "event " << i;
+}
+
 std::string read_whole(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream ss;
@@ -190,9 +197,7 @@ TEST(TraceDatStream, GivesReadTraceDatsEventsInItsOrderWithItsCommsAndDiagnostic
         });
         ASSERT_TRUE(st) << st.error().message;
         EXPECT_EQ(*st, TraceDatStreamed::done);
-        ASSERT_EQ(streamed.size(), whole->events.size());
-        for (std::size_t i = 0; i < streamed.size(); ++i)
-            ASSERT_EQ(streamed[i], describe(whole->events[i])) << "event " << i;
+        expect_same_events(streamed, whole->events);
         EXPECT_EQ(comms_missing, 0u);
         EXPECT_EQ(side.comms, whole->comms);
         EXPECT_EQ(describe(side.diagnostics), describe(whole->diagnostics));
@@ -236,9 +241,7 @@ TEST(TraceDatStream, SinkGetsPlainRecordsUndecodedAndTheyDecodeToTheSameEvents) 
         auto st = stream_trace_dat(path, side, sink);
         ASSERT_TRUE(st) << st.error().message;
         EXPECT_EQ(*st, TraceDatStreamed::done);
-        ASSERT_EQ(sink.seen.size(), whole->events.size());
-        for (std::size_t i = 0; i < sink.seen.size(); ++i)
-            ASSERT_EQ(sink.seen[i], describe(whole->events[i])) << "event " << i;
+        expect_same_events(sink.seen, whole->events);
         std::size_t ioctl_events = std::count_if(whole->events.begin(), whole->events.end(), [](const Event& ev) {
             return std::holds_alternative<IoctlEnter>(ev.body) || std::holds_alternative<IoctlExit>(ev.body);
         });
