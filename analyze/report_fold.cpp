@@ -23,7 +23,8 @@ struct Deferred {
     const RawEventDecoder::Fields* fields;
     std::uint64_t ts;
     int cpu;
-    std::uint32_t offset, size;  // its bytes in Batch::bytes
+    std::uint32_t size;
+    std::size_t offset;  // its bytes in Batch::bytes (a batch of 4,096 records of 1 MiB sub-buffers passes 4 GiB)
 };
 
 // One item: an event (index into `events`) or a record (index into `records`), in the order added.
@@ -173,7 +174,7 @@ bool ReportFold::add(const RawEventDecoder& decoder, const RawEventDecoder::Fiel
     s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.records.size()) | kRecordBit);
     // Each record's bytes start 8-byte aligned, as libtraceevent's readers may load its fields directly.
     s.cur.bytes.resize((s.cur.bytes.size() + 7) & ~std::size_t{7});
-    s.cur.records.push_back({&decoder, &fields, rec.ts, rec.cpu, static_cast<std::uint32_t>(s.cur.bytes.size()), size});
+    s.cur.records.push_back({&decoder, &fields, rec.ts, rec.cpu, size, s.cur.bytes.size()});
     s.cur.bytes.append(static_cast<const char*>(rec.data), size);
     s.added();
     return true;

@@ -11,11 +11,13 @@
 // event of that pid is added; the comm it returns is put into report.side().comms (an existing entry stays)
 // before that event is folded.
 //
-// Memory: at most five batches of 4,096 events or records, and the batches kept for reuse. Errors: none of its
-// own; a refused event (function graph, time going back: ReportStream::add) makes add() and finish() return
-// false, after which nothing more is folded and the caller builds the whole report instead.
-// Thread-safety: add() and finish() from one thread; `report` must not be used elsewhere until finish()
-// returned (the destructor calls finish()).
+// Memory: at most five batches of 4,096 events or records in flight, and as many emptied ones kept for reuse
+// (each record's bytes are copied into its batch). Errors: none of its own; a refused event (function graph,
+// time going back: ReportStream::add) makes add() and finish() return false, after which nothing more is folded
+// and the caller builds the whole report instead.
+// Thread-safety: add(), sync() and finish() from one thread (the producer); `report` must not be used elsewhere
+// until finish() returned (the destructor calls finish()), except between sync() and the next add(), when the
+// fold thread waits.
 #pragma once
 
 #include <functional>
@@ -41,8 +43,9 @@ public:
     // refusal is seen up to five batches after the refused event was added): stop adding.
     bool add(Event&& ev);
     // A record `decoder` checked, whose Fields are plain (RawEventDecoder::plain): its bytes are copied here and
-    // decoded on the fold thread (decoder.fill), which keeps the decoding off this thread. `decoder` must
-    // outlive finish(); `rec` is read during the call only. Returns as add(Event&&).
+    // decoded on the fold thread (decoder.fill), which keeps the decoding off this thread. `decoder` and `fields`
+    // must stay valid until the next sync() or finish(); `rec` is read during the call only. Returns as
+    // add(Event&&).
     bool add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec);
     // Hands over what was added and waits until it is folded: after it, the decoders and Fields of the records
     // added so far are no longer used (a reader that frees them between buffers calls it first).
