@@ -178,8 +178,8 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
 }
 
 // Both readers: every handle of the file in file order (the top buffer, then the instance buffers), comms and
-// diagnostics into `stream`. Whole (`each` null): the events appended to stream.events, where each handle's
-// start is pushed to `segment_starts`. Streamed: through `each`, one record at a time, until `state` is no
+// diagnostics into `stream`. Whole (`sink` null): the events appended to stream.events, where each handle's
+// start is pushed to `segment_starts`. Streamed: through `sink`, one record at a time, until `state` is no
 // longer `done`.
 // `fd` >= 0: read from it (libtracecmd takes it and closes it), `path` only naming it in messages.
 Result<void> read_handles(const std::string& path, const std::vector<std::string>& other_events, EventStream& stream,
