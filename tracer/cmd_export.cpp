@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/report_io.hpp"
+#include "output_guard.hpp"
 
 namespace nvtrace::cli {
 
@@ -24,6 +25,11 @@ int do_export(const ExportArgs& a) {
     auto f = parse_export_format(a.format);
     if (!f) {
         fmt::print(stderr, "nvtrace export: unknown --format '{}' (expected json, chrome, folded or csv)\n", a.format);
+        return static_cast<int>(ExitCode::usage);
+    }
+    // `export DIR -o DIR/report.json` wrote CSV over the run's report (a fresh user): refused as `report` does.
+    if (auto why = overwrites_capture("-o", a.out, a.input); why || (why = overwrites_input("-o", a.out, a.input))) {
+        fmt::print(stderr, "nvtrace export: {}\n", *why);
         return static_cast<int>(ExitCode::usage);
     }
     auto report = load_report_input(a.input);
@@ -55,7 +61,8 @@ void add_export(CLI::App& app, int& exit_code) {
     cmd->footer(
         "INPUT: a report.json, a capture directory or a trace file. Formats: json (the report, schema\n"
         "nvtrace.report/1), chrome (Perfetto UI, chrome://tracing), folded (flamegraph.pl, speedscope; self ns),\n"
-        "csv (one row per call). Exit codes: 0 ok, 2 bad input or format, 3 cannot write. See docs/export.md.");
+        "csv (one row per call). Exit codes: 0 ok, 2 bad input or format, or -o onto the input or into a capture\n"
+        "directory, 3 cannot write. See docs/export.md.");
     cmd->add_option("input", args->input, "Report, capture directory or trace file")->required();
     cmd->add_option("-f,--format", args->format, "json, chrome, folded or csv")->required();
     cmd->add_option("-o,--out", args->out, "Output file (default: stdout)");

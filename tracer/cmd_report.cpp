@@ -27,6 +27,7 @@
 #include "nvtrace/report_io.hpp"
 #include "nvtrace/report_stream.hpp"
 #include "nvtrace/stream_report.hpp"
+#include "output_guard.hpp"
 #include "summary.hpp"
 
 namespace nvtrace::cli {
@@ -471,27 +472,19 @@ int do_report(const ReportArgs& a) {
         kmsg_diags = std::move(k->stream.diagnostics);
     }
     std::error_code ec;
-    // An output that is one of the inputs would be truncated before it is read (--calls-jsonl is opened first).
+    // An output that is one of the inputs would be truncated before it is read (--calls-jsonl is opened first);
+    // the files of a capture directory are the capture (`report DIR -o DIR/report.json` replaced the run's
+    // report, and so did -o naming a link to it).
     for (const auto& [what, path] : {std::pair<const char*, const std::string&>{"--calls-jsonl", a.calls_jsonl},
-                                     std::pair<const char*, const std::string&>{"-o", a.out}})
+                                     std::pair<const char*, const std::string&>{"-o", a.out}}) {
+        std::optional<std::string> why = overwrites_capture(what, path, a.input);
         for (const std::string& in : {a.input, a.kmsg})
-            if (!path.empty() && !in.empty() && in != "-" && std::filesystem::equivalent(path, in, ec)) {
-                fmt::print(stderr, "nvtrace report: {} {} is an input file: it would be overwritten\n", what, path);
-                return static_cast<int>(ExitCode::usage);
-            }
-    // The files of a capture directory are the capture: `report DIR -o DIR/report.json` replaced the run's report.
-    if (std::filesystem::is_directory(a.input, ec))
-        for (const auto& [what, path] : {std::pair<const char*, const std::string&>{"--calls-jsonl", a.calls_jsonl},
-                                         std::pair<const char*, const std::string&>{"-o", a.out}})
-            if (!path.empty() &&
-                std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec).parent_path(), ec) ==
-                    std::filesystem::weakly_canonical(std::filesystem::absolute(a.input, ec), ec)) {
-                fmt::print(stderr,
-                           "nvtrace report: {} {} is inside the capture directory {}: nvtrace never overwrites a "
-                           "capture; write it elsewhere\n",
-                           what, path, a.input);
-                return static_cast<int>(ExitCode::usage);
-            }
+            if (!why) why = overwrites_input(what, path, in);
+        if (why) {
+            fmt::print(stderr, "nvtrace report: {}\n", *why);
+            return static_cast<int>(ExitCode::usage);
+        }
+    }
     // Two outputs in one file: the second written would replace the first (the calls were lost).
     if (!a.calls_jsonl.empty() && !a.out.empty() &&
         (a.calls_jsonl == a.out || std::filesystem::equivalent(a.calls_jsonl, a.out, ec))) {

@@ -207,6 +207,27 @@ output_into_the_capture_directory_is_refused)
     [ "$rc" = 2 ] || fail "through ..: exit $rc, expected 2"
     "$nv" report "$tmp/cap" -o "$tmp/elsewhere.json" >/dev/null || fail "an output outside failed"
     ;;
+links_to_a_capture_and_export_into_it_are_refused)
+    # A fresh user: `report DIR -o L` where L is a hard or symbolic link to DIR/report.json, and `export DIR -o
+    # DIR/report.json`, both replaced the run's report (exit 0).
+    cp -r "$cases/../capture_dir/fionread20" "$tmp/cap"
+    before=$(cksum <"$tmp/cap/report.json")
+    ln "$tmp/cap/report.json" "$tmp/hard.json"
+    ln -s cap/report.json "$tmp/sym.json"
+    for out in "$tmp/hard.json" "$tmp/sym.json"; do
+        "$nv" report "$tmp/cap" -o "$out" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+        [ "$rc" = 2 ] || fail "report -o $out: exit $rc, expected 2"
+        grep -q 'a link to a file of the capture directory' "$tmp/err" || fail "report -o $out: message"
+    done
+    for out in "$tmp/cap/report.json" "$tmp/cap/raw/x.csv" "$tmp/hard.json"; do
+        "$nv" export "$tmp/cap" --format csv -o "$out" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+        [ "$rc" = 2 ] || fail "export -o $out: exit $rc, expected 2"
+    done
+    "$nv" export "$tmp/cap/report.json" --format csv -o "$tmp/sym.json" 2>"$tmp/err" >/dev/null; rc=$?
+    [ "$rc" = 2 ] || fail "export onto its input through a link: exit $rc, expected 2"
+    [ "$(cksum <"$tmp/cap/report.json")" = "$before" ] || fail "the run's report was changed"
+    "$nv" export "$tmp/cap" --format csv -o "$tmp/calls.csv" || fail "an output outside failed"
+    ;;
 calls_jsonl_onto_the_input_is_refused)
     # `nvtrace report in.txt --calls-jsonl in.txt` truncated in.txt before reading it: "empty file", input lost.
     cp "$cases/trace-cmd-report-fgraph-v6.txt" "$tmp/in.txt"
