@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -855,6 +856,9 @@ bool is_saved_report_input(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (fs::is_directory(path, ec)) return true;
+    struct stat st {};
+    if (path == "-" || (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)))
+        return false;  // not peeked: what a pipe gives can be read only once (load_report_input reads it)
     std::ifstream in(path, std::ios::binary);
     if (!in) return true;  // load_report_input says why
     char ch = 0;
@@ -871,6 +875,29 @@ Result<Report> load_report_input(const std::string& path) {
         if (!fs::exists(rep, ec))
             return fail(Error::usage(fmt::format("{}: not a capture directory (no report.json in it)", path)));
         return read_report_file(rep.string());
+    }
+    // Standard input, a pipe or a FIFO (`cat X | nvtrace export -`, `<(...)`): read once, whole, then as report
+    // reads it (report.md): a saved report when it starts with '{', else a trace. Peeking and then reading the
+    // pipe again lost what the peek had read.
+    struct stat st {};
+    if (path == "-" || (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))) {
+        const std::string name = path == "-" ? "<stdin>" : path;
+        auto text = read_input_whole(path);
+        if (!text) return fail(text.error());
+        if (auto first = text->find_first_not_of(" \t\r\n"); first != std::string::npos && (*text)[first] == '{') {
+            auto j = json::parse(*text, nullptr, false);
+            if (j.is_discarded()) return fail(Error::usage(name + ": starts with '{' but is not valid JSON"));
+            auto r = report_from_json(j);
+            if (!r) return fail(Error::usage(name + ": " + r.error().message));
+            return r;
+        }
+        auto imported = import_text(*text, name);
+        if (!imported) return fail(imported.error());
+        Report r = build_report(imported->stream);
+        for (auto& m : imported->kernel_log)
+            r.kernel_log.push_back(std::move(m));
+        r.source = {{"kind", "file"}, {"path", path}, {"format", std::string(format_name(imported->format))}};
+        return r;
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));

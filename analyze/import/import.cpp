@@ -313,7 +313,7 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
 namespace {
 
 // Reads `fd` to its end and closes it; `name` for messages. An empty input is an error.
-Result<std::string> read_fd_whole(int fd, const std::string& name) {
+Result<std::string> read_fd_whole(int fd, const std::string& name, const char* empty = "empty input") {
     std::string all;
     std::array<char, 1 << 16> buf{};
     for (;;) {
@@ -328,7 +328,7 @@ Result<std::string> read_fd_whole(int fd, const std::string& name) {
         all.append(buf.data(), static_cast<std::size_t>(n));
     }
     ::close(fd);
-    if (all.empty()) return fail(Error::usage(fmt::format("{}: empty input", name)));
+    if (all.empty()) return fail(Error::usage(fmt::format("{}: {}", name, empty)));
     return all;
 }
 
@@ -360,20 +360,17 @@ Result<ImportResult> import_file(const std::string& path, std::optional<TraceFor
         return fail(
             Error::usage(fmt::format("{}: a device, not a trace file (give a file, a pipe or - for stdin)", path)));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
         // stdin, a pipe, a FIFO, /dev/stdin: cannot be mapped, so read whole (the text readers need all of it).
+        // So are files that say they are empty but are not: tracefs `trace` and procfs files report size 0.
         std::string name = std_in ? std::string("<stdin>") : path;
-        auto whole = read_fd_whole(fd, name);
+        auto whole = read_fd_whole(fd, name, S_ISREG(st.st_mode) ? "empty file" : "empty input");
         if (!whole) return fail(whole.error());
         std::string all = std::move(*whole);
         std::optional<TraceFormat> f = forced ? forced : detect_format(std::string_view(all).substr(0, 256 * 1024));
         return import_text(all, name, f);
     }
     auto size = static_cast<std::size_t>(st.st_size);
-    if (size == 0) {
-        ::close(fd);
-        return fail(Error::usage(fmt::format("{}: empty file", path)));
-    }
     // Mapped, not read: the readers walk it line by line and keep only what they parse.
     void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);

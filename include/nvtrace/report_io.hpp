@@ -28,11 +28,13 @@ Result<Report> report_from_json(const nlohmann::json& j);
 Result<Report> read_report_file(const std::string& path);
 
 // What `nvtrace check/diff/export` accept: a report.json, a capture directory holding one, or a trace file in
-// any format `nvtrace report` reads (built into a report on the fly, source.kind "file").
+// any format `nvtrace report` reads (built into a report on the fly, source.kind "file"); "-" (standard input),
+// a pipe or a FIFO is read whole once, then as a saved report when it starts with '{', else as a trace.
 Result<Report> load_report_input(const std::string& path);
 
 // Whether load_report_input(path) reads a saved report (a capture directory, or a file whose first non-blank
 // character is '{') rather than importing a trace file; also true for a path it cannot open (it says why).
+// False for "-", a pipe or a FIFO, which are not peeked (they can be read only once).
 // Saved reports may be loaded on several threads at once (`nvtrace diff` reads its two inputs in parallel);
 // trace files are imported one at a time (the trace.dat reader goes through libtracecmd).
 bool is_saved_report_input(const std::string& path);

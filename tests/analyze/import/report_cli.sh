@@ -228,6 +228,37 @@ links_to_a_capture_and_export_into_it_are_refused)
     [ "$(cksum <"$tmp/cap/report.json")" = "$before" ] || fail "the run's report was changed"
     "$nv" export "$tmp/cap" --format csv -o "$tmp/calls.csv" || fail "an output outside failed"
     ;;
+pipes_to_export_check_and_diff_are_read_once)
+    # A fresh user: `cat X | nvtrace export -` was "-: cannot open", and `diff <(cat A) <(cat B)` "empty input":
+    # the pipe was peeked, then read again from where the peek had left it.
+    f="$cases/fgraph-retval-merged-format.txt"
+    "$nv" export "$f" --format csv >"$tmp/file.csv" || fail "export of the file"
+    cat "$f" | "$nv" export - --format csv >"$tmp/pipe.csv" || fail "export -: exit $?"
+    cmp "$tmp/file.csv" "$tmp/pipe.csv" || fail "export - differs from the file's"
+    "$nv" report "$f" -o "$tmp/r.json" >/dev/null || fail "report -o"
+    cat "$tmp/r.json" | "$nv" export - --format csv >"$tmp/saved.csv" || fail "export - of a saved report: exit $?"
+    cmp "$tmp/file.csv" "$tmp/saved.csv" || fail "export - of the saved report differs"
+    mkfifo "$tmp/a.fifo" "$tmp/b.fifo"
+    cat "$f" >"$tmp/a.fifo" & cat "$tmp/r.json" >"$tmp/b.fifo" &
+    "$nv" diff "$tmp/a.fifo" "$tmp/b.fifo" >"$tmp/diff.txt" || fail "diff of two FIFOs: exit $?"
+    wait
+    grep -q 'base: .*a.fifo  (14 calls)' "$tmp/diff.txt" && grep -q 'new: .*b.fifo  (14 calls)' "$tmp/diff.txt" || fail "diff of two FIFOs: $(head -3 "$tmp/diff.txt")"
+    printf 'check no-xid\n  absent log xid\n' >"$tmp/e.expect"
+    cat "$tmp/r.json" | "$nv" check - --expect "$tmp/e.expect" >"$tmp/check.txt" 2>&1 || fail "check -: exit $?"
+    "$nv" check "$tmp/r.json" --expect "$tmp/e.expect" >"$tmp/check-file.txt" || fail "check of the file"
+    tail -n +2 "$tmp/check.txt" | cmp - "$(tail -n +2 "$tmp/check-file.txt" >"$tmp/c2"; echo "$tmp/c2")" \
+        || fail "check - differs from the file's"
+    ;;
+size_zero_files_are_read)
+    # tracefs `trace` and procfs files report size 0: they were refused as "empty file" without being read.
+    "$nv" report /proc/self/status 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q 'empty file' "$tmp/err" && fail "not read: $(cat "$tmp/err")"
+    grep -q '/proc/self/status:1: expected a trace' "$tmp/err" || fail "message"
+    : >"$tmp/empty.txt"
+    "$nv" report "$tmp/empty.txt" 2>"$tmp/err" >/dev/null; rc=$?
+    [ "$rc" = 2 ] && grep -q 'empty.txt: empty file' "$tmp/err" || fail "a really empty file: exit $rc, $(cat "$tmp/err")"
+    ;;
 calls_jsonl_onto_the_input_is_refused)
     # `nvtrace report in.txt --calls-jsonl in.txt` truncated in.txt before reading it: "empty file", input lost.
     cp "$cases/trace-cmd-report-fgraph-v6.txt" "$tmp/in.txt"
