@@ -409,6 +409,7 @@ public:
         sigaddset(&set_, SIGINT);
         sigaddset(&set_, SIGTERM);
         sigaddset(&set_, SIGHUP);
+        sigaddset(&set_, SIGQUIT);  // Ctrl-\ left the instance behind (its default action ends nvtrace at once)
         // A shell starts background jobs with SIGINT ignored, and an ignored signal is discarded rather than
         // queued for sigtimedwait: take SIGINT and SIGTERM back. SIGHUP stays ignored under nohup.
         for (int sig : {SIGINT, SIGTERM}) {
@@ -536,7 +537,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         return fail(
             Error::usage("--notrace and --max-depth need function_graph: add --module, --filter or --graph-function"));
 
-    // From here on a SIGINT/SIGTERM/SIGHUP waits for the drain loop (or is dropped if setup fails), so that
+    // From here on a SIGINT/SIGTERM/SIGHUP/SIGQUIT waits for the drain loop (or is dropped if setup fails), so that
     // no signal can stop nvtrace between creating the instance and restoring the state.
     SignalBlock signals;
     CaptureResult res;

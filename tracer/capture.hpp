@@ -8,7 +8,7 @@
 // and the open files of the program's process tree are polled every 10 ms; after the run the rest is read
 // and the page files are decoded as `nvtrace report DIR` decodes them. /dev/kmsg is read from the start to
 // the end of the run.
-// Thread-safety: one capture at a time per process (it blocks SIGINT/SIGTERM/SIGHUP while it runs).
+// Thread-safety: one capture at a time per process (it blocks SIGINT/SIGTERM/SIGHUP/SIGQUIT while it runs).
 #pragma once
 
 #include <signal.h>
@@ -54,9 +54,9 @@ struct CaptureOptions {
     bool stream_report = false;
     // With stream_report: called with every ioctl record as the streamed report writes it (the run's summary).
     std::function<void(const IoctlRecord&)> on_streamed_ioctl;
-    // A successful capture() returns with SIGINT/SIGTERM/SIGHUP still blocked (CaptureResult::signals_held): the
-    // caller writes the report, then takes what arrived (take_held_signal) so that a signal after the program
-    // ended neither kills nvtrace before the report is saved nor goes unnoticed.
+    // A successful capture() returns with SIGINT/SIGTERM/SIGHUP/SIGQUIT still blocked (CaptureResult::signals_held):
+    // the caller writes the report, then takes what arrived (take_held_signal) so that a signal after the program ended
+    // neither kills nvtrace before the report is saved nor goes unnoticed.
     bool hold_signals = false;
 };
 
@@ -71,7 +71,7 @@ struct CaptureResult {
     EventStream stream;                         // sorted by ts_ns, symbols resolved
     nlohmann::json meta;                        // command, status, tracer mode, filters, clocks, times
     ExitStatus status;                          // the program's
-    std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP)
+    std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
     std::vector<std::string> restore_failures;  // top-level files that could not be restored
     std::optional<std::string> instance_left;   // why nvtrace-<pid> could not be removed (who holds it open)
     std::vector<FilterCount> filter_counts;

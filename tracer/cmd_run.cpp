@@ -390,7 +390,7 @@ int do_run(RunArgs a) {
     IoctlSummary io_summary(io_opts);
     if (opts.stream_report && !a.quiet && !a.json)
         opts.on_streamed_ioctl = [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); };
-    opts.hold_signals = true;  // a SIGINT/SIGTERM/SIGHUP while the report is written waits for it (docs/run.md)
+    opts.hold_signals = true;  // a SIGINT/SIGTERM/SIGHUP/SIGQUIT while the report is written waits for it (docs/run.md)
     auto cap = tracer::capture(opts);
     // Whatever path leaves from here, the signals are given back (take_held_signal does it once).
     struct HeldSignals {

@@ -175,6 +175,27 @@ TEST(LiveFaults, SigtermWhileTheReportIsWrittenSavesItAndExits143) {
     std::filesystem::remove_all(dir);
 }
 
+// Ctrl-\ (SIGQUIT) ended nvtrace at once with its default action (exit 131, "Quit"): the instance stayed and the
+// capture directory held only raw/. It is handled as SIGTERM is: passed on, the capture saved, 128 + 3.
+TEST(LiveFaults, SigquitSavesTheCaptureAndRemovesTheInstance) {
+    REQUIRE_LIVE();
+    auto before = tracefs_snapshot();
+    std::string out = temp_dir() + "/cap";
+    pid_t pid = start_sleeping_run(NVTRACE_BIN, out);
+    ASSERT_GT(pid, 0) << "the run never created its instance";
+    ::usleep(200 * 1000);
+    ::kill(pid, SIGQUIT);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFEXITED(st)) << "nvtrace died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    EXPECT_EQ(WEXITSTATUS(st), 128 + SIGQUIT);
+    auto meta = load_json(out + "/meta.json");
+    EXPECT_EQ(meta["interrupted_by"], SIGQUIT);
+    EXPECT_TRUE(std::filesystem::exists(out + "/report.json"));
+    EXPECT_EQ(tracefs_snapshot(), before);
+    std::filesystem::remove_all(std::filesystem::path(out).parent_path());
+}
+
 // meta.json said how the program ended (signal 2) but not that nvtrace had been interrupted and passed the signal
 // on (a fresh user's Ctrl-C): `interrupted_by` says it.
 TEST(LiveFaults, MetaSaysWhichSignalInterruptedTheRun) {
