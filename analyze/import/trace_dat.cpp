@@ -1,6 +1,7 @@
 // trace.dat (trace-cmd's file, v6 and v7) through libtracecmd (ftrace-formats.md section 4).
 // Built only where libtracecmd is found and the build is not static (NVTRACE_HAVE_TRACECMD).
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@ static inline int tracefs_hist_command(struct tracefs_instance* i, struct tracef
 }
 #include <trace-cmd/trace-cmd.h>
 
+#include "library_crash_guard.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #endif
@@ -73,6 +75,11 @@ bool trace_dat_supported() {
 }
 
 namespace {
+
+void close_in_library(tracecmd_input* h) {
+    import::InLibrary lib;
+    tracecmd_close(h);
+}
 
 struct IterateCtx {
     RawEventDecoder* decoder;
@@ -145,6 +152,7 @@ void note_comm(IterateCtx& ctx, int pid) {
 }
 
 int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) {
+    import::OutOfLibrary ours;  // nvtrace's code: a crash here is not the library's
     auto* ctx = static_cast<IterateCtx*>(data);
     auto& events = *ctx->out;
     if (rec->missed_events != 0) {
@@ -186,8 +194,15 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
                           std::vector<std::size_t>* segment_starts, TraceDatSink* sink, TraceDatStreamed* state,
                           int fd = -1) {
     tracecmd_set_loglevel(TEP_LOG_NONE);
-    std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(
-        fd >= 0 ? tracecmd_open_fd(fd, 0) : tracecmd_open(path.c_str(), 0), tracecmd_close);
+    import::LibraryCrashGuard guard(
+        fmt::format("nvtrace: {}: libtracecmd crashed reading it (a damaged trace.dat; "
+                    "trace-cmd report crashes on such a file too); nothing was written",
+                    path));
+    std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> top(nullptr, close_in_library);
+    {
+        import::InLibrary lib;
+        top.reset(fd >= 0 ? tracecmd_open_fd(fd, 0) : tracecmd_open(path.c_str(), 0));
+    }
     if (!top && fd >= 0) ::close(fd);  // a failed tracecmd_open_fd leaves it open
     if (!top)
         return fail(
@@ -203,7 +218,10 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
         RawEventDecoder decoder(tep, other_events);
         IterateCtx ctx{&decoder, tep, &stream, sink ? &scratch : &stream.events, sink, &last_ts, state, {}, {}};
         if (segment_starts) segment_starts->push_back(stream.events.size());
-        tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
+        {
+            import::InLibrary lib;
+            tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
+        }
         if (sink) sink->handle_done();  // records handed over undecoded may need `decoder`
         undecodable += decoder.undecodable();
     };
@@ -211,7 +229,11 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
     // Records of instance buffers (trace-cmd record -B) live only in their own handles.
     int instances = tracecmd_buffer_instances(top.get());
     for (int i = 0; i < instances && *state == TraceDatStreamed::done; ++i) {
-        tracecmd_input* ih = tracecmd_buffer_instance_handle(top.get(), i);
+        tracecmd_input* ih = nullptr;
+        {
+            import::InLibrary lib;
+            ih = tracecmd_buffer_instance_handle(top.get(), i);
+        }
         if (!ih) {
             const char* name = tracecmd_buffer_instance_name(top.get(), i);
             count_diagnostic(stream.diagnostics, "unreadable_instance", "data_loss",
@@ -219,7 +241,7 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
             continue;
         }
         read_handle(ih);
-        tracecmd_close(ih);
+        close_in_library(ih);
     }
     if (undecodable)
         count_diagnostic(stream.diagnostics, "undecodable_record", "error",
