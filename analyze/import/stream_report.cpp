@@ -36,6 +36,43 @@ struct Mapped {
     }
 };
 
+// Copies `fd` to its end into an unlinked file in `dir`: the copy's descriptor, at offset 0.
+Result<int> spool(int fd, const std::string& name, const std::string& dir) {
+    int out = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (out < 0) {
+        std::string tmpl = dir + "/.nvtrace-input-XXXXXX";
+        out = ::mkostemp(tmpl.data(), O_CLOEXEC);
+        if (out >= 0) ::unlink(tmpl.c_str());
+    }
+    if (out < 0)
+        return fail(Error::environment(
+            fmt::format("{}: cannot make a temporary copy in {}: {}", name, dir, std::strerror(errno))));
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            ::close(out);
+            return fail(Error::usage(fmt::format("{}: cannot read: {}", name, std::strerror(err))));
+        }
+        if (n == 0) break;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                int err = w < 0 ? errno : ENOSPC;
+                ::close(out);
+                return fail(Error::environment(
+                    fmt::format("{}: cannot write its temporary copy in {}: {}", name, dir, std::strerror(err))));
+            }
+            done += w;
+        }
+    }
+    ::lseek(out, 0, SEEK_SET);
+    return out;
+}
+
 }  // namespace
 
 Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
@@ -45,11 +82,27 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     StreamedReport out;
     std::optional<TraceFormat> fmt_ = forced;
     Mapped m;
+    // Standard input or a pipe is copied into an unlinked file in temp_dir first (on disk, not in memory) and
+    // read from there: its calls then stream as a file's do. Messages name it "<stdin>" for "-".
+    const std::string name = path == "-" ? "<stdin>" : path;
+    bool spooled = false;
     if (!fmt_ || *fmt_ == TraceFormat::fgraph_text) {
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st {};
+        if (fd >= 0 && ::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || path == "-") && !S_ISREG(st.st_mode)) {
+            auto copy = spool(fd, name, temp_dir);
+            ::close(fd);
+            if (!copy) return fail(copy.error());
+            fd = *copy;
+            spooled = true;
+            if (::fstat(fd, &st) != 0) st = {};
+            if (st.st_size == 0) {
+                ::close(fd);
+                return fail(Error::usage(fmt::format("{}: empty input", name)));
+            }
+        }
         if (fd >= 0) {
-            struct stat st {};
-            if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+            if (S_ISREG(st.st_mode) && st.st_size > 0) {
                 void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
                 if (p != MAP_FAILED) {
                     m.data = static_cast<const char*>(p);
@@ -62,8 +115,9 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         if (m.data && !fmt_) fmt_ = detect_format(std::string_view(m.data, std::min<std::size_t>(m.size, 256 * 1024)));
     }
     if (!m.data || !fmt_ || *fmt_ != TraceFormat::fgraph_text) {
-        // Read whole; import_file says what is wrong with the file, if anything.
-        auto in = import_file(path, forced);
+        // Read whole; import_file says what is wrong with the file, if anything (a spooled pipe: what was read).
+        auto in =
+            spooled && m.data ? import_text(std::string_view(m.data, m.size), name, fmt_) : import_file(path, forced);
         if (!in) return fail(in.error());
         out.format = in->format;
         out.report = build_report(in->stream);
@@ -82,7 +136,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     // Everything but the calls goes to a ReportStream as it comes (in file order): events, markers and ioctls are
     // written to its files, not held.
     EventStream side;
-    side.file_name = path;
+    side.file_name = name;
     ReportStream::Options opts = options;
     opts.time_order = false;  // file order, as the whole-file report of a text trace
     auto rs = ReportStream::open(temp_dir, std::move(side), opts);
@@ -95,7 +149,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         if (c.entry_ns) c.phase = phases.at(*c.entry_ns);
         w.write(c);
     });
-    StreamBuilder b(path, std::string_view());
+    StreamBuilder b(name, std::string_view());
     // Pages already read leave the mapping (they stay in the page cache): resident memory stays bounded.
     std::size_t released = 0;
     auto consumed = [&](const char* p) {

@@ -259,6 +259,17 @@ size_zero_files_are_read)
     "$nv" report "$tmp/empty.txt" 2>"$tmp/err" >/dev/null; rc=$?
     [ "$rc" = 2 ] && grep -q 'empty.txt: empty file' "$tmp/err" || fail "a really empty file: exit $rc, $(cat "$tmp/err")"
     ;;
+calls_jsonl_on_stdin_is_streamed)
+    # `cat trace | nvtrace report - --calls-jsonl F` read the whole report into memory and wrote the calls in id
+    # order: standard input is now copied to a temporary file and streamed as the file is (the same bytes).
+    f="$cases/fgraph-retval-merged-format.txt"
+    "$nv" report "$f" --calls-jsonl "$tmp/file.jsonl" >/dev/null || fail "the file"
+    cat "$f" | "$nv" report - --calls-jsonl "$tmp/stdin.jsonl" >"$tmp/out.txt" || fail "stdin: exit $?"
+    cmp "$tmp/file.jsonl" "$tmp/stdin.jsonl" || fail "the calls from stdin differ from the file's"
+    grep -q 'calls: 14 (written to' "$tmp/out.txt" || fail "summary: $(cat "$tmp/out.txt")"
+    printf '' | "$nv" report - --calls-jsonl "$tmp/e.jsonl" 2>"$tmp/err" >/dev/null; rc=$?
+    [ "$rc" = 2 ] && grep -q '<stdin>: empty input' "$tmp/err" || fail "empty stdin: exit $rc, $(cat "$tmp/err")"
+    ;;
 calls_jsonl_onto_the_input_is_refused)
     # `nvtrace report in.txt --calls-jsonl in.txt` truncated in.txt before reading it: "empty file", input lost.
     cp "$cases/trace-cmd-report-fgraph-v6.txt" "$tmp/in.txt"
