@@ -7,7 +7,8 @@
 #   --build DIR   nvtrace build directory (default: build); needs DIR/tracer/nvtrace and DIR/tests/fionread_loop
 #   --work DIR    scratch directory for the generated traces (default: /tmp/nvtrace-bench; about 2.5 x SIZE)
 #   --size SIZE   size of the generated function_graph text, read streamed (default 1G; k/M/G suffixes)
-#   --whole SIZE  size of the text read whole, without --calls-jsonl (default 100M: memory grows with it)
+#   --whole SIZE  size of the text read whole, without --calls-jsonl (default 100M, or --size when smaller:
+#                 memory grows with it)
 #   --calls N     calls in each of the two diff reports (default 1000000)
 #   --ioctls N    ioctls of the capture / trace.dat workload (default 1000000, i.e. 2N tracepoint events)
 #   --reps N      runs of each measured command; the median wall time is reported (default 3)
@@ -24,6 +25,7 @@ build=$root/build
 work=/tmp/nvtrace-bench
 size=1G
 whole=100M
+whole_set=0
 calls=1000000
 ioctls=1000000
 reps=3
@@ -34,15 +36,16 @@ while [[ $# -gt 0 ]]; do
         --build) build=$(cd "$2" && pwd); shift 2 ;;
         --work) work=$2; shift 2 ;;
         --size) size=$2; shift 2 ;;
-        --whole) whole=$2; shift 2 ;;
+        --whole) whole=$2; whole_set=1; shift 2 ;;
         --calls) calls=$2; shift 2 ;;
         --ioctls) ioctls=$2; shift 2 ;;
         --reps) reps=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+if [[ $whole_set == 0 ]] && (($(numfmt --from=iec "$size") < $(numfmt --from=iec "$whole"))); then whole=$size; fi
 
 nvtrace=$build/tracer/nvtrace
 loop=$build/tests/fionread_loop
@@ -79,8 +82,16 @@ measure() {
 }
 
 rows=()
-row() { rows+=("$(printf '%-28s | %-34s | %-34s | %-9s | %-26s' "$@")"); }
+# row BENCHMARK NVTRACE TRACE-CMD RATIO TARGET MET
+row() { rows+=("$(printf '%-28s | %-34s | %-34s | %-9s | %-26s | %s' "$@")"); }
 fx() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+# yes_if EXPR VAR=VALUE...: "yes" when the awk expression holds, else "no".
+yes_if() {
+    local e=$1 v args=()
+    shift
+    for v in "$@"; do args+=(-v "$v"); done
+    awk "${args[@]}" "BEGIN { print (($e) ? \"yes\" : \"no\") }"
+}
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "nvtrace: $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet 2>/dev/null || echo '+local changes')" >&2
@@ -98,18 +109,20 @@ text_row() {  # text_row LABEL FILE
     mb=$(awk -v b="$(stat -c %s "$2")" 'BEGIN { printf "%.1f", b / 1048576 }')
     rate=$(awk -v m="$mb" -v w="$WALL" 'BEGIN { printf "%.1f", m / w }')
     cpu=$(awk -v m="$mb" -v u="$USER" -v s="$SYS" 'BEGIN { printf "%.1f", m / (u + s) }')
-    row "$1 $mb MiB" "$WALL s, $rate MiB/s ($cpu MiB/CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" ">= 250 MB/s per core"
+    row "$1 $mb MiB" "$WALL s, $rate MiB/s ($cpu MiB/CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" "$3" "$4"
 }
 
 if want text; then
     f=$work/fgraph.txt
     gen_text "$f" "$size"
     measure text_stream "'$nvtrace' report '$f' --calls-jsonl /dev/null --json >/dev/null"
-    text_row "text, --calls-jsonl:" "$f"
+    # 250 MB (10^6 bytes) per CPU-second; memory: the same at every --size (compare two runs).
+    met=$(yes_if "b / (u + s) >= 250e6" b="$(stat -c %s "$f")" u="$USER" s="$SYS")
+    text_row "text, --calls-jsonl:" "$f" ">= 250 MB/s per core" "rate: $met"
     w=$work/fgraph-whole.txt
     gen_text "$w" "$whole"
     measure text_whole "'$nvtrace' report '$w' --json >/dev/null"
-    text_row "text, whole:" "$w"
+    text_row "text, whole:" "$w" "(reference, no target)" "-"
 fi
 
 if want dat || want capture; then
@@ -135,9 +148,9 @@ if want dat; then
     tw=$WALL tr=$RSS_KB
     # The issue's command (the summary on stdout: every record folded, no JSON written), then the report as JSON.
     measure dat_nvtrace_summary "'$nvtrace' report '$dat' >/dev/null"
-    row "trace.dat ($n events) -> summary" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x"
+    row "trace.dat ($n events) -> summary" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x" "$(yes_if "t >= 6 * w" t="$tw" w="$WALL")"
     measure dat_nvtrace "'$nvtrace' report '$dat' --json >/dev/null"
-    row "trace.dat ($n events) -> --json" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x"
+    row "trace.dat ($n events) -> --json" "$WALL s, $((RSS_KB / 1024)) MB" "$tw s, $((tr / 1024)) MB" "$(fx "$tw" "$WALL")" ">= 6x" "$(yes_if "t >= 6 * w" t="$tw" w="$WALL")"
 fi
 
 if want capture; then
@@ -158,10 +171,10 @@ if want capture; then
     measure capture_tracecmd_all "'$tcap' '$work/cap-all.dat' 262144 $(child capture_tracecmd_all) && trace-cmd report '$work/cap-all.dat' >'$work/cap-all.txt' 2>/dev/null"
     aw=$WALL aafter=$(awk -v w="$WALL" -v c="$CWALL" 'BEGIN { printf "%.2f", w - c }')
     an=$(grep -c ' sys_e[a-z]*_ioctl:' "$work/cap-all.txt" || true)
-    row "capture $ioctls ioctls" "$nw s, $us us/event, $((nr / 1024)) MB" "$tw s (default buffer)" "$(fx "$tw" "$nw")" ">= 8x, <= 0.2 us, < 64 MB"
-    row "  events kept" "$nio ioctls; lost $nlost, overrun $nover, dropped $ndrop" "$((tn / 2)) ioctls" "-" "0 lost"
-    row "  after the workload" "$nafter s" "$tafter s" "$(fx "$tafter" "$nafter")" "(total - workload wall)"
-    row "  trace-cmd, 256 MB buffer" "$nw s; after the workload $nafter s" "$aw s; after $aafter s; $((an / 2)) ioctls" "$(fx "$aw" "$nw"); $(fx "$aafter" "$nafter")" "(same events kept)"
+    row "capture $ioctls ioctls" "$nw s, $us us/event, $((nr / 1024)) MB" "$tw s (default buffer)" "$(fx "$tw" "$nw")" ">= 8x, <= 0.2 us, < 64 MB" "CPU: $(yes_if "u <= 0.2" u="$us"), memory: $(yes_if "r < 64 * 1024" r="$nr")"
+    row "  events kept" "$nio ioctls; lost $nlost, overrun $nover, dropped $ndrop" "$((tn / 2)) ioctls" "-" "0 lost" "$(yes_if "i == n && l + o + d == 0" i="$nio" n="$ioctls" l="$nlost" o="$nover" d="$ndrop")"
+    row "  after the workload" "$nafter s" "$tafter s" "$(fx "$tafter" "$nafter")" "(total - workload wall)" "-"
+    row "  trace-cmd, 256 MB buffer" "$nw s; after the workload $nafter s" "$aw s; after $aafter s; $((an / 2)) ioctls" "$(fx "$aw" "$nw"); $(fx "$aafter" "$nafter")" "(same events kept) >= 8x" "end to end: $(yes_if "a >= 8 * n" a="$aw" n="$nw"); after the workload: $(yes_if "a >= 8 * n" a="$aafter" n="$nafter")"
 fi
 
 if want diff; then
@@ -175,10 +188,10 @@ if want diff; then
         fi
     done
     measure diff "'$nvtrace' diff '$work/diff1.json' '$work/diff2.json' >/dev/null"
-    row "diff 2 x $calls calls" "$WALL s, $((RSS_KB / 1024)) MB" "n/a" "-" "< 3 s, < 1 GB"
+    row "diff 2 x $calls calls" "$WALL s, $((RSS_KB / 1024)) MB" "n/a" "-" "< 3 s, < 1 GB" "$(yes_if "w < 3 && r < 1024 * 1024" w="$WALL" r="$RSS_KB")"
 fi
 
 echo
-printf '%-28s | %-34s | %-34s | %-9s | %-26s\n' benchmark "nvtrace (median of $reps)" trace-cmd ratio target
-printf '%s\n' "$(printf -- '-%.0s' {1..140})"
+printf '%-28s | %-34s | %-34s | %-9s | %-26s | %s\n' benchmark "nvtrace (median of $reps)" trace-cmd ratio target met
+printf '%s\n' "$(printf -- '-%.0s' {1..160})"
 printf '%s\n' "${rows[@]}"
