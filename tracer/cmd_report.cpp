@@ -583,8 +583,8 @@ void add_report(CLI::App& app, int& exit_code) {
         "a capture directory written by `nvtrace run` (re-analysed from its raw ring-buffer\n"
         "pages, docs/formats.md), or - for standard input (a pipe is read whole). The format is detected from\n"
         "the content and needs evidence (30% of the first 400 lines); --format forces it.\n"
-        "Exit codes: 0 ok, 2 unreadable or unusable input (random bytes, mostly unreadable lines). See "
-        "docs/report.md.");
+        "Exit codes: 0 ok, 2 unreadable or unusable input (random bytes, mostly unreadable lines), 3 an output\n"
+        "that cannot be written. See docs/report.md.");
     cmd->add_option("input", args->input, "Trace file, saved report.json, capture directory, or - for standard input")
         ->required();
     cmd->add_option("--source", args->source,

@@ -342,6 +342,14 @@ int do_run(RunArgs a) {
         expectations = std::move(*ex);
     }
 
+    // Option errors before anything is announced or made (a fresh user saw "tracing ...; capture directory D"
+    // and then the --event error). Whether the event exists is known once tracefs is read (capture()).
+    for (const auto& e : a.events)
+        if (auto colon = e.find(':'); colon == std::string::npos || colon == 0 || colon + 1 == e.size()) {
+            tracer::note("nvtrace run: --event '{}': expected SYSTEM:EVENT\n", e);
+            return static_cast<int>(ExitCode::usage);
+        }
+
     tracer::CaptureOptions opts;
     opts.argv = a.command;
     opts.modules = a.modules;

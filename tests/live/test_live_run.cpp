@@ -161,6 +161,17 @@ TEST(LiveRun, FunctionGraphRefusedByTheKernelIsAClearEnvironmentError) {
     EXPECT_EQ(tracefs_snapshot(), before);
 }
 
+// `nvtrace run --out D --event foo -- true` printed "nvtrace: tracing true; capture directory D" and then the
+// --event error (a fresh user): a malformed --event is refused before anything is announced or made.
+TEST(LiveRun, MalformedEventIsRefusedBeforeTheRunIsAnnounced) {
+    REQUIRE_LIVE();
+    std::string out = temp_dir() + "/cap";
+    Ran r = run({NVTRACE_BIN, "run", "--out", out, "--event", "foo", "--", "true"});
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err, "nvtrace run: --event 'foo': expected SYSTEM:EVENT\n");
+    EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 // `nvtrace report DIR` (the capture directory nvtrace run wrote) summarises the same ioctls, events and kernel
 // log as the run printed: each line of the run's summary body is in the report's, in order (the report adds
 // markers and diagnostics). And the report.json the run names is an input `nvtrace report` accepts.
