@@ -462,7 +462,17 @@ int do_report(const ReportArgs& a) {
     }
     std::vector<KernelLogMessage> kmsg_messages;
     std::vector<Diagnostic> kmsg_diags;
-    if (!a.kmsg.empty()) {
+    // An empty --kmsg file is a kernel that logged nothing (a fresh user's quiet `dmesg > log`): no messages.
+    auto blank_file = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        if (!in) return false;  // import_file says why
+        for (char c; in.get(c);)
+            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
+        return true;
+    };
+    if (!a.kmsg.empty() && a.kmsg != "-" && blank_file(a.kmsg)) {
+        // nothing to add
+    } else if (!a.kmsg.empty()) {
         auto k = import_file(a.kmsg, TraceFormat::kernel_log);
         if (!k) {
             fmt::print(stderr, "nvtrace report: --kmsg {}\n", k.error().message);

@@ -270,6 +270,20 @@ calls_jsonl_on_stdin_is_streamed)
     printf '' | "$nv" report - --calls-jsonl "$tmp/e.jsonl" 2>"$tmp/err" >/dev/null; rc=$?
     [ "$rc" = 2 ] && grep -q '<stdin>: empty input' "$tmp/err" || fail "empty stdin: exit $rc, $(cat "$tmp/err")"
     ;;
+empty_kmsg_file_adds_nothing)
+    # `--kmsg` with an empty log (a quiet `dmesg > log`) was exit 2, "empty file".
+    f="$cases/fgraph-retval-merged-format.txt"
+    : >"$tmp/quiet.log"
+    "$nv" report "$f" --kmsg "$tmp/quiet.log" --json >"$tmp/with.json" || fail "empty --kmsg: exit $?"
+    "$nv" report "$f" --json >"$tmp/without.json" || fail "without --kmsg"
+    grep -v '"kmsg"' "$tmp/with.json" >"$tmp/a"; grep -v '"kmsg"' "$tmp/without.json" >"$tmp/b"
+    cmp -s "$tmp/a" "$tmp/b" || python3 - "$tmp/with.json" "$tmp/without.json" <<'PY' || fail "the reports differ beyond source.kmsg"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+a["source"].pop("kmsg", None)
+sys.exit(0 if a == b else 1)
+PY
+    ;;
 calls_jsonl_onto_the_input_is_refused)
     # `nvtrace report in.txt --calls-jsonl in.txt` truncated in.txt before reading it: "empty file", input lost.
     cp "$cases/trace-cmd-report-fgraph-v6.txt" "$tmp/in.txt"
