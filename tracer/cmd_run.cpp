@@ -554,7 +554,8 @@ void add_run(CLI::App& app, int& exit_code) {
         "         sudo nvtrace run scenarios/gem-mmap\n"
         "Writes DIR/report.json, DIR/meta.json and the raw ring-buffer pages with what decodes them, so that\n"
         "`nvtrace report DIR` redoes the analysis offline (docs/formats.md); DIR defaults to a new\n"
-        "runs/<program or scenario>-<UTC time, us>Z-<nvtrace pid>; an existing capture is never overwritten.\n"
+        "runs/<program or scenario>-<UTC time>.<microseconds>Z-<nvtrace pid>; an existing capture is never "
+        "overwritten.\n"
         "The program is a process tree: what it leaves running is ended (SIGTERM, SIGKILL after 2 s) before\n"
         "the instance is removed; meta.json lists it (descendants_ended). Progress lines go to stderr.\n"
         "Without function tracing, --expect, a scenario or --source, report.json is written as the pages are\n"
@@ -577,7 +578,7 @@ void add_run(CLI::App& app, int& exit_code) {
                     "Scenario only: pass --device PATH to its program (e.g. another GEM driver)");
     run->add_option("-o,--out", args->out,
                     "Capture directory: created, or an existing one without a capture (default: a new "
-                    "runs/<program>-<UTC time>-<pid>)");
+                    "runs/<program>-<UTC time>.<microseconds>Z-<pid>)");
     run->add_option("-m,--module", args->modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
