@@ -496,8 +496,7 @@ int do_report(const ReportArgs& a) {
         }
     }
     // Two outputs in one file: the second written would replace the first (the calls were lost).
-    if (!a.calls_jsonl.empty() && !a.out.empty() &&
-        (a.calls_jsonl == a.out || std::filesystem::equivalent(a.calls_jsonl, a.out, ec))) {
+    if (!a.calls_jsonl.empty() && !a.out.empty() && (a.calls_jsonl == a.out || same_output(a.calls_jsonl, a.out))) {
         fmt::print(stderr, "nvtrace report: --calls-jsonl and -o name the same file {}: give two files\n", a.out);
         return static_cast<int>(ExitCode::usage);
     }

@@ -11,9 +11,24 @@
 
 namespace nvtrace::cli {
 
+// Where writing `path` lands: symbolic links followed (a dangling one too: open(2) creates its target), then
+// made absolute and normal (std::filesystem::weakly_canonical). At most 40 links, as the kernel's ELOOP.
+inline std::filesystem::path write_target(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path p = fs::absolute(path, ec);
+    for (int i = 0; i < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++i) {
+        fs::path to = fs::read_symlink(p, ec);
+        if (ec) break;
+        p = to.is_absolute() ? to : p.parent_path() / to;
+    }
+    return fs::weakly_canonical(p, ec);
+}
+
 // Why writing `out` would overwrite part of the capture directory `capture_dir`, or nullopt when it would not:
-// `out` lies in `capture_dir` or below it, or `out` exists and is one of its files (std::filesystem::equivalent:
-// same device and inode, through any link). `what` names the option in the message ("-o", "--calls-jsonl").
+// `out` lies in `capture_dir` or below it, directly or through symbolic links (a dangling one included: writing
+// would create its target there), or `out` exists and is one of its files (std::filesystem::equivalent: same
+// device and inode: a hard link). `what` names the option in the message ("-o", "--calls-jsonl").
 inline std::optional<std::string> overwrites_capture(const std::string& what, const std::string& out,
                                                      const std::string& capture_dir) {
     namespace fs = std::filesystem;
@@ -25,8 +40,9 @@ inline std::optional<std::string> overwrites_capture(const std::string& what, co
             "{} {} is {} the capture directory {}: nvtrace never overwrites a capture; write it elsewhere", what, out,
             how, capture_dir);
     };
-    for (fs::path p = fs::weakly_canonical(fs::absolute(out, ec).parent_path(), ec); !p.empty(); p = p.parent_path()) {
-        if (p == dir) return say("inside");
+    const fs::path target = write_target(out);
+    for (fs::path p = target.parent_path(); !p.empty(); p = p.parent_path()) {
+        if (p == dir) return say(fs::is_symlink(fs::symlink_status(out, ec)) ? "a link into" : "inside");
         if (p == p.parent_path()) break;
     }
     if (fs::exists(out, ec))
@@ -44,6 +60,13 @@ inline std::optional<std::string> overwrites_input(const std::string& what, cons
     if (std::filesystem::equivalent(out, in, ec))
         return what + " " + out + " is an input file: it would be overwritten";
     return std::nullopt;
+}
+
+// Whether two outputs are one file: the same place once links are followed (write_target), or the same existing
+// file through hard links.
+inline bool same_output(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return write_target(a) == write_target(b) || std::filesystem::equivalent(a, b, ec);
 }
 
 }  // namespace nvtrace::cli

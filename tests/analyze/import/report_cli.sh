@@ -217,7 +217,7 @@ links_to_a_capture_and_export_into_it_are_refused)
     for out in "$tmp/hard.json" "$tmp/sym.json"; do
         "$nv" report "$tmp/cap" -o "$out" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
         [ "$rc" = 2 ] || fail "report -o $out: exit $rc, expected 2"
-        grep -q 'a link to a file of the capture directory' "$tmp/err" || fail "report -o $out: message"
+        grep -q 'is a link' "$tmp/err" || fail "report -o $out: message"
     done
     for out in "$tmp/cap/report.json" "$tmp/cap/raw/x.csv" "$tmp/hard.json"; do
         "$nv" export "$tmp/cap" --format csv -o "$out" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
@@ -227,6 +227,25 @@ links_to_a_capture_and_export_into_it_are_refused)
     [ "$rc" = 2 ] || fail "export onto its input through a link: exit $rc, expected 2"
     [ "$(cksum <"$tmp/cap/report.json")" = "$before" ] || fail "the run's report was changed"
     "$nv" export "$tmp/cap" --format csv -o "$tmp/calls.csv" || fail "an output outside failed"
+    # A second user: a dangling link into the directory let both write a new file there.
+    ln -s cap/raw/new.json "$tmp/dangling.json"
+    "$nv" report "$tmp/cap" -o "$tmp/dangling.json" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q 'a link into the capture directory' "$tmp/err" || fail "report through a dangling link: $rc"
+    "$nv" export "$tmp/cap" --format chrome -o "$tmp/dangling.json" 2>/dev/null >/dev/null; rc=$?
+    [ "$rc" = 2 ] || fail "export through a dangling link: exit $rc"
+    [ ! -e "$tmp/cap/raw/new.json" ] || fail "a file was written into the capture"
+    ;;
+calls_jsonl_and_o_naming_one_new_file_are_refused)
+    # `--calls-jsonl ./o -o o` (one new file spelled twice) wrote the calls, then the report over them: exit 0,
+    # every call lost. So did a dangling link to the other name.
+    f="$cases/fgraph-retval-merged-format.txt"
+    cd "$tmp" || fail "cd"
+    for pair in "./o1 o1" "$tmp/o2 o2" "link3 o3"; do
+        set -- $pair
+        [ "$1" = link3 ] && ln -s o3 link3
+        "$nv" report "$f" --calls-jsonl "$1" -o "$2" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+        [ "$rc" = 2 ] && grep -q 'name the same file' "$tmp/err" || fail "--calls-jsonl $1 -o $2: exit $rc"
+    done
     ;;
 pipes_to_export_check_and_diff_are_read_once)
     # A fresh user: `cat X | nvtrace export -` was "-: cannot open", and `diff <(cat A) <(cat B)` "empty input":
