@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -42,6 +43,9 @@ int do_diff(const DiffArgs& args) {
     DiffOptions o;
     if (!args.phase.empty()) o.phase = args.phase;
     if (!args.rename_map.empty()) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(args.rename_map, ec))
+            return usage_error(Error::usage(fmt::format("--rename-map {}: a directory, not a file", args.rename_map)));
         std::ifstream in(args.rename_map, std::ios::binary);
         if (!in)
             return usage_error(Error::usage(fmt::format("{}: cannot open: {}", args.rename_map, std::strerror(errno))));
@@ -97,6 +101,10 @@ int do_diff(const DiffArgs& args) {
         for (const auto* in : {&d.a, &d.b})
             if (in->calls == 0) return usage_error(Error::usage(describe_empty_phase(*in, *o.phase)));
     }
+    // `--ignore '*'` left no call on either side: "no change" (exit 0 even with --exit-code) would claim a
+    // comparison that did not happen (a second fresh user), as for two reports without calls above.
+    if (d.a.calls == 0 && d.b.calls == 0)
+        return usage_error(Error::usage("--ignore left no call in either report: nothing to compare"));
     if (args.json) {
         fmt::print("{}\n", to_json(d).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {

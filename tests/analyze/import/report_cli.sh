@@ -163,6 +163,17 @@ diff_without_calls)
     grep -q 'nothing to compare' "$tmp/err" || fail "message"
     ! grep -q 'no change' "$tmp/out" || fail "said no change"
     ;;
+diff_that_ignores_every_call_compares_nothing)
+    # A second user: `diff A B --ignore '*' --exit-code` printed "no change" and exited 0 (a CI gate passed), and
+    # `--rename-map DIR` was taken as an empty map.
+    a=$cases/../reports/baseline.json b=$cases/../reports/driver_upgrade.json
+    "$nv" diff "$a" "$b" --ignore '*' --exit-code >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q 'nothing to compare' "$tmp/err" || fail "--ignore '*': exit $rc"
+    ! grep -q 'no change' "$tmp/out" || fail "said no change"
+    "$nv" diff "$a" "$b" --rename-map "$cases" >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && grep -q 'a directory, not a file' "$tmp/err" || fail "--rename-map DIR: exit $rc"
+    "$nv" diff "$a" "$b" >/dev/null || fail "the plain diff"
+    ;;
 option_error_names_the_command)
     # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
     "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
