@@ -630,4 +630,36 @@ void attach_kernel_log_by_time(std::vector<KernelLogMessage>& log, const std::ve
     }
 }
 
+bool is_kernel_log_kind(std::string_view kind) {
+    static constexpr std::string_view kKinds[] = {"xid",
+                                                  "fallen_off_bus",
+                                                  "api_mismatch",
+                                                  "rm_init_adapter_failed",
+                                                  "device_open_failed",
+                                                  "probe_failed",
+                                                  "gsp_timeout",
+                                                  "nv_status",
+                                                  "assertion_failed",
+                                                  "bar_overlap",
+                                                  "io_memory_denied",
+                                                  "io_memory_map_failed",
+                                                  "p2p_invalid_argument",
+                                                  "gfw_boot_timeout",
+                                                  "gpu_uuid",
+                                                  "driver_loaded",
+                                                  "driver_error",
+                                                  "unknown_symbol",
+                                                  "symbol_version_mismatch",
+                                                  "module_taint",
+                                                  "call_trace",
+                                                  "oops",
+                                                  "cuda_error",
+                                                  "tool_error",
+                                                  "gpu_info",
+                                                  "test_status",
+                                                  "command",
+                                                  "other"};
+    return std::find(std::begin(kKinds), std::end(kKinds), kind) != std::end(kKinds);
+}
+
 }  // namespace nvtrace

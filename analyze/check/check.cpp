@@ -7,10 +7,13 @@
 #include <fmt/format.h>
 
 #include "nvtrace/expect.hpp"
+#include "values.hpp"
 
 namespace nvtrace {
 
 namespace {
+
+using namespace check_values;
 
 enum class Tri : std::uint8_t { yes, no, unknown };
 
@@ -154,52 +157,6 @@ std::string join_limited(const std::vector<std::string>& names, std::size_t limi
         out += (i ? ", " : "") + names[i];
     if (names.size() > limit) out += fmt::format(", ... ({} in all)", names.size());
     return out;
-}
-
-// errno names and numbers ("EINVAL", "-22", "22", "-EINVAL").
-std::optional<std::int64_t> errno_value(std::string_view s) {
-    bool neg = !s.empty() && s.front() == '-';
-    if (neg) s.remove_prefix(1);
-    if (s.empty()) return std::nullopt;
-    if (std::isdigit(static_cast<unsigned char>(s.front()))) {
-        std::int64_t v = 0;
-        for (char c : s) {
-            if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-            v = v * 10 + (c - '0');
-        }
-        return neg ? -v : v;
-    }
-    for (int e = 1; e < 200; ++e) {
-        const char* name = strerrorname_np(e);
-        if (name && s == name) return -static_cast<std::int64_t>(e);
-    }
-    return std::nullopt;
-}
-
-std::optional<std::uint64_t> number(std::string_view s) {
-    if (s.empty()) return std::nullopt;
-    int base = 10;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        base = 16;
-        s.remove_prefix(2);
-    }
-    std::uint64_t v = 0;
-    for (char c : s) {
-        int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                : (base == 16 && std::isxdigit(static_cast<unsigned char>(c)))
-                    ? std::tolower(static_cast<unsigned char>(c)) - 'a' + 10
-                    : -1;
-        if (d < 0) return std::nullopt;
-        v = v * static_cast<unsigned>(base) + static_cast<unsigned>(d);
-    }
-    return v;
-}
-
-// An NV_STATUS by name or number.
-std::optional<std::uint64_t> status_value(std::string_view s) {
-    if (auto n = number(s)) return n;
-    if (const auto* st = nv_status_by_name(s)) return st->value;
-    return std::nullopt;
 }
 
 bool same_value(std::string_view expected, std::string_view actual) {

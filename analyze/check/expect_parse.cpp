@@ -9,10 +9,15 @@
 #include <fmt/format.h>
 
 #include "nvtrace/expect.hpp"
+#include "nvtrace/kernel_log.hpp"
+#include "values.hpp"
 
 namespace nvtrace {
 
 namespace {
+
+constexpr const char* kIoctlName =
+    "an ioctl nvtrace knows by name (a name its reports give in ioctls[].name) or its number (0xc0206444)";
 
 struct Word {
     std::string_view text;
@@ -187,9 +192,20 @@ struct Parser {
             f.kind = kw.text == "ioctls" ? Fact::Kind::ioctls : Fact::Kind::phases;
             f.names = list(all, i, end);
             if (f.names.empty()) return fail(error(kw_end, "a list of names", ""));
+            if (f.kind == Fact::Kind::ioctls)
+                for (const auto& n : f.names)
+                    if (n.empty() || !check_values::ioctl_value(n))
+                        return fail(error(all[i].col, kIoctlName, n.empty() ? std::string_view("an empty name") : n));
         } else if (kw.text == "ioctl" || kw.text == "log") {
             f.kind = kw.text == "ioctl" ? Fact::Kind::ioctl : Fact::Kind::log;
             if (i >= end) return fail(error(kw_end, kw.text == "ioctl" ? "an ioctl name" : "a kernel-log kind", ""));
+            // A name or value nvtrace cannot match is refused here: `absent ioctl FIONRAED` (misspelt) would pass
+            // on every report (a second fresh user).
+            if (kw.text == "ioctl" && !check_values::ioctl_value(all[i].text))
+                return fail(error(all[i].col, kIoctlName, all[i].text));
+            if (kw.text == "log" && !is_kernel_log_kind(all[i].text))
+                return fail(error(all[i].col, "a kernel-log kind (docs/dmesg.md: xid, nv_status, bar_overlap, ...)",
+                                  all[i].text));
             f.names.emplace_back(all[i++].text);
             for (; i < end; ++i) {
                 std::string_view t = all[i].text;
@@ -197,10 +213,19 @@ struct Parser {
                 if (eq == std::string_view::npos || eq == 0 || eq + 1 == t.size())
                     return fail(error(all[i].col, "key=value", t));
                 std::string key(t.substr(0, eq));
+                std::string_view value = t.substr(eq + 1);
                 if (kw.text == "ioctl" && key != "hclass" && key != "status" && key != "ret" && key != "calls" &&
                     key != "fd")
                     return fail(error(all[i].col, "hclass=, status=, ret=, calls= or fd=", t));
-                f.fields.emplace_back(key, std::string(t.substr(eq + 1)));
+                const std::size_t vcol = all[i].col + eq + 1;
+                if (kw.text == "ioctl" && key == "ret" && !check_values::errno_value(value))
+                    return fail(error(vcol, "a return value: a number or an errno name (0, -22, EINVAL)", value));
+                if (kw.text == "ioctl" && key == "status" && !check_values::status_value(value))
+                    return fail(error(vcol, "an NV_STATUS name or number (NV_OK, 0x1f)", value));
+                if (kw.text == "ioctl" && key == "hclass" && !check_values::hclass_value(value))
+                    return fail(
+                        error(vcol, "an RM class name or number (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, 0x71)", value));
+                f.fields.emplace_back(key, std::string(value));
             }
         } else if (kw.text == "result") {
             if (f.absent) return fail(error(kw.col, "chain, call, ioctl or log after 'absent'", kw.text));
@@ -246,6 +271,7 @@ Result<ExpectFile> parse_expectations(std::string_view text, std::string_view fi
     while (pos <= text.size()) {
         std::size_t nl = text.find('\n', pos);
         std::string_view raw = text.substr(pos, nl == std::string_view::npos ? text.npos : nl - pos);
+        if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);  // a file with CRLF line ends (Windows editors)
         pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
         ++p.line_no;
         std::string_view line = strip_comment(raw);

@@ -92,6 +92,10 @@ struct Call;  // report.hpp
 void attach_kernel_log_by_time(std::vector<KernelLogMessage>& log, const std::vector<Call>& calls,
                                const std::optional<KmsgClockOffset>& clock);
 
+// Whether `kind` is one a KernelLogMessage can have: the kinds of docs/dmesg.md's table ("xid", "nv_status", ...,
+// "command", "other"). Expectation files are checked against it (`log KIND`).
+bool is_kernel_log_kind(std::string_view kind);
+
 // One line for people: "<ts> <level> <source> <kind> key=value... | <text>" (docs/dmesg.md).
 std::string format_kernel_log_message(const KernelLogMessage& msg);
 

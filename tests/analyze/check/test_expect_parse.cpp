@@ -33,6 +33,31 @@ TEST(ExpectParse, EveryScenarioFileParses) {
     EXPECT_EQ(files, 7) << "gem-mmap and the six CUDA scenarios";
 }
 
+// A second fresh user: `absent ioctl FIONRAED`, `absent ioctl FIONREAD ret=EINAVL` and `absent log xdi` (typos)
+// passed on every report, and `ioctl FIONREAD ret=banana` failed instead of being refused. What nvtrace cannot
+// match is now a parse error naming line and column; a file with CRLF line ends parses as with LF.
+TEST(ExpectParse, NamesAndValuesNvtraceCannotMatchAreRefused) {
+    const std::string kIoctl = "an ioctl nvtrace knows by name";
+    EXPECT_NE(error_of("check a\n  absent ioctl FIONRAED\n").find("t.expect:2:16: expected " + kIoctl),
+              std::string::npos);
+    EXPECT_NE(error_of("check a\n  ioctls FIONREAD, FOO\n").find("expected " + kIoctl), std::string::npos);
+    EXPECT_EQ(error_of("check a\n  absent ioctl FIONREAD ret=EINAVL\n"),
+              "t.expect:2:29: expected a return value: a number or an errno name (0, -22, EINVAL), found 'EINAVL'");
+    EXPECT_NE(error_of("check a\n  ioctl FIONREAD ret=banana\n").find("found 'banana'"), std::string::npos);
+    EXPECT_NE(error_of("check a\n  ioctl NV_ESC_RM_ALLOC status=NV_ERR_BOGUS\n").find("an NV_STATUS name or number"),
+              std::string::npos);
+    EXPECT_NE(error_of("check a\n  ioctl NV_ESC_RM_ALLOC hclass=NOT_A_CLASS\n").find("an RM class name or number"),
+              std::string::npos);
+    EXPECT_EQ(
+        error_of("check a\n  absent log xdi\n"),
+        "t.expect:2:14: expected a kernel-log kind (docs/dmesg.md: xid, nv_status, bar_overlap, ...), found 'xdi'");
+    // What is known parses: names, numbers, errno names and numbers, NV_STATUS and class names.
+    EXPECT_EQ(error_of("check a\n  ioctl FIONREAD ret=-22\n  absent ioctl 0x541b ret=EINVAL\n  absent log xid\n"
+                       "  ioctl NV_ESC_RM_ALLOC_MEMORY hclass=0x71 status=NV_OK\n"),
+              "<parsed>");
+    EXPECT_EQ(error_of("check a\r\n  ioctl FIONREAD\r\n"), "<parsed>");
+}
+
 TEST(ExpectParse, ChecksFactsAndTheirParts) {
     auto r = parse(R"(format nvtrace.expect/1
 title demo
@@ -44,7 +69,7 @@ check one -- a title
   chain a > b >> c   # comment
   or call d when driver <= 535.104.05
   absent call e
-  ioctls X, Y,Z
+  ioctls FIONREAD, TCGETS,0x5421
   ioctl NV_ESC_RM_ALLOC_MEMORY hclass=0x71 status=NV_ERR_INVALID_ADDRESS ret=0
   log bar_overlap pci=0000:01:00.0
   result mmap-private = EINVAL
@@ -77,7 +102,7 @@ check one -- a title
     ASSERT_EQ(e.facts[1].when.size(), 1u);
     EXPECT_EQ(to_string(e.facts[1].when[0].version), "535.104.05");
     EXPECT_TRUE(e.facts[2].absent);
-    EXPECT_EQ(e.facts[3].names, (std::vector<std::string>{"X", "Y", "Z"}));
+    EXPECT_EQ(e.facts[3].names, (std::vector<std::string>{"FIONREAD", "TCGETS", "0x5421"}));
     EXPECT_EQ(e.facts[4].fields.size(), 3u);
     EXPECT_EQ(e.facts[5].kind, Fact::Kind::log);
     EXPECT_EQ(e.facts[6].names[0], "mmap-private");
@@ -106,8 +131,8 @@ TEST(ExpectParse, ErrorsNameFileLineAndColumn) {
     EXPECT_EQ(error_of("check a\n  phase p\n"),
               "t.expect:1:1: check 'a' has no fact (chain, call, ioctl, ioctls, log, result, phases)");
     EXPECT_EQ(error_of("check a\n  or call x\n"), "t.expect:2:3: expected a fact before the first 'or', found 'or'");
-    EXPECT_EQ(error_of("check a\n  ioctl X size=3\n"),
-              "t.expect:2:11: expected hclass=, status=, ret=, calls= or fd=, found 'size=3'");
+    EXPECT_EQ(error_of("check a\n  ioctl FIONREAD size=3\n"),
+              "t.expect:2:18: expected hclass=, status=, ret=, calls= or fd=, found 'size=3'");
     EXPECT_EQ(error_of("check a\n  absent result x = y\n"),
               "t.expect:2:10: expected chain, call, ioctl or log after 'absent', found 'result'");
     EXPECT_EQ(error_of("check a\n  result x\n"), "t.expect:2:10: expected KEY = VALUE, found 'x'");
