@@ -872,8 +872,13 @@ Result<Report> load_report_input(const std::string& path) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
         fs::path rep = fs::path(path) / "report.json";
-        if (!fs::exists(rep, ec))
+        if (!fs::exists(rep, ec)) {
+            // As `nvtrace report DIR` says it: a run killed before it wrote its report left raw/ only.
+            if (!fs::exists(fs::path(path) / "meta.json", ec) && fs::exists(fs::path(path) / "raw", ec))
+                return fail(Error::usage(fmt::format(
+                    "{}: no report.json: an unfinished capture (nvtrace was killed before writing it?)", path)));
             return fail(Error::usage(fmt::format("{}: not a capture directory (no report.json in it)", path)));
+        }
         return read_report_file(rep.string());
     }
     // Standard input, a pipe or a FIFO (`cat X | nvtrace export -`, `<(...)`): read once, whole, then as report

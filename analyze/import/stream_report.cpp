@@ -114,6 +114,12 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         }
         if (m.data && !fmt_) fmt_ = detect_format(std::string_view(m.data, std::min<std::size_t>(m.size, 256 * 1024)));
     }
+    if (spooled && m.data && !forced) {
+        // A saved report piped in: the same answer as for a report.json given by name.
+        std::string_view head(m.data, std::min<std::size_t>(m.size, 4096));
+        if (auto first = head.find_first_not_of(" \t\r\n"); first != head.npos && head[first] == '{')
+            return fail(Error::usage("--calls-jsonl takes a trace file, not a saved report"));
+    }
     if (!m.data || !fmt_ || *fmt_ != TraceFormat::fgraph_text) {
         // Read whole; import_file says what is wrong with the file, if anything (a spooled pipe: what was read).
         auto in =

@@ -174,6 +174,18 @@ diff_that_ignores_every_call_compares_nothing)
     [ "$rc" = 2 ] && grep -q 'a directory, not a file' "$tmp/err" || fail "--rename-map DIR: exit $rc"
     "$nv" diff "$a" "$b" >/dev/null || fail "the plain diff"
     ;;
+unfinished_capture_and_piped_saved_report_say_what_they_are)
+    # A second user: export/check/diff called a killed run's directory "not a capture directory" (report says
+    # "an unfinished capture"), and a saved report piped to `report - --calls-jsonl` was "expected a trace".
+    mkdir -p "$tmp/killed/raw"
+    for cmd in "export $tmp/killed --format csv" "diff $tmp/killed $tmp/killed"; do
+        "$nv" $cmd >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+        [ "$rc" = 2 ] && grep -q 'an unfinished capture' "$tmp/err" || fail "$cmd: exit $rc"
+    done
+    cat "$cases/../capture_dir/fionread20/report.json" | "$nv" report - --calls-jsonl "$tmp/c.jsonl" 2>"$tmp/err" >/dev/null
+    rc=$?
+    [ "$rc" = 2 ] && grep -q 'takes a trace file, not a saved report' "$tmp/err" || fail "piped report: exit $rc, $(cat "$tmp/err")"
+    ;;
 option_error_names_the_command)
     # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
     "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
