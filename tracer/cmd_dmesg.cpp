@@ -1,4 +1,6 @@
 // nvtrace dmesg [FILE|-] [--json]   (docs/dmesg.md)
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -34,6 +36,15 @@ int do_dmesg(const DmesgArgs& a) {
     } else {
         if (std::error_code ec; std::filesystem::is_directory(a.file, ec)) {
             fmt::print(stderr, "nvtrace dmesg: {}: is a directory (expected a kernel log file, or - for stdin)\n",
+                       name);
+            return static_cast<int>(ExitCode::usage);
+        }
+        // /dev/zero was read for 512 MiB, /dev/kmsg would block for ever (a second fresh user); report refuses
+        // devices the same way. A pipe (/dev/stdin, a FIFO) is read.
+        if (struct stat st{}; ::stat(a.file.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+            fmt::print(stderr,
+                       "nvtrace dmesg: {}: a device, not a kernel log file (save it first: `dmesg > log`, or give "
+                       "- for stdin)\n",
                        name);
             return static_cast<int>(ExitCode::usage);
         }

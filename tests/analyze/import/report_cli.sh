@@ -186,6 +186,13 @@ unfinished_capture_and_piped_saved_report_say_what_they_are)
     rc=$?
     [ "$rc" = 2 ] && grep -q 'takes a trace file, not a saved report' "$tmp/err" || fail "piped report: exit $rc, $(cat "$tmp/err")"
     ;;
+dmesg_refuses_devices)
+    # A second user: `nvtrace dmesg /dev/zero` read 512 MiB before exit 2 (report refuses devices at once).
+    "$nv" dmesg /dev/zero >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q 'a device, not a kernel log file' "$tmp/err" || fail "dmesg /dev/zero: exit $rc"
+    printf '[    1.0] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n' >"$tmp/k.log"
+    cat "$tmp/k.log" | "$nv" dmesg - | grep -q 'xid=79' || fail "dmesg - of a pipe"
+    ;;
 option_error_names_the_command)
     # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
     "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
