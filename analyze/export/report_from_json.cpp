@@ -867,6 +867,20 @@ bool is_saved_report_input(const std::string& path) {
     return ch == '{';
 }
 
+namespace {
+
+// The report of an imported trace, as load_report_input gives it (source.kind "file", `path` as named).
+Result<Report> report_of_trace(Result<ImportResult> imported, const std::string& path) {
+    if (!imported) return fail(imported.error());
+    Report r = build_report(imported->stream);
+    for (auto& m : imported->kernel_log)
+        r.kernel_log.push_back(std::move(m));
+    r.source = {{"kind", "file"}, {"path", path}, {"format", std::string(format_name(imported->format))}};
+    return r;
+}
+
+}  // namespace
+
 Result<Report> load_report_input(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -896,25 +910,13 @@ Result<Report> load_report_input(const std::string& path) {
             if (!r) return fail(Error::usage(name + ": " + r.error().message));
             return r;
         }
-        auto imported = import_text(*text, name);
-        if (!imported) return fail(imported.error());
-        Report r = build_report(imported->stream);
-        for (auto& m : imported->kernel_log)
-            r.kernel_log.push_back(std::move(m));
-        r.source = {{"kind", "file"}, {"path", path}, {"format", std::string(format_name(imported->format))}};
-        return r;
+        return report_of_trace(import_text(*text, name), path);
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
     in.close();
     if (is_saved_report_input(path)) return read_report_file(path);
-    auto imported = import_file(path);
-    if (!imported) return fail(imported.error());
-    Report r = build_report(imported->stream);
-    for (auto& m : imported->kernel_log)
-        r.kernel_log.push_back(std::move(m));
-    r.source = {{"kind", "file"}, {"path", path}, {"format", std::string(format_name(imported->format))}};
-    return r;
+    return report_of_trace(import_file(path), path);
 }
 
 }  // namespace nvtrace
