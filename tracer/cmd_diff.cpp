@@ -32,6 +32,7 @@ struct DiffArgs {
     bool json = false;
     bool exit_code = false;
     std::size_t max_rows = 0;
+    bool min_delta_given = false;  // set from the option's count (an empty value is an error)
 };
 
 int usage_error(const Error& e) {
@@ -61,7 +62,7 @@ int do_diff(const DiffArgs& args) {
         o.renames[p->first] = p->second;
     }
     o.ignore = args.ignore;
-    if (!args.min_delta.empty()) {
+    if (args.min_delta_given) {  // `--min-delta ''` is an error, not the default
         auto t = parse_min_delta(args.min_delta);
         if (!t) return usage_error(t.error());
         o.threshold = *t;
@@ -134,10 +135,13 @@ void add_diff(CLI::App& app, int& exit_code) {
                     "Time change threshold: ABS, REL% or ABS,REL% (default 10us,20%; both must be reached)");
     cmd->add_flag("--keep-irq-nesting", args->keep_irq, "Keep interrupts where they arrived (default: under [irq])");
     cmd->add_flag("--all", args->all, "Keep unchanged paths too");
-    cmd->add_option("--max-rows", args->max_rows, "Text output: at most this many rows");
+    cmd->add_option("--max-rows", args->max_rows, "Text output: at most this many rows")->check(non_negative_integer);
     cmd->add_flag("--json", args->json, "Print the diff as JSON (schema nvtrace.diff/1)");
     cmd->add_flag("--exit-code", args->exit_code, "Exit 1 when any change is found");
-    cmd->callback([args, &exit_code] { exit_code = do_diff(*args); });
+    cmd->callback([args, cmd, &exit_code] {
+        args->min_delta_given = cmd->count("--min-delta") > 0;
+        exit_code = do_diff(*args);
+    });
 }
 
 }  // namespace

@@ -31,6 +31,17 @@ inline const CLI::Validator positive_number(
     },
     "NUMBER>0");
 
+// A whole number >= 0, with a message that says so (CLI::NonNegativeNumber prints its whole double range).
+inline const CLI::Validator non_negative_integer(
+    [](std::string& value) -> std::string {
+        bool digits = !value.empty();
+        for (char c : value)
+            digits = digits && c >= '0' && c <= '9';
+        if (digits) return {};
+        return "expected a whole number >= 0, got '" + value + "'";
+    },
+    "");
+
 struct CommandRegistrar {
     CommandRegistrar(int order, AddCommand add) { command_table().emplace_back(order, add); }
 };

@@ -113,6 +113,13 @@ Result<DiffThreshold> parse_min_delta(std::string_view text, DiffThreshold defau
     DiffThreshold t = defaults;
     std::string_view rest = trim(text);
     if (rest.empty()) return fail(Error::usage("--min-delta: expected ABS, REL% or ABS,REL% (e.g. 10us,20%)"));
+    // One absolute part and one relative part at the most: a third part, or two of a kind, said nothing
+    // (the last won) when a second fresh user tried them.
+    bool have_abs = false, have_rel = false;
+    auto twice = [&] {
+        return fail(
+            Error::usage(fmt::format("--min-delta '{}': expected ABS, REL% or ABS,REL% (one of each at most)", text)));
+    };
     while (!rest.empty()) {
         auto comma = rest.find(',');
         std::string_view part = trim(rest.substr(0, comma));
@@ -124,7 +131,15 @@ Result<DiffThreshold> parse_min_delta(std::string_view text, DiffThreshold defau
             return fail(
                 Error::usage(fmt::format("--min-delta '{}': expected a non-negative number, found '{}'", text, part)));
         if (unit == "%") {
+            if (have_rel) return twice();
+            have_rel = true;
             t.min_rel = v / 100.0;
+            continue;
+        }
+        if (have_abs) return twice();
+        have_abs = true;
+        if (unit.empty() && v == 0) {  // 0 needs no unit
+            t.min_abs_ns = 0;
             continue;
         }
         double scale = 0;
@@ -139,6 +154,8 @@ Result<DiffThreshold> parse_min_delta(std::string_view text, DiffThreshold defau
         else
             return fail(Error::usage(
                 fmt::format("--min-delta '{}': expected a unit ns, us, ms, s or %, found '{}'", text, unit)));
+        if (v * scale > 9.2e18)  // past what an int64 of ns holds (292 years): it used to saturate silently
+            return fail(Error::usage(fmt::format("--min-delta '{}': '{}' is too large", text, part)));
         t.min_abs_ns = static_cast<std::uint64_t>(std::llround(v * scale));
     }
     return t;

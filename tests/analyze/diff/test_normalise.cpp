@@ -71,3 +71,18 @@ TEST(MinDelta, Parses) {
     EXPECT_FALSE(parse_min_delta("-1us"));
     EXPECT_FALSE(parse_min_delta(""));
 }
+
+// A second fresh user: three parts or two of a kind were taken (the last won), a huge value saturated, and 0 was
+// refused for lacking a unit.
+TEST(MinDelta, OneOfEachKindAtMostNoSaturationAndAPlainZero) {
+    EXPECT_FALSE(parse_min_delta("10us,20%,30%"));
+    EXPECT_FALSE(parse_min_delta("10us,20us"));
+    EXPECT_FALSE(parse_min_delta("99999999999999999999s"));
+    auto zero = parse_min_delta("0");
+    ASSERT_TRUE(zero);
+    EXPECT_EQ(zero->min_abs_ns, 0u);
+    auto both = parse_min_delta("0,5%");
+    ASSERT_TRUE(both);
+    EXPECT_EQ(both->min_abs_ns, 0u);
+    EXPECT_DOUBLE_EQ(both->min_rel, 0.05);
+}

@@ -173,6 +173,11 @@ diff_that_ignores_every_call_compares_nothing)
     "$nv" diff "$a" "$b" --rename-map "$cases" >/dev/null 2>"$tmp/err"; rc=$?
     [ "$rc" = 2 ] && grep -q 'a directory, not a file' "$tmp/err" || fail "--rename-map DIR: exit $rc"
     "$nv" diff "$a" "$b" >/dev/null || fail "the plain diff"
+    # And option values that said nothing: an empty --min-delta (the default, silently), --max-rows -1 (all rows).
+    "$nv" diff "$a" "$b" --min-delta '' >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" = 2 ] || fail "--min-delta '': exit $rc"
+    "$nv" diff "$a" "$b" --max-rows -1 >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q "expected a whole number >= 0, got '-1'" "$tmp/err" || fail "--max-rows -1: exit $rc"
     ;;
 unfinished_capture_and_piped_saved_report_say_what_they_are)
     # A second user: export/check/diff called a killed run's directory "not a capture directory" (report says
