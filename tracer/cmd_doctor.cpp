@@ -5,12 +5,21 @@
 
 #include "commands.hpp"
 #include "doctor.hpp"
+#include "nvtrace/error.hpp"
 
 namespace nvtrace::cli {
 
 namespace {
 
 int do_doctor(const std::vector<std::string>& modules, bool json) {
+    // A module name is what /sys/module lists: letters, digits, '_' and '-'. `--module ''` and `../kernel` were
+    // reported as "built into the kernel" (a second fresh user): the name was joined into /sys/module/NAME.
+    for (const auto& m : modules)
+        if (m.empty() || m.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                             std::string::npos) {
+            fmt::print(stderr, "nvtrace doctor: --module '{}': expected a module name (letters, digits, _ and -)\n", m);
+            return static_cast<int>(ExitCode::usage);
+        }
     auto findings = tracer::doctor(modules);
     if (json) {
         fmt::print("{}\n", tracer::to_json(findings).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));

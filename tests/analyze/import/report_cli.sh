@@ -198,6 +198,19 @@ dmesg_refuses_devices)
     printf '[    1.0] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n' >"$tmp/k.log"
     cat "$tmp/k.log" | "$nv" dmesg - | grep -q 'xid=79' || fail "dmesg - of a pipe"
     ;;
+names_that_name_nothing_are_refused)
+    # A second user: `doctor --module ../kernel` (and '') was "built into the kernel", and a scenario's
+    # `requires module` without a name was never checked.
+    for m in ../kernel ''; do
+        "$nv" doctor --module "$m" >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+        [ "$rc" = 2 ] && grep -q 'expected a module name' "$tmp/err" || fail "doctor --module '$m': exit $rc"
+    done
+    mkdir -p "$tmp/sc/bad"
+    printf 'summary a test\nprogram true\nrequires module\n' >"$tmp/sc/bad/scenario.conf"
+    "$nv" scenarios --dir "$tmp/sc" >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q "scenario.conf:3: expected a module name after 'requires module'" "$tmp/err" \
+        || fail "requires module without a name: exit $rc"
+    ;;
 option_error_names_the_command)
     # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
     "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
