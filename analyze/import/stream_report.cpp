@@ -18,6 +18,7 @@
 #include "nvtrace/call_stream.hpp"
 #include "nvtrace/report_stream.hpp"
 #include "stream_builder.hpp"
+#include "temp_copy.hpp"
 #include "text_util.hpp"
 
 namespace nvtrace {
@@ -36,43 +37,6 @@ struct Mapped {
     }
 };
 
-// Copies `fd` to its end into an unlinked file in `dir`: the copy's descriptor, at offset 0.
-Result<int> spool(int fd, const std::string& name, const std::string& dir) {
-    int out = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (out < 0) {
-        std::string tmpl = dir + "/.nvtrace-input-XXXXXX";
-        out = ::mkostemp(tmpl.data(), O_CLOEXEC);
-        if (out >= 0) ::unlink(tmpl.c_str());
-    }
-    if (out < 0)
-        return fail(Error::environment(
-            fmt::format("{}: cannot make a temporary copy in {}: {}", name, dir, std::strerror(errno))));
-    char buf[1 << 16];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int err = errno;
-            ::close(out);
-            return fail(Error::usage(fmt::format("{}: cannot read: {}", name, std::strerror(err))));
-        }
-        if (n == 0) break;
-        for (ssize_t done = 0; done < n;) {
-            ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                int err = w < 0 ? errno : ENOSPC;
-                ::close(out);
-                return fail(Error::environment(
-                    fmt::format("{}: cannot write its temporary copy in {}: {}", name, dir, std::strerror(err))));
-            }
-            done += w;
-        }
-    }
-    ::lseek(out, 0, SEEK_SET);
-    return out;
-}
-
 }  // namespace
 
 Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
@@ -90,7 +54,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
         struct stat st {};
         if (fd >= 0 && ::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || path == "-") && !S_ISREG(st.st_mode)) {
-            auto copy = spool(fd, name, temp_dir);
+            auto copy = temp_copy(fd, temp_dir, name);
             ::close(fd);
             if (!copy) return fail(copy.error());
             fd = *copy;

@@ -36,6 +36,7 @@ static inline int tracefs_hist_command(struct tracefs_instance* i, struct tracef
 #include "library_crash_guard.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
+#include "temp_copy.hpp"
 #endif
 
 namespace nvtrace {
@@ -277,35 +278,13 @@ Result<EventStream> read_trace_dat(const std::string& path, std::vector<std::str
 
 Result<EventStream> read_trace_dat_bytes(std::string_view bytes, const std::string& name,
                                          std::vector<std::string> other_events) {
-    // libtracecmd seeks in the file: the bytes go to an unlinked file in $TMPDIR (on disk, not a second copy in
-    // memory), removed when libtracecmd closes it.
+    // libtracecmd seeks in the file: the bytes go to an unlinked file in $TMPDIR (temp_copy.hpp).
     std::error_code ec;
     std::string dir = std::filesystem::temp_directory_path(ec).string();
     if (ec) dir = "/tmp";
-    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        std::string tmpl = dir + "/.nvtrace-dat-XXXXXX";
-        fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-        if (fd >= 0) ::unlink(tmpl.c_str());
-    }
-    if (fd < 0)
-        return fail(
-            Error::environment(fmt::format("{}: a trace.dat from a pipe is read through a temporary file, "
-                                           "and none could be made in {}: {}",
-                                           name, dir, std::strerror(errno))));
-    for (std::size_t done = 0; done < bytes.size();) {
-        ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int err = n < 0 ? errno : ENOSPC;
-            ::close(fd);
-            return fail(Error::environment(
-                fmt::format("{}: cannot write its temporary copy in {}: {}", name, dir, std::strerror(err))));
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    ::lseek(fd, 0, SEEK_SET);
-    return read_whole(name, other_events, fd);
+    auto fd = import::temp_copy(bytes, dir, name);
+    if (!fd) return fail(fd.error());
+    return read_whole(name, other_events, *fd);
 }
 
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, TraceDatSink& sink,
