@@ -7,6 +7,7 @@
 #include "nvtrace/expect.hpp"
 #include "nvtrace/report_io.hpp"
 #include "scenario.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -25,7 +26,7 @@ int do_check(const CheckArgs& a) {
     if (tracer::is_scenario_dir(expect_path)) {
         auto sc = tracer::read_scenario(expect_path);
         if (!sc) {
-            fmt::print(stderr, "nvtrace check: {}\n", sc.error().message);
+            tracer::note("nvtrace check: {}\n", sc.error().message);
             return static_cast<int>(sc.error().code);
         }
         expect_path = (sc->dir / sc->expect).string();
@@ -39,12 +40,12 @@ int do_check(const CheckArgs& a) {
     }
     auto ex = read_expectations_file(expect_path);
     if (!ex) {
-        fmt::print(stderr, "nvtrace check: {}\n", ex.error().message);
+        tracer::note("nvtrace check: {}\n", ex.error().message);
         return static_cast<int>(ex.error().code);
     }
     auto report = load_report_input(a.report);
     if (!report) {
-        fmt::print(stderr, "nvtrace check: {}\n", report.error().message);
+        tracer::note("nvtrace check: {}\n", report.error().message);
         return static_cast<int>(report.error().code);
     }
     auto checks = check_report(*report, *ex);

@@ -4,6 +4,7 @@
 
 #include "cleanup.hpp"
 #include "commands.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -12,7 +13,7 @@ namespace {
 int do_cleanup(bool dry_run, bool json) {
     auto r = tracer::cleanup(dry_run);
     if (!r) {
-        fmt::print(stderr, "nvtrace cleanup: {}\n", r.error().message);
+        tracer::note("nvtrace cleanup: {}\n", r.error().message);
         return static_cast<int>(r.error().code);
     }
     bool failed = false;

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "nvtrace/knowledge.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -33,7 +34,7 @@ std::optional<std::uint64_t> parse_number(std::string_view s) {
 }
 
 int usage_error(const std::string& what) {
-    fmt::print(stderr, "nvtrace decode: {}\n", what);
+    tracer::note("nvtrace decode: {}\n", what);
     return static_cast<int>(ExitCode::usage);
 }
 

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "nvtrace/diff.hpp"
 #include "nvtrace/report_io.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -36,7 +37,7 @@ struct DiffArgs {
 };
 
 int usage_error(const Error& e) {
-    fmt::print(stderr, "nvtrace diff: {}\n", e.message);
+    tracer::note("nvtrace diff: {}\n", e.message);
     return static_cast<int>(e.code);
 }
 

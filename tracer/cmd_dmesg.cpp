@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "nvtrace/kernel_log.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -30,13 +31,12 @@ int do_dmesg(const DmesgArgs& a) {
     if (a.file == "-") {
         text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
         if (std::cin.bad()) {
-            fmt::print(stderr, "nvtrace dmesg: {}: cannot read standard input\n", name);
+            tracer::note("nvtrace dmesg: {}: cannot read standard input\n", name);
             return static_cast<int>(ExitCode::usage);
         }
     } else {
         if (std::error_code ec; std::filesystem::is_directory(a.file, ec)) {
-            fmt::print(stderr, "nvtrace dmesg: {}: is a directory (expected a kernel log file, or - for stdin)\n",
-                       name);
+            tracer::note("nvtrace dmesg: {}: is a directory (expected a kernel log file, or - for stdin)\n", name);
             return static_cast<int>(ExitCode::usage);
         }
         // /dev/zero was read for 512 MiB, /dev/kmsg would block for ever (a second fresh user); report refuses
@@ -50,13 +50,13 @@ int do_dmesg(const DmesgArgs& a) {
         }
         std::ifstream in(a.file, std::ios::binary);
         if (!in) {
-            fmt::print(stderr, "nvtrace dmesg: {}: cannot read ({})\n", name, std::strerror(errno));
+            tracer::note("nvtrace dmesg: {}: cannot read ({})\n", name, std::strerror(errno));
             return static_cast<int>(ExitCode::usage);
         }
         std::ostringstream ss;
         ss << in.rdbuf();
         if (in.bad()) {
-            fmt::print(stderr, "nvtrace dmesg: {}: cannot read\n", name);
+            tracer::note("nvtrace dmesg: {}: cannot read\n", name);
             return static_cast<int>(ExitCode::usage);
         }
         text = std::move(ss).str();
@@ -69,13 +69,13 @@ int do_dmesg(const DmesgArgs& a) {
         for (const auto& m : p.messages)
             fmt::print("{}\n", format_kernel_log_message(m));
         for (const auto& d : p.diagnostics)
-            fmt::print(stderr, "nvtrace dmesg: {} {} x{} (first: {})\n", d.severity, d.name, d.count, d.first_example);
+            tracer::note("nvtrace dmesg: {} {} x{} (first: {})\n", d.severity, d.name, d.count, d.first_example);
     }
     if (p.messages.empty()) {
         std::string why = "no lines";
         for (const auto& d : p.diagnostics)
             if (d.name == "non_log_line" || d.name == "malformed_kmsg_record") why = d.first_example;
-        fmt::print(stderr, "nvtrace dmesg: {}: nothing in it is a kernel log line: {}\n", name, why);
+        tracer::note("nvtrace dmesg: {}: nothing in it is a kernel log line: {}\n", name, why);
         return static_cast<int>(ExitCode::usage);
     }
     return 0;

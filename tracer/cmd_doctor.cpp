@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "doctor.hpp"
 #include "nvtrace/error.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -17,7 +18,7 @@ int do_doctor(const std::vector<std::string>& modules, bool json) {
     for (const auto& m : modules)
         if (m.empty() || m.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
                              std::string::npos) {
-            fmt::print(stderr, "nvtrace doctor: --module '{}': expected a module name (letters, digits, _ and -)\n", m);
+            tracer::note("nvtrace doctor: --module '{}': expected a module name (letters, digits, _ and -)\n", m);
             return static_cast<int>(ExitCode::usage);
         }
     auto findings = tracer::doctor(modules);

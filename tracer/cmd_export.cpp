@@ -10,6 +10,7 @@
 #include "nvtrace/export.hpp"
 #include "nvtrace/report_io.hpp"
 #include "output_guard.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -24,17 +25,17 @@ struct ExportArgs {
 int do_export(const ExportArgs& a) {
     auto f = parse_export_format(a.format);
     if (!f) {
-        fmt::print(stderr, "nvtrace export: unknown --format '{}' (expected json, chrome, folded or csv)\n", a.format);
+        tracer::note("nvtrace export: unknown --format '{}' (expected json, chrome, folded or csv)\n", a.format);
         return static_cast<int>(ExitCode::usage);
     }
     // `export DIR -o DIR/report.json` wrote CSV over the run's report (a fresh user): refused as `report` does.
     if (auto why = overwrites_capture("-o", a.out, a.input); why || (why = overwrites_input("-o", a.out, a.input))) {
-        fmt::print(stderr, "nvtrace export: {}\n", *why);
+        tracer::note("nvtrace export: {}\n", *why);
         return static_cast<int>(ExitCode::usage);
     }
     auto report = load_report_input(a.input);
     if (!report) {
-        fmt::print(stderr, "nvtrace export: {}\n", report.error().message);
+        tracer::note("nvtrace export: {}\n", report.error().message);
         return static_cast<int>(report.error().code);
     }
     Result<void> done;
@@ -43,13 +44,13 @@ int do_export(const ExportArgs& a) {
     } else {
         std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
         if (!out) {
-            fmt::print(stderr, "nvtrace export: cannot write {}: {}\n", a.out, std::strerror(errno));
+            tracer::note("nvtrace export: cannot write {}: {}\n", a.out, std::strerror(errno));
             return static_cast<int>(ExitCode::environment);
         }
         done = export_report(*report, *f, out);
     }
     if (!done) {
-        fmt::print(stderr, "nvtrace export: {}: {}\n", a.out.empty() ? "stdout" : a.out, done.error().message);
+        tracer::note("nvtrace export: {}: {}\n", a.out.empty() ? "stdout" : a.out, done.error().message);
         return static_cast<int>(done.error().code);
     }
     return 0;

@@ -28,6 +28,7 @@
 #include "nvtrace/report_stream.hpp"
 #include "nvtrace/stream_report.hpp"
 #include "output_guard.hpp"
+#include "stderr_note.hpp"
 #include "summary.hpp"
 
 namespace nvtrace::cli {
@@ -65,7 +66,7 @@ int write_and_print(Report& report, const ReportArgs& a, std::string_view label,
         std::ofstream out(a.out, std::ios::trunc);
         if (out) write_json(report, out);
         if (!out || !out.flush()) {
-            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
+            tracer::note("nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
             return static_cast<int>(ExitCode::environment);
         }
     }
@@ -134,13 +135,13 @@ int write_and_print_streamed(ReportStream& r, IoctlSummary& ioctls, const Report
                                    r.events(), r.event_names()};
     if (!a.out.empty())
         if (auto w = r.write_to(a.out); !w) {
-            fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.out, w.error().message);
+            tracer::note("nvtrace report: cannot write {}: {}\n", a.out, w.error().message);
             return static_cast<int>(ExitCode::environment);
         }
     if (a.json) {
         std::cout.flush();
         if (auto w = r.write(STDOUT_FILENO); !w) {
-            fmt::print(stderr, "nvtrace report: cannot write to standard output: {}\n", w.error().message);
+            tracer::note("nvtrace report: cannot write to standard output: {}\n", w.error().message);
             return static_cast<int>(ExitCode::environment);
         }
         return 0;
@@ -176,13 +177,12 @@ int reemit_report_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_
     auto path = std::filesystem::path(a.input) / "report.json";
     auto text = read_small_file(path);
     if (!text) {
-        fmt::print(stderr, "nvtrace report: {}: not a capture directory (expected report.json and meta.json)\n",
-                   a.input);
+        tracer::note("nvtrace report: {}: not a capture directory (expected report.json and meta.json)\n", a.input);
         return static_cast<int>(ExitCode::usage);
     }
     nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("schema")) {
-        fmt::print(stderr, "nvtrace report: {}: expected an nvtrace report (JSON with \"schema\")\n", path.string());
+        tracer::note("nvtrace report: {}: expected an nvtrace report (JSON with \"schema\")\n", path.string());
         return static_cast<int>(ExitCode::usage);
     }
     if (!extra_log.empty()) {
@@ -194,7 +194,7 @@ int reemit_report_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_
             j["kernel_log"].push_back(m);
     }
     if (auto e = emit(j, a); !e) {
-        fmt::print(stderr, "nvtrace report: {}\n", e.error().message);
+        tracer::note("nvtrace report: {}\n", e.error().message);
         return static_cast<int>(e.error().code);
     }
     if (!a.json) {
@@ -228,13 +228,13 @@ std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirRe
     auto st = reader.stream([&fold](Event& ev) { return fold.add(std::move(ev)); });
     bool folded = fold.finish();
     if (!st) {
-        fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
+        tracer::note("nvtrace report: {}\n", st.error().message);
         return static_cast<int>(st.error().code);
     }
     if (!*st || !folded) return std::nullopt;
     r.side().diagnostics = reader.side().diagnostics;  // complete once the pages are decoded
     if (auto f = r.finish(); !f) {
-        fmt::print(stderr, "nvtrace report: {}\n", f.error().message);
+        tracer::note("nvtrace report: {}\n", f.error().message);
         return static_cast<int>(f.error().code);
     }
     Report& report = r.report();
@@ -251,7 +251,7 @@ std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirRe
 int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
     auto reader = CaptureDirReader::open(a.input);
     if (!reader) {
-        fmt::print(stderr, "nvtrace report: {}\n", reader.error().message);
+        tracer::note("nvtrace report: {}\n", reader.error().message);
         return static_cast<int>(reader.error().code);
     }
     {
@@ -263,14 +263,14 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
             if (auto rc = report_capture_dir_streamed(a, *reader, extra_log)) return *rc;
             reader = CaptureDirReader::open(a.input);  // the pages are read again, whole
             if (!reader) {
-                fmt::print(stderr, "nvtrace report: {}\n", reader.error().message);
+                tracer::note("nvtrace report: {}\n", reader.error().message);
                 return static_cast<int>(reader.error().code);
             }
         }
     }
     auto data = reader->read_all();
     if (!data) {
-        fmt::print(stderr, "nvtrace report: {}\n", data.error().message);
+        tracer::note("nvtrace report: {}\n", data.error().message);
         return static_cast<int>(data.error().code);
     }
     const nlohmann::json& meta = data->meta;
@@ -288,8 +288,7 @@ int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_
         if (captured.contains("expectations") && captured["expectations"].is_string()) {
             auto ex = read_expectations_file(captured["expectations"].get<std::string>());
             if (!ex) {
-                fmt::print(stderr, "nvtrace report: the run's expectations are not re-checked: {}\n",
-                           ex.error().message);
+                tracer::note("nvtrace report: the run's expectations are not re-checked: {}\n", ex.error().message);
             } else {
                 report.checks = check_report(report, *ex);
             }
@@ -331,12 +330,12 @@ bool looks_like_saved_report(const std::string& path) {
 int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log,
                       std::optional<Result<Report>> from_stdin = std::nullopt) {
     if (!a.calls_jsonl.empty()) {
-        fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a saved report\n");
+        tracer::note("nvtrace report: --calls-jsonl takes a trace file, not a saved report\n");
         return static_cast<int>(ExitCode::usage);
     }
     auto report = from_stdin ? std::move(*from_stdin) : read_report_file(a.input);
     if (!report) {
-        fmt::print(stderr, "nvtrace report: {}\n", report.error().message);
+        tracer::note("nvtrace report: {}\n", report.error().message);
         return static_cast<int>(report.error().code);
     }
     for (auto& m : extra_log)
@@ -352,7 +351,7 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
                        std::vector<Diagnostic> kmsg_diags) {
     std::ofstream calls(a.calls_jsonl, std::ios::trunc | std::ios::binary);
     if (!calls) {
-        fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
+        tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
     std::string temp_dir;
@@ -362,11 +361,11 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
     auto st = report_streaming(a.input, forced, calls, temp_dir, out_opts,
                                [&ioctls](const IoctlRecord& io) { ioctls->add(io, std::nullopt); });
     if (!st) {
-        fmt::print(stderr, "nvtrace report: {}\n", st.error().message);
+        tracer::note("nvtrace report: {}\n", st.error().message);
         return static_cast<int>(st.error().code);
     }
     if (!calls.flush()) {
-        fmt::print(stderr, "nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
+        tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
     Report& report = st->records ? st->records->report() : st->report;
@@ -432,7 +431,7 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
     for (const auto& d : kmsg_diags)
         r.side().diagnostics.push_back(d);
     if (auto f = r.finish(); !f) {
-        fmt::print(stderr, "nvtrace report: {}\n", f.error().message);
+        tracer::note("nvtrace report: {}\n", f.error().message);
         return static_cast<int>(f.error().code);
     }
     Report& report = r.report();
@@ -446,7 +445,7 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
 int do_report(const ReportArgs& a) {
     std::optional<std::string> stdin_text;  // stdin or a pipe, read once (see below)
     if (a.reemit && !a.source.empty()) {
-        fmt::print(stderr, "nvtrace report: --source cannot apply to --reemit (it prints the saved report as it is)\n");
+        tracer::note("nvtrace report: --source cannot apply to --reemit (it prints the saved report as it is)\n");
         return static_cast<int>(ExitCode::usage);
     }
     std::optional<TraceFormat> forced;
@@ -475,7 +474,7 @@ int do_report(const ReportArgs& a) {
     } else if (!a.kmsg.empty()) {
         auto k = import_file(a.kmsg, TraceFormat::kernel_log);
         if (!k) {
-            fmt::print(stderr, "nvtrace report: --kmsg {}\n", k.error().message);
+            tracer::note("nvtrace report: --kmsg {}\n", k.error().message);
             return static_cast<int>(k.error().code);
         }
         kmsg_messages = std::move(k->kernel_log);
@@ -491,36 +490,36 @@ int do_report(const ReportArgs& a) {
         for (const std::string& in : {a.input, a.kmsg})
             if (!why) why = overwrites_input(what, path, in);
         if (why) {
-            fmt::print(stderr, "nvtrace report: {}\n", *why);
+            tracer::note("nvtrace report: {}\n", *why);
             return static_cast<int>(ExitCode::usage);
         }
     }
     // Two outputs in one file: the second written would replace the first (the calls were lost).
     if (!a.calls_jsonl.empty() && !a.out.empty() && (a.calls_jsonl == a.out || same_output(a.calls_jsonl, a.out))) {
-        fmt::print(stderr, "nvtrace report: --calls-jsonl and -o name the same file {}: give two files\n", a.out);
+        tracer::note("nvtrace report: --calls-jsonl and -o name the same file {}: give two files\n", a.out);
         return static_cast<int>(ExitCode::usage);
     }
     if (!a.calls_jsonl.empty() && std::filesystem::is_directory(a.input, ec)) {
-        fmt::print(stderr, "nvtrace report: --calls-jsonl takes a trace file, not a capture directory\n");
+        tracer::note("nvtrace report: --calls-jsonl takes a trace file, not a capture directory\n");
         return static_cast<int>(ExitCode::usage);
     }
     if (std::filesystem::is_directory(a.input, ec)) {
         const std::filesystem::path meta = std::filesystem::path(a.input) / "meta.json";
         bool has_meta = std::filesystem::exists(meta, ec);
         if (ec) {
-            fmt::print(stderr, "nvtrace report: {}: cannot open: {}\n", meta.string(), ec.message());
+            tracer::note("nvtrace report: {}: cannot open: {}\n", meta.string(), ec.message());
             return static_cast<int>(ExitCode::usage);
         }
         if (!has_meta) {
             bool has_raw = std::filesystem::exists(std::filesystem::path(a.input) / "raw", ec);
-            fmt::print(stderr, "nvtrace report: {}: {}\n", a.input,
-                       has_raw ? "no meta.json: an unfinished capture (nvtrace was killed before writing it?); "
-                                 "its raw pages cannot be decoded without it"
-                               : "not a capture directory (no meta.json; `nvtrace run` writes one)");
+            tracer::note("nvtrace report: {}: {}\n", a.input,
+                         has_raw ? "no meta.json: an unfinished capture (nvtrace was killed before writing it?); "
+                                   "its raw pages cannot be decoded without it"
+                                 : "not a capture directory (no meta.json; `nvtrace run` writes one)");
             return static_cast<int>(ExitCode::usage);
         }
         if (std::ifstream mf(meta); nlohmann::json::parse(mf, nullptr, false).is_discarded()) {
-            fmt::print(stderr, "nvtrace report: {}: not valid JSON (damaged or unfinished capture)\n", meta.string());
+            tracer::note("nvtrace report: {}: not valid JSON (damaged or unfinished capture)\n", meta.string());
             return static_cast<int>(ExitCode::usage);
         }
         if (!a.reemit && !is_raw_capture_dir(a.input)) {
@@ -540,7 +539,7 @@ int do_report(const ReportArgs& a) {
     if (!forced && a.calls_jsonl.empty() && (a.input == "-" || is_pipe(a.input))) {
         auto text = read_input_whole(a.input);
         if (!text) {
-            fmt::print(stderr, "nvtrace report: {}\n", text.error().message);
+            tracer::note("nvtrace report: {}\n", text.error().message);
             return static_cast<int>(text.error().code);
         }
         std::string name = a.input == "-" ? "<stdin>" : a.input;
@@ -562,7 +561,7 @@ int do_report(const ReportArgs& a) {
     auto in = stdin_text ? import_text(*stdin_text, a.input == "-" ? "<stdin>" : a.input, forced)
                          : import_file(a.input, forced);
     if (!in) {
-        fmt::print(stderr, "nvtrace report: {}\n", in.error().message);
+        tracer::note("nvtrace report: {}\n", in.error().message);
         return static_cast<int>(in.error().code);
     }
     for (auto& d : kmsg_diags)

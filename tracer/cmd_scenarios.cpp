@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "nvtrace/expect.hpp"
 #include "scenario.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -23,8 +24,8 @@ struct ScenariosArgs {
 int do_scenarios(const ScenariosArgs& a) {
     auto roots = tracer::scenario_roots(a.dir.empty() ? std::nullopt : std::optional<std::string>(a.dir));
     if (roots.empty()) {
-        fmt::print(stderr, "nvtrace scenarios: no scenarios directory found ({}; give --dir)\n",
-                   a.dir.empty() ? "looked at $NVTRACE_SCENARIOS_DIR, ./scenarios and the source tree" : a.dir);
+        tracer::note("nvtrace scenarios: no scenarios directory found ({}; give --dir)\n",
+                     a.dir.empty() ? "looked at $NVTRACE_SCENARIOS_DIR, ./scenarios and the source tree" : a.dir);
         return static_cast<int>(ExitCode::usage);
     }
     nlohmann::json out = nlohmann::json::array();
@@ -33,15 +34,15 @@ int do_scenarios(const ScenariosArgs& a) {
         if (tracer::is_scenario_dir(e.path())) dirs.push_back(e.path());
     std::sort(dirs.begin(), dirs.end());
     if (dirs.empty()) {
-        fmt::print(stderr, "nvtrace scenarios: no scenario in {} (a scenario is a directory with a scenario.conf)\n",
-                   roots.front().string());
+        tracer::note("nvtrace scenarios: no scenario in {} (a scenario is a directory with a scenario.conf)\n",
+                     roots.front().string());
         return static_cast<int>(ExitCode::usage);
     }
     int status = 0;
     for (const auto& d : dirs) {
         auto sc = tracer::read_scenario(d);
         if (!sc) {
-            fmt::print(stderr, "nvtrace scenarios: {}\n", sc.error().message);
+            tracer::note("nvtrace scenarios: {}\n", sc.error().message);
             status = static_cast<int>(ExitCode::usage);
             continue;
         }

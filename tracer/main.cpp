@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 std::vector<std::pair<int, AddCommand>>& command_table() {
@@ -39,10 +40,10 @@ int main(int argc, char** argv) {
         std::string where = "nvtrace";
         for (const CLI::App* sub : app.get_subcommands())
             where += " " + sub->get_name();
-        fmt::print(stderr, "{}: {}\nRun '{} --help' for the options.\n", where, e.what(), where);
+        nvtrace::tracer::note("{}: {}\nRun '{} --help' for the options.\n", where, e.what(), where);
         return 2;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "nvtrace: internal error: {}\n", e.what());
+        nvtrace::tracer::note("nvtrace: internal error: {}\n", e.what());
         return 4;
     }
     // Output that did not reach stdout (a full disk, a closed pipe, /dev/full) is an error, not a success.
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     bool lost = !std::cout.good();
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) lost = true;
     if (lost) {
-        fmt::print(stderr, "nvtrace: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
+        nvtrace::tracer::note("nvtrace: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
         return exit_code == 0 ? 3 : exit_code;
     }
     return exit_code;

@@ -8,6 +8,7 @@
 
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/source_links.hpp"
+#include "stderr_note.hpp"
 
 namespace nvtrace::cli {
 
@@ -174,7 +175,7 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
 int add_source_links(Report& report, const std::string& dir, std::string_view command) {
     auto links = link_report_sources(dir, report);
     if (!links) {
-        fmt::print(stderr, "nvtrace {}: {}\n", command, links.error().message);
+        tracer::note("nvtrace {}: {}\n", command, links.error().message);
         return static_cast<int>(links.error().code);
     }
     report.source_links = std::move(*links);

@@ -1,5 +1,7 @@
 #include "tracefs_session.hpp"
 
+#include "stderr_note.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,7 +65,7 @@ Instance::Instance(Instance&& o) noexcept : inst_(std::exchange(o.inst_, nullptr
 
 Instance::~Instance() {
     if (!inst_) return;
-    if (auto r = remove(); !r) fmt::print(stderr, "nvtrace: {}\n", r.error().message);
+    if (auto r = remove(); !r) tracer::note("nvtrace: {}\n", r.error().message);
 }
 
 Result<void> Instance::remove() {

@@ -8,13 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,9 +155,26 @@ inline Ran run(const std::vector<std::string>& argv, pid_t* pid_out = nullptr, i
     });
 }
 
+// The test directories of this process, removed when it ends (NVTRACE_KEEP_TEST_DIRS=1 keeps them to look at):
+// every live run used to leave its directories in /tmp, and a day of runs on one machine filled its disk (26 GB).
+struct TempDirs {
+    std::vector<std::string> made;
+    ~TempDirs() {
+        if (std::getenv("NVTRACE_KEEP_TEST_DIRS")) return;
+        for (const auto& d : made) {
+            std::error_code ec;
+            std::filesystem::remove_all(d, ec);
+        }
+    }
+};
+
 inline std::string temp_dir() {
+    static TempDirs dirs;
     char tpl[] = "/tmp/nvtrace-live-XXXXXX";
-    return ::mkdtemp(tpl);
+    const char* d = ::mkdtemp(tpl);
+    if (!d) throw std::runtime_error(std::string("cannot make a test directory in /tmp: ") + std::strerror(errno));
+    dirs.made.emplace_back(d);
+    return d;
 }
 
 inline nlohmann::json load_json(const std::string& path) {

@@ -211,6 +211,16 @@ names_that_name_nothing_are_refused)
     [ "$rc" = 2 ] && grep -q "scenario.conf:3: expected a module name after 'requires module'" "$tmp/err" \
         || fail "requires module without a name: exit $rc"
     ;;
+unwritable_stderr_is_not_a_crash)
+    # The disk of a shared machine filled up during a test run: every error message then threw (fmt::print onto a
+    # stderr that cannot be written) and nvtrace aborted (exit 134) instead of exiting with its code.
+    "$nv" report "$tmp/missing" 2>/dev/full; rc=$?
+    [ "$rc" = 2 ] || fail "report of a missing file, stderr onto /dev/full: exit $rc, expected 2"
+    "$nv" diff "$tmp/missing" "$tmp/missing" 2>/dev/full; rc=$?
+    [ "$rc" = 2 ] || fail "diff: exit $rc, expected 2"
+    "$nv" report "$cases/fgraph-retval-merged-format.txt" >/dev/full 2>/dev/full; rc=$?
+    [ "$rc" = 3 ] || fail "stdout and stderr onto /dev/full: exit $rc, expected 3"
+    ;;
 option_error_names_the_command)
     # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
     "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
