@@ -543,14 +543,8 @@ int do_report(const ReportArgs& a) {
             return static_cast<int>(text.error().code);
         }
         std::string name = a.input == "-" ? "<stdin>" : a.input;
-        if (auto first = text->find_first_not_of(" \t\r\n"); first != std::string::npos && (*text)[first] == '{') {
-            auto j = nlohmann::json::parse(*text, nullptr, false);
-            Result<Report> r =
-                j.is_discarded() ? Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")))
-                                 : report_from_json(j);
-            if (!r) r = fail(Error::usage(name + ": " + r.error().message));
-            return report_saved_json(a, std::move(kmsg_messages), std::move(r));
-        }
+        if (auto saved = saved_report_from_text(*text, name))
+            return report_saved_json(a, std::move(kmsg_messages), std::move(*saved));
         stdin_text = std::move(*text);
     }
     if (!a.calls_jsonl.empty()) return report_calls_jsonl(a, forced, std::move(kmsg_messages), std::move(kmsg_diags));

@@ -881,6 +881,16 @@ Result<Report> report_of_trace(Result<ImportResult> imported, const std::string&
 
 }  // namespace
 
+std::optional<Result<Report>> saved_report_from_text(std::string_view text, const std::string& name) {
+    auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
+    auto j = json::parse(text, nullptr, false);
+    if (j.is_discarded()) return Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")));
+    auto r = report_from_json(j);
+    if (!r) return Result<Report>(fail(Error::usage(name + ": " + r.error().message)));
+    return r;
+}
+
 Result<Report> load_report_input(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -903,13 +913,7 @@ Result<Report> load_report_input(const std::string& path) {
         const std::string name = path == "-" ? "<stdin>" : path;
         auto text = read_input_whole(path);
         if (!text) return fail(text.error());
-        if (auto first = text->find_first_not_of(" \t\r\n"); first != std::string::npos && (*text)[first] == '{') {
-            auto j = json::parse(*text, nullptr, false);
-            if (j.is_discarded()) return fail(Error::usage(name + ": starts with '{' but is not valid JSON"));
-            auto r = report_from_json(j);
-            if (!r) return fail(Error::usage(name + ": " + r.error().message));
-            return r;
-        }
+        if (auto saved = saved_report_from_text(*text, name)) return std::move(*saved);
         return report_of_trace(import_text(*text, name), path);
     }
     std::ifstream in(path, std::ios::binary);

@@ -1,12 +1,8 @@
 // trace.dat (trace-cmd's file, v6 and v7) through libtracecmd (ftrace-formats.md section 4).
 // Built only where libtracecmd is found and the build is not static (NVTRACE_HAVE_TRACECMD).
-#include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>

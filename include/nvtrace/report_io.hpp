@@ -7,6 +7,9 @@
 // Implementation: analyze/export/report_from_json.cpp. Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +22,11 @@ namespace nvtrace {
 // A report from its JSON. Errors (ExitCode::usage): not an object, a schema other than "nvtrace.report/1",
 // no completeness, a field of the wrong type.
 Result<Report> report_from_json(const nlohmann::json& j);
+
+// A saved report given as text (standard input or a pipe, read whole): nullopt when the text does not start
+// with '{' (after blanks), so it is a trace; else the report, or Error::usage naming `name` ("<stdin>: starts with
+// '{' but is not valid JSON", "<stdin>: completeness: ...").
+std::optional<Result<Report>> saved_report_from_text(std::string_view text, const std::string& name);
 
 // Reads a report.json file (streamed: each call, ioctl, ... is converted as it is parsed; the file is read in
 // 1 MiB blocks, never held whole, and `calls` elements are filled without a DOM per call). Errors name the

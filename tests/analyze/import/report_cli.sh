@@ -129,6 +129,10 @@ saved_report_on_stdin)
     rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] || fail "truncated JSON on stdin: exit $rc, expected 2"
     grep -q '<stdin>' "$tmp/err" || fail "no <stdin> in the message"
+    # It said "<stdin>: <stdin>: starts with ..." (the name added twice); export says it the same way now.
+    grep -qx "nvtrace report: <stdin>: starts with '{' but is not valid JSON" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+    printf '{"schema": "nvtrace.report/1",' | "$nv" export - --format csv 2>"$tmp/err" >/dev/null
+    grep -qx "nvtrace export: <stdin>: starts with '{' but is not valid JSON" "$tmp/err" || fail "export: $(cat "$tmp/err")"
     ;;
 device_refused)
     # `nvtrace report /dev/zero` read until memory ran out (internal error: std::bad_alloc, exit 4).

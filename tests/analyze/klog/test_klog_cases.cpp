@@ -92,6 +92,19 @@ std::string test_name(const ::testing::TestParamInfo<const char*>& info) {
 
 INSTANTIATE_TEST_SUITE_P(golden, KlogGolden, ::testing::ValuesIn(kCases), test_name);
 
+// `log KIND` in an expectations file is checked against is_kernel_log_kind (a list beside the classifiers): every
+// kind the classifiers give on the real cases must be on it, or a check of it could not be written.
+TEST(KlogCases, EveryKindTheCasesGiveIsOneExpectationFilesAccept) {
+    std::size_t kinds = 0;
+    for (const char* name : kCases)
+        for (const auto& m : load(name).messages) {
+            EXPECT_TRUE(is_kernel_log_kind(m.kind)) << name << ": " << m.kind;
+            ++kinds;
+        }
+    EXPECT_GT(kinds, 0u);
+    EXPECT_FALSE(is_kernel_log_kind("xdi"));
+}
+
 TEST(KlogCases, EveryCaseReadsWithoutNonLogLinesExceptKnownOnes) {
     for (const char* name : kCases) {
         auto p = load(name);
