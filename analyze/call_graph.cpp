@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "nvtrace/call_stream.hpp"
+#include "path_tree.hpp"
 
 namespace nvtrace {
 
@@ -16,33 +17,6 @@ namespace {
 // Shadow stacks are per task; sources without a task column (plain function_graph text) are per CPU.
 std::int64_t stack_key(const Event& ev) {
     return ev.pid >= 0 ? ev.pid : -2 - static_cast<std::int64_t>(ev.cpu);
-}
-
-// A fast hash of a short name (8 bytes at a time, multiply-xorshift mixing); not for untrusted adversarial
-// keys beyond what a slower lookup costs.
-std::uint64_t name_hash(std::string_view s, std::uint64_t seed) {
-    std::uint64_t h = seed ^ (s.size() * 0x9e3779b97f4a7c15ULL);
-    const char* p = s.data();
-    std::size_t n = s.size();
-    auto mix = [](std::uint64_t x) {
-        x ^= x >> 32;
-        x *= 0xd6e8feb86659fd93ULL;
-        x ^= x >> 32;
-        return x;
-    };
-    while (n >= 8) {
-        std::uint64_t w;
-        std::memcpy(&w, p, 8);
-        h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        std::uint64_t w = 0;
-        std::memcpy(&w, p, n);
-        h = mix(h ^ w ^ (std::uint64_t(n) << 59)) * 0x9e3779b97f4a7c15ULL;
-    }
-    return mix(h);
 }
 
 // a == b for short names without a memcmp call: 8 bytes at a time, the last word overlapping.
@@ -62,116 +36,6 @@ bool same_name(std::string_view a, std::string_view b) {
     }
 }
 
-// Distinct call paths ("a > b > c"), each a node under its parent path, with the aggregated row. One flat
-// open-addressing table of (parent, name) -> node: a lookup per call hashes the name once and compares it
-// once; the child a node got last is tried before that.
-class PathTree {
-public:
-    static constexpr std::uint32_t kRoot = std::numeric_limits<std::uint32_t>::max();
-
-    std::uint32_t intern(std::uint32_t parent, std::string_view function) {
-        // Calls repeat: the child a path got last time is the likely one again (one compare, no hashing).
-        std::uint32_t& last = parent == kRoot ? last_root_ : nodes_[parent].last_kid;
-        if (last != kRoot && same_name(nodes_[last].name(), function)) return last;
-        std::uint64_t h = name_hash(function, parent);
-        std::size_t mask = slots_.size() - 1;
-        std::size_t i = h & mask;
-        for (; slots_[i].node != kRoot; i = (i + 1) & mask) {
-            const Slot& sl = slots_[i];
-            if (sl.hash == h && sl.parent == parent && same_name(nodes_[sl.node].name(), function))
-                return last = sl.node;
-        }
-        auto id = static_cast<std::uint32_t>(nodes_.size());
-        names_.emplace_back(function);  // a deque: the pointers in nodes_ stay valid
-        Node n;
-        n.parent = parent;
-        n.data = names_.back().data();
-        n.size = static_cast<std::uint32_t>(names_.back().size());
-        nodes_.push_back(n);
-        rows_.emplace_back().min_ns = std::numeric_limits<std::uint64_t>::max();
-        slots_[i] = Slot{h, parent, id};
-        if (nodes_.size() * 2 > slots_.size()) grow();
-        (parent == kRoot ? last_root_ : nodes_[parent].last_kid) = id;
-        return id;
-    }
-
-    void add(std::uint32_t node, const std::optional<std::uint64_t>& duration, std::uint64_t child_ns) {
-        GraphNode& n = rows_[node];
-        ++n.count;
-        if (duration) {
-            std::uint64_t d = *duration;
-            n.total_ns += d;
-            n.self_ns += d > child_ns ? d - child_ns : 0;
-            n.min_ns = std::min(n.min_ns, d);
-            n.max_ns = std::max(n.max_ns, d);
-        }
-    }
-
-    // One row per path that was counted, sorted by path (byte order).
-    std::vector<GraphNode> rows() const {
-        std::vector<std::string> paths(nodes_.size());
-        for (std::size_t i = 0; i < nodes_.size(); ++i) {  // a parent is always interned before its children
-            const Node& n = nodes_[i];
-            paths[i] = n.parent == kRoot ? std::string(n.name()) : paths[n.parent] + " > " + std::string(n.name());
-        }
-        std::vector<std::size_t> order;
-        order.reserve(nodes_.size());
-        for (std::size_t i = 0; i < nodes_.size(); ++i)
-            if (rows_[i].count) order.push_back(i);
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return paths[a] < paths[b]; });
-        std::vector<GraphNode> out;
-        out.reserve(order.size());
-        for (std::size_t i : order) {
-            const GraphNode& r = rows_[i];
-            if (!out.empty() && out.back().path == paths[i]) {  // names holding " > " can spell one path twice
-                GraphNode& n = out.back();
-                n.count += r.count;
-                n.total_ns += r.total_ns;
-                n.self_ns += r.self_ns;
-                n.min_ns = std::min(n.min_ns, r.min_ns);
-                n.max_ns = std::max(n.max_ns, r.max_ns);
-                continue;
-            }
-            out.push_back(r);
-            out.back().path = std::move(paths[i]);
-        }
-        for (GraphNode& n : out)
-            if (n.min_ns == std::numeric_limits<std::uint64_t>::max()) n.min_ns = 0;
-        return out;
-    }
-
-private:
-    struct Slot {
-        std::uint64_t hash = 0;
-        std::uint32_t parent = kRoot;
-        std::uint32_t node = kRoot;  // kRoot: empty
-    };
-    void grow() {
-        std::vector<Slot> old(slots_.size() * 2);
-        old.swap(slots_);
-        std::size_t mask = slots_.size() - 1;
-        for (const Slot& sl : old) {
-            if (sl.node == kRoot) continue;
-            std::size_t i = sl.hash & mask;
-            while (slots_[i].node != kRoot)
-                i = (i + 1) & mask;
-            slots_[i] = sl;
-        }
-    }
-    struct Node {
-        std::uint32_t parent = kRoot;
-        std::uint32_t last_kid = kRoot;  // the child interned last, kRoot for none
-        const char* data = nullptr;      // the function, in names_
-        std::uint32_t size = 0;
-        std::string_view name() const { return {data, size}; }
-    };
-    std::vector<Node> nodes_;
-    std::vector<GraphNode> rows_;  // by node; path filled in by rows()
-    std::deque<std::string> names_;
-    std::vector<Slot> slots_ = std::vector<Slot>(1024);  // a power of two, at most half full
-    std::uint32_t last_root_ = kRoot;
-};
-
 }  // namespace
 
 struct CallStream::Impl {
@@ -181,7 +45,7 @@ struct CallStream::Impl {
         std::uint32_t line = 0;  // of the entry
         std::uint64_t func_addr = 0;
         std::uint64_t child_ns = 0;  // known durations of the direct children handed over
-        std::uint32_t node = PathTree::kRoot;
+        std::uint32_t node = detail::PathTree::kRoot;
     };
     // A shadow stack whose popped frames stay allocated: the next entry at that depth reuses the strings
     // of the call that was there (no allocation per call once a sink has only read the call it was given).
@@ -235,7 +99,7 @@ struct CallStream::Impl {
         std::size_t base = 0;
     };
     std::unordered_map<std::int64_t, Orphans> orphans;
-    PathTree paths;
+    detail::PathTree paths;
     const std::map<int, std::string>* comms = nullptr;
 
     bool same_function(const Frame& fr, const FuncExit& x, std::string_view function) const {
@@ -288,7 +152,7 @@ struct CallStream::Impl {
         Orphans o = std::move(it->second);
         orphans.erase(it);
         Frame* under = o.base > 0 ? &st[o.base - 1] : nullptr;
-        std::vector<std::uint32_t> node(o.pool.size(), PathTree::kRoot);
+        std::vector<std::uint32_t> node(o.pool.size(), detail::PathTree::kRoot);
         std::vector<std::size_t> order;  // pre-order
         order.reserve(o.pool.size());
         struct Item {
@@ -300,7 +164,7 @@ struct CallStream::Impl {
         std::vector<Item> work;
         for (auto t = o.tops.rbegin(); t != o.tops.rend(); ++t)
             work.push_back({*t, under ? std::optional<std::uint64_t>(under->call.id) : std::nullopt,
-                            static_cast<int>(o.base), under ? under->node : PathTree::kRoot});
+                            static_cast<int>(o.base), under ? under->node : detail::PathTree::kRoot});
         while (!work.empty()) {
             Item w = work.back();
             work.pop_back();
@@ -372,8 +236,8 @@ struct CallStream::Impl {
         if (slots) slots->emplace_back();
     }
     std::uint32_t node_for(const Stack& st, std::string_view function) {
-        if (!aggregate) return PathTree::kRoot;
-        return paths.intern(st.empty() ? PathTree::kRoot : st.back().node, function);
+        if (!aggregate) return detail::PathTree::kRoot;
+        return paths.intern(st.empty() ? detail::PathTree::kRoot : st.back().node, function);
     }
 
     // `function` and `module` (null: none) stand for the FuncEntry's / FuncExit's own (ignored for other
@@ -592,25 +456,6 @@ std::string describe_place(const std::optional<EventPlace>& p, std::string_view 
     else
         out.append("cpu ").append(std::to_string(p->cpu));
     return out.append(": ").append(p->function);
-}
-
-std::vector<GraphNode> aggregate_graph(const std::vector<Call>& calls) {
-    PathTree tree;
-    std::vector<std::uint32_t> node(calls.size());
-    std::vector<std::uint64_t> child_ns(calls.size(), 0);
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        const Call& c = calls[i];
-        if (c.parent) {
-            std::size_t p = *c.parent - 1;
-            node[i] = tree.intern(node[p], c.function);
-            if (c.duration_ns) child_ns[p] += *c.duration_ns;
-        } else {
-            node[i] = tree.intern(PathTree::kRoot, c.function);
-        }
-    }
-    for (std::size_t i = 0; i < calls.size(); ++i)
-        tree.add(node[i], calls[i].duration_ns, child_ns[i]);
-    return tree.rows();
 }
 
 }  // namespace nvtrace
