@@ -94,28 +94,36 @@ void classify_kernel_message(KernelLogMessage& msg) {
     msg.kind = "other";
     std::string_view t = klog::trim(std::string_view(msg.text).substr(0, msg.text.find('\n')));
     auto starts = [&](std::string_view p) { return t.substr(0, p.size()) == p; };
-    if (starts("NVRM:") || starts("Cannot map memory with base addr"))
-        msg.source = "NVRM";  // the latter: os-mlock.c prints it through nv_printf without the prefix
+    if (starts("NVRM:") || starts("NVOC:") || klog::nvrm_nocolon_len(t) || starts("Cannot map memory with base addr"))
+        msg.source = "NVRM";  // the latter: os-mlock.c prints it through nv_printf without the prefix; NVOC is
+                              // nvidia.ko's object runtime
     else if (starts("nvidia-uvm:") || starts("nvidia_uvm:"))
         msg.source = "nvidia-uvm";
     else if (starts("nvidia-peermem") || starts("nvidia_peermem:") || starts("nv_peer_mem:"))
         msg.source = "nvidia-peermem";  // three spellings: the module's own prefix, the loader's, MLNX's old module
     else if (starts("gdrdrv:"))
         msg.source = "gdrdrv";
-    else if (starts("nvidia-modeset:"))
+    else if (starts("nvidia-modeset:") || starts("nvidia_modeset:"))
         msg.source = "nvidia-modeset";
+    else if (starts("nvidia-drm") || (starts("[drm:") && t.find("[nvidia_drm]]") != std::string_view::npos))
+        msg.source = "nvidia-drm";
+    else if (starts("nvidia-fs:") || starts("nvidia_fs:"))
+        msg.source = "nvidia-fs";
     else if (starts("nvidia-nvlink:"))
         msg.source = "nvidia-nvlink";
     else if (msg.source.empty())
         msg.source = "kernel";
 
     std::string flat = klog::flatten(msg.text);
-    if (klog::classify_kernel(msg, flat)) return;
-    if (msg.source == "kernel") return;
-    if (msg.source == "user")
-        klog::classify_tool_output(msg, flat);
-    else
-        klog::classify_driver(msg, flat);
+    if (!klog::classify_kernel(msg, flat) && msg.source != "kernel") {
+        if (msg.source == "user")
+            klog::classify_tool_output(msg, flat);
+        else
+            klog::classify_driver(msg, flat);
+    }
+    // errnos in any spelling ("-2", "(-2)", "-ENOENT") become errno + errno_name, for every source.
+    if (msg.kind != "oops" && msg.kind != "call_trace")
+        klog::errno_fields(std::string_view(flat).substr(0, 4096), msg.fields);
 }
 
 namespace klog {
@@ -184,11 +192,20 @@ bool looks_like_kmsg(std::string_view line) {
     return i < line.size() && line[i] == ';' && commas >= 2 && line[0] >= '0' && line[0] <= '9';
 }
 
+// Where an open kernel report (WARN/UBSAN/BUG/Oops) is: right after the cut-here banner its title comes next;
+// after the title up to kMaxReportText free-text lines (UBSAN's "index N is out of range for type 'T'", a
+// WARN's own message: kernel/panic.c __warn prints it after the "WARNING: CPU:" line) belong to it; then only
+// report body lines (lib/dump_stack.c, arch/x86/kernel/dumpstack.c) do.
+enum class ReportState { none, banner, title, body };
+constexpr int kMaxReportText = 6;
+
 struct Building {
     KernelLogMessage msg;
     std::string format;
     std::string last_line;
     bool removed = false;
+    ReportState report = ReportState::none;
+    int report_text = 0;
 };
 
 class Reader {
@@ -205,6 +222,7 @@ private:
     void append(int idx, std::string_view body, std::uint32_t lineno);
     void record(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno,
                 std::optional<std::uint64_t> seq, const std::string& preset_source);
+    void emit(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno);
     void close_groups() { open_trace_ = open_words_ = open_gsp_ = -1; }
     void post_process();
 
@@ -244,13 +262,39 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
         if (m.ts_ns && p.ts_ns) return *m.ts_ns == *p.ts_ns;
         return !m.ts_ns && !p.ts_ns && m.wall_time == p.wall_time && !p.wall_time.empty();
     };
-    if (preset_source.empty()) {
-        if (open_oops_ >= 0 && same_stream(open_oops_) && klog::is_oops_body(first)) {
+    if (preset_source.empty() && open_oops_ >= 0 && same_stream(open_oops_)) {
+        auto& ob = msgs_[static_cast<std::size_t>(open_oops_)];
+        std::string_view ft = klog::trim(first);
+        bool take = false;
+        if (ob.report == ReportState::banner) {
+            take = !klog::is_driver_body(ft) && !klog::is_report_banner(ft);
+            if (take) ob.report = ReportState::title;
+        } else if (klog::is_report_banner(ft)) {
+            // lib/ubsan.c (before 5.x) closes its report with the same row of '=' it opened with.
+            take = ob.msg.text.rfind("====", 0) == 0 && ft[0] == '=';
+            if (take) {
+                append(open_oops_, body, lineno);
+                open_oops_ = -1;
+                last_ = -1;
+                return;
+            }
+        } else if (klog::is_oops_start(ft) && ft.rfind("Oops: ", 0) != 0 && ob.report == ReportState::body) {
+            take = false;  // a new report
+        } else if (klog::is_oops_body(ft)) {
+            take = true;
+            if (!klog::is_frame_line(ft) || ob.report == ReportState::title) ob.report = ReportState::body;
+        } else if (ob.report == ReportState::title && ob.report_text < kMaxReportText && !klog::is_driver_body(ft)) {
+            take = true;
+            ++ob.report_text;
+        }
+        if (take) {
             append(open_oops_, body, lineno);
-            if (klog::is_oops_end(first)) open_oops_ = -1;
+            if (klog::is_oops_end(ft)) open_oops_ = -1;
             last_ = -1;
             return;
         }
+    }
+    if (preset_source.empty()) {
         if (open_trace_ >= 0 && same_stream(open_trace_) && klog::is_frame_line(first)) {
             append(open_trace_, body, lineno);
             return;
@@ -298,10 +342,17 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
     if (std::find(formats_.begin(), formats_.end(), p.format) == formats_.end()) formats_.push_back(p.format);
     if (p.syslog_evidence) syslog_evidence_ = true;
     if (p.quoted) diag("quoted_line", "info", lineno, "kernel log line quoted inside other output");
+    if (!p.unknown_prefix.empty()) {
+        msgs_.back().msg.fields["line_prefix"] = p.unknown_prefix;
+        diag("unknown_prefix", "info", lineno,
+             fmt::format("text before the message start kept as field line_prefix: \"{}\"",
+                         std::string_view(p.unknown_prefix).substr(0, 80)));
+    }
     if (!preset_source.empty()) return;
-    if (klog::is_oops_start(first))
+    if (klog::is_oops_start(first)) {
         open_oops_ = idx;
-    else if (klog::is_call_trace_start(first))
+        msgs_.back().report = klog::is_report_banner(first) ? ReportState::banner : ReportState::title;
+    } else if (klog::is_call_trace_start(first))
         open_trace_ = idx;
     else if (klog::is_stack_word(first))
         open_words_ = idx;
@@ -354,7 +405,7 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
     }
     klog::LinePrefix p = klog::parse_line_prefix(raw);
     if (!p.format.empty()) {
-        record(raw.substr(std::min(p.body, raw.size())), p, lineno, std::nullopt, "");
+        emit(raw.substr(std::min(p.body, raw.size())), p, lineno);
         return;
     }
     // No prefix. Indented: a continuation (dmesg prints a multi-line record's further lines under the message,
@@ -374,11 +425,34 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         unquoted = klog::trim(unquoted.substr(2));
         quoted = true;
     }
+    klog::LinePrefix bare;
+    bare.format = "bare";
+    bare.quoted = quoted;
+    // `dmesg -t` and pasted excerpts: a known message start at the beginning of the line.
     if (klog::is_bare_kernel_body(unquoted)) {
-        klog::LinePrefix bare;
-        bare.format = "bare";
-        bare.quoted = quoted;
-        record(unquoted, bare, lineno, std::nullopt, "");
+        emit(unquoted, bare, lineno);
+        return;
+    }
+    // A driver message start later in the line: the text before it is a prefix no recogniser knows (another
+    // tool's report quoting the kernel line, a chat paste); it is kept as a field, the message is read.
+    if (std::size_t at = klog::find_driver_start(unquoted); at != std::string_view::npos && at > 0) {
+        std::string_view before = klog::trim(unquoted.substr(0, at));
+        std::string_view msg = unquoted.substr(at);
+        // A quoted message: drop the closing quote that matches the opening one right before the start.
+        if (!before.empty() && (before.back() == '"' || before.back() == '\'' || before.back() == '`')) {
+            char q = before.back();
+            if (!msg.empty() && msg.back() == q) msg.remove_suffix(1);
+            before.remove_suffix(1);
+            before = klog::trim(before);
+        }
+        klog::LinePrefix inner = klog::parse_line_prefix(std::string(before) + " x");
+        if (!inner.format.empty() && inner.body == before.size() + 1) {
+            inner.body = 0;
+            emit(msg, inner, lineno);
+        } else {
+            bare.unknown_prefix = std::string(before);
+            emit(msg, bare, lineno);
+        }
         return;
     }
     if (klog::is_tool_output_line(t)) {
@@ -387,11 +461,42 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         record(t, tool, lineno, std::nullopt, "user");
         return;
     }
+    // Kernel messages of any subsystem, `dmesg -t` style ("intel_vpu 0000:00:0b.0: ...", "ACPI Error: ...").
+    if (klog::is_module_form(unquoted)) {
+        emit(unquoted, bare, lineno);
+        return;
+    }
+    // An open report (an Oops printed by `dmesg -t`) takes its unprefixed body lines.
+    if (open_oops_ >= 0) {
+        const auto& ob = msgs_[static_cast<std::size_t>(open_oops_)];
+        if (ob.format == "bare" && (ob.report == ReportState::banner || ob.report == ReportState::title)) {
+            record(unquoted, bare, lineno, std::nullopt, "");
+            return;
+        }
+    }
     last_ = -1;
-    diag("non_log_line", "info", lineno,
+    ++out_.unread_lines;
+    diag("non_log_line", "data_loss", lineno,
          fmt::format("expected a kernel log line (dmesg \"[seconds]\", dmesg -T, journalctl, syslog, /dev/kmsg record "
-                     "or an NVRM/nvidia message), found \"{}\"",
+                     "or a kernel/driver message), found \"{}\"; the line is not read",
                      t.substr(0, 80)));
+}
+
+void Reader::emit(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno) {
+    // One physical line may hold several messages when a printk had no trailing newline.
+    std::size_t glued = klog::find_glued_message(body);
+    if (glued == std::string_view::npos) {
+        record(body, p, lineno, std::nullopt, "");
+        return;
+    }
+    record(body.substr(0, glued), p, lineno, std::nullopt, "");
+    msgs_.back().msg.fields["fused"] = "true";
+    klog::LinePrefix rest = p;
+    rest.unknown_prefix.clear();
+    rest.quoted = false;
+    emit(body.substr(glued), rest, lineno);
+    msgs_.back().msg.fields["fused"] = "true";
+    --out_.log_lines;  // the same physical line
 }
 
 std::string detail_of(const KernelLogMessage& m) {
@@ -420,8 +525,9 @@ void Reader::post_process() {
         if (m.kind == "rm_init_adapter_failed" && m.fields.count("minor") && !m.fields.count("code")) {
             for (std::size_t back = 1; back <= 16 && back <= i; ++back) {
                 auto& j = msgs_[i - back];
-                if (j.removed || j.msg.kind != "rm_init_adapter_failed" || !j.msg.fields.count("code") ||
-                    j.msg.fields.count("minor") || field(j.msg, "pci") != field(m, "pci") || !close_in_time(j.msg, m))
+                if (j.removed || j.msg.kind != "rm_init_adapter_failed" ||
+                    (!j.msg.fields.count("code") && !j.msg.fields.count("truncated")) || j.msg.fields.count("minor") ||
+                    field(j.msg, "pci") != field(m, "pci") || !close_in_time(j.msg, m))
                     continue;
                 j.msg.text += "\n" + m.text;
                 j.msg.fields["minor"] = m.fields["minor"];
@@ -454,6 +560,58 @@ void Reader::post_process() {
                 }
             }
         }
+        // osinit.c reports a lost GPU twice: nvErrorLog_va's "Xid (PCI:dddd:bb:dd): 79, ... GPU has fallen off
+        // the bus." and NV_DEV_PRINTF's "GPU dddd:bb:dd.f: GPU has fallen off the bus." right after it. One
+        // event: the second joins the Xid (field device) and is not counted again.
+        if (m.kind == "fallen_off_bus" && m.fields.count("pci")) {
+            for (std::size_t back = 1; back <= 4 && back <= i; ++back) {
+                auto& j = msgs_[i - back];
+                if (j.removed || j.msg.kind != "xid" || field(j.msg, "fallen_off_bus") != "true" ||
+                    !close_in_time(j.msg, m))
+                    continue;
+                std::string xpci = field(j.msg, "pci"), dpci = field(m, "pci");
+                if (dpci.rfind(xpci, 0) != 0 || j.msg.fields.count("device")) continue;
+                j.msg.text += "\n" + m.text;
+                j.msg.fields["device"] = dpci;
+                j.msg.fields["duplicate_lines"] = std::to_string(m.line);
+                msgs_[i].removed = true;
+                break;
+            }
+        }
+        // A register dump is one printk per register of the same function ("kfspDumpDebugState_GH100:
+        // NV_PFSP_..._GROUP_2(0) = 0x9f", "(1) = ...", ...): one message, the values in order.
+        if (m.kind == "register_dump" && i > 0) {
+            for (std::size_t back = 1; back <= i; ++back) {
+                auto& j = msgs_[i - back];
+                if (j.removed) continue;
+                if (j.msg.kind == "register_dump" && field(j.msg, "register") == field(m, "register") &&
+                    field(j.msg, "function") == field(m, "function") && close_in_time(j.msg, m)) {
+                    j.msg.text += "\n" + m.text;
+                    const std::string reg = field(m, "register") + "(" + field(m, "register_index") + ")";
+                    j.msg.fields[reg] = field(m, "register_value");
+                    j.msg.fields["values"] += ", " + field(m, "register_value");
+                    j.msg.fields["registers"] = std::to_string(std::stoul(j.msg.fields["registers"]) + 1);
+                    msgs_[i].removed = true;
+                }
+                break;
+            }
+            if (!msgs_[i].removed) {
+                m.fields["values"] = field(m, "register_value");
+                m.fields["registers"] = "1";
+            }
+        }
+        // arch/x86/mm/ioremap.c prints "caller SYM mapping multiple BARs" right after kernel/resource.c's
+        // "resource sanity check: requesting [mem ...], which spans more than ...": one event.
+        if (m.kind == "resource_conflict" && m.fields.count("caller") && !m.fields.count("range_start") && i > 0) {
+            auto& j = msgs_[i - 1];
+            if (!j.removed && j.msg.kind == "resource_conflict" && j.msg.fields.count("range_start") &&
+                !j.msg.fields.count("caller")) {
+                j.msg.text += "\n" + m.text;
+                j.msg.fields["caller"] = m.fields["caller"];
+                if (m.fields.count("caller_module")) j.msg.fields["caller_module"] = m.fields["caller_module"];
+                msgs_[i].removed = true;
+            }
+        }
         // kernel/module/main.c prints "disagrees about version of symbol S" then "Unknown symbol S (err -22)".
         if (m.kind == "unknown_symbol" && i > 0) {
             const auto& j = msgs_[i - 1].msg;
@@ -478,6 +636,10 @@ KernelLogParse Reader::finish() {
         }
     }
     out_.format = formats_.empty() ? "unknown" : fmt::format("{}", fmt::join(formats_, "+"));
+    for (const auto& d : out_.diagnostics)
+        if (d.severity == "data_loss" || d.severity == "error")
+            out_.incomplete.push_back(fmt::format("{} x{} (first: {})", d.name, d.count, d.first_example));
+    out_.complete = out_.incomplete.empty();
     return std::move(out_);
 }
 
@@ -552,8 +714,15 @@ std::string kernel_log_json(const KernelLogParse& parse, int indent) {
     for (const auto& d : parse.diagnostics)
         diags.push_back(
             {{"name", d.name}, {"severity", d.severity}, {"count", d.count}, {"first_example", d.first_example}});
-    json doc = {{"schema", "nvtrace.kernel_log/1"}, {"format", parse.format},      {"lines", parse.lines},
-                {"log_lines", parse.log_lines},     {"messages", std::move(msgs)}, {"diagnostics", std::move(diags)}};
+    json doc = {{"schema", "nvtrace.kernel_log/1"},
+                {"format", parse.format},
+                {"lines", parse.lines},
+                {"log_lines", parse.log_lines},
+                {"unread_lines", parse.unread_lines},
+                {"complete", parse.complete},
+                {"incomplete", parse.incomplete},
+                {"messages", std::move(msgs)},
+                {"diagnostics", std::move(diags)}};
     return doc.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
@@ -648,6 +817,12 @@ bool is_kernel_log_kind(std::string_view kind) {
                                                   "gpu_uuid",
                                                   "driver_loaded",
                                                   "driver_error",
+                                                  "driver_warning",
+                                                  "register_dump",
+                                                  "crash_dump",
+                                                  "resource_conflict",
+                                                  "firmware_load_failed",
+                                                  "firmware_loaded",
                                                   "unknown_symbol",
                                                   "symbol_version_mismatch",
                                                   "module_taint",

@@ -17,8 +17,6 @@ namespace {
 
 constexpr std::size_t kWindow = 2048;
 
-using Fields = std::map<std::string, std::string>;
-
 bool search(const std::string& s, std::smatch& m, const std::regex& re) {
     return std::regex_search(s, m, re);
 }
@@ -30,27 +28,6 @@ std::optional<std::uint32_t> parse_hex(std::string_view s) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
     if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
     return v;
-}
-
-// "NVRM: GPU 0000:98:00.0: " (NV_DEV_PRINTF, os-interface.h), "NVRM: GPU6 " and "NVRM: <function>: "
-// (NV_PRINTF through RmMsgPrefix, src/nvidia/src/kernel/diagnostics/nvlog_printf.c).
-void nvrm_prefix_fields(const std::string& flat, Fields& f) {
-    static const std::regex dev(R"(^NVRM: GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): )");
-    static const std::regex inst(R"(^NVRM: (?:GPU(\d+) )?([A-Za-z_][A-Za-z0-9_]*): )");
-    static const std::regex chip(R"(_([A-Z]{2}\d{3}[A-Z]?)$)");
-    std::smatch m;
-    if (search(flat, m, dev)) {
-        f["pci"] = m[1];
-        return;
-    }
-    if (search(flat, m, inst)) {
-        if (m[1].matched) f["gpu_index"] = m[1];
-        std::string fn = m[2];
-        if (fn == "NVRM" || fn == "API" || fn == "Xid") return;
-        f["function"] = fn;
-        std::smatch c;
-        if (std::regex_search(fn, c, chip)) f["chip"] = c[1];
-    }
 }
 
 // The Xid detail: the text after "Xid (...): N, [pid=..., name=..., ]" (kernel_rc.c and the engine code that
@@ -106,6 +83,14 @@ void xid_detail_fields(const std::string& d, Fields& f) {
         if (m[5].matched) f["rpc_sequence"] = m[5];
     }
     if (d.find("fallen off the bus") != std::string::npos) f["fallen_off_bus"] = "true";
+    // Xid 94/95 (contained/uncontained ECC errors): "Contained: SM (0x1). RST: No, D-RST: No" and the
+    // Uncontained form; read by the key/value grammar (contained, contained_code, rst, d_rst).
+    if (d.find("ontained: ") != std::string::npos || d.find("RST: ") != std::string::npos) {
+        Fields kv;
+        kv_fields(d, kv);
+        for (const char* k : {"contained", "contained_code", "uncontained", "uncontained_code", "rst", "d_rst"})
+            if (kv.count(k)) f.emplace(k, kv[k]);
+    }
 }
 
 bool classify_xid(KernelLogMessage& msg, const std::string& flat) {
@@ -185,6 +170,17 @@ bool classify_rm_init(KernelLogMessage& msg, const std::string& flat) {
     if (search(flat, m, minor)) {
         msg.kind = "rm_init_adapter_failed";
         msg.fields["minor"] = m[1];
+    }
+    // Cut off where the next printk was glued on ("NVRM: GPU 0000:01:00.0: RmInitAdapt"): what is left is the
+    // start of osinit.c's wording, so it is that message, marked truncated.
+    constexpr std::string_view kWording = "RmInitAdapter failed! (";
+    if (msg.kind != "rm_init_adapter_failed") {
+        auto at = flat.rfind("RmInitAdapt");
+        if (at != std::string::npos && at > 0 && flat[at - 1] == ' ' &&
+            kWording.substr(0, flat.size() - at) == std::string_view(flat).substr(at)) {
+            msg.kind = "rm_init_adapter_failed";
+            msg.fields["truncated"] = "true";
+        }
     }
     return msg.kind == "rm_init_adapter_failed";
 }
@@ -339,14 +335,25 @@ bool classify_nvrm_other(KernelLogMessage& msg, const std::string& flat) {
         }
         return true;
     }
-    // osmemdesc.c (595.44.02+): "osCheckGpuBarsOverlapAddrRange(): phys range 0x%llx-0x%llx overlaps with
-    // GPU BAR0" or "... with FB or GPU BAR2" (format derived, nvidia-driver.md section 6.2).
-    static const std::regex bar(R"(phys range (0x[0-9A-Fa-f]+)-(0x[0-9A-Fa-f]+) overlaps with (.+?)\.?\s*$)");
+    // osmemdesc.c, in every driver version (nvidia-driver.md section 5(d)): up to 590.48.01
+    // osCreateOsDescriptorFromIoMemory prints "osCreateOsDescriptorFromIoMemory(): phys range
+    // 0x%016llx-0x%016llx overlaps with GPU BARs" with no newline (the next NVRM message is glued on; the
+    // reader splits it off); from 595.44.02 osCheckGpuBarsOverlapAddrRange prints "... overlaps with GPU BAR0"
+    // or "... with FB or GPU BAR2". Either way the call fails with NV_ERR_INVALID_ADDRESS.
+    static const std::regex bar(
+        R"((?:(\w+)\(\): )?phys range (0x[0-9A-Fa-f]+)-(0x[0-9A-Fa-f]+) overlaps with (.+?)\.?\s*$)");
     if (search(flat, m, bar)) {
         msg.kind = "bar_overlap";
-        f["range_start"] = m[1];
-        f["range_end"] = m[2];
-        f["overlaps"] = m[3];
+        f["range_start"] = m[2];
+        f["range_end"] = m[3];
+        f["overlaps"] = m[4];
+        std::string printer = m[1].matched ? m[1].str() : f.count("function") ? f["function"] : std::string{};
+        if (!printer.empty()) f["printed_by"] = printer;
+        if (printer == "osCreateOsDescriptorFromIoMemory")
+            f["driver_range"] = "<=590.48.01";
+        else if (printer == "osCheckGpuBarsOverlapAddrRange")
+            f["driver_range"] = ">=595.44.02";
+        add_status_fields(f, 0x1e, "result_");
         return true;
     }
     // nv.c probe reporting.
@@ -414,6 +421,20 @@ bool classify_nvrm_other(KernelLogMessage& msg, const std::string& flat) {
         f["address"] = m[1];
         f["length"] = m[2];
         return true;
+    }
+    // osapi.c/nv.c: "A GPU crash dump has been created. If possible, please run\nNVRM: nvidia-bug-report.sh as
+    // root to collect this data before\nNVRM: the NVIDIA kernel module is unloaded." (one printk, 3 lines).
+    if (flat.find("GPU crash dump has been created") != std::string::npos) {
+        msg.kind = "crash_dump";
+        return true;
+    }
+    // NVOC runtime (src/nvidia/src/libraries/nvoc/src/runtime.c __nvoc_objDelete): "Child class %s not freed from
+    // parent class %s."
+    static const std::regex nvoc(R"(Child class (\w+) not freed from parent class (\w+))");
+    if (search(flat, m, nvoc)) {
+        f["child_class"] = m[1];
+        f["parent_class"] = m[2];
+        return false;  // kind stays "other": a leak report, not a failure by itself
     }
     // GFW boot (gpu/gpu.c gpuWaitForGfwBootComplete_TU102): "failed to wait for GFW_BOOT: (progress 0x%x)".
     static const std::regex gfw(R"(GFW_BOOT: \(progress (0x[0-9A-Fa-f]+)\))");
@@ -487,6 +508,71 @@ void classify_gdrdrv(KernelLogMessage& msg, const std::string& flat) {
     }
 }
 
+// nvkms (nvidia-modeset): nvEvoLogDev/nvEvoLogDisp print "nvidia-modeset: <LEVEL>: GPU:<n>: [<connector>: ]msg"
+// (src/nvidia-modeset/src/nvkms-utils.c, levels ERROR/WARNING/INFO). Tuples of colon-separated values name
+// their parts from the format string that printed them: "Failed to query display engine channel state:
+// 0x%08x:%d:%d:0x%08x" (hwclass, instance, sd, ret; nvkms-evo1.c GetChannelState), "Lost display notification
+// (%d:0x%08x)" (sd, val; nvkms-evo.c).
+void modeset_fields(KernelLogMessage& msg, std::string_view rest) {
+    auto& f = msg.fields;
+    for (std::string_view lvl : {"ERROR: ", "WARNING: ", "INFO: "}) {
+        if (rest.substr(0, lvl.size()) == lvl) {
+            f["severity"] = std::string(lvl.substr(0, lvl.size() - 2));
+            rest.remove_prefix(lvl.size());
+            if (msg.kind == "other")
+                msg.kind = lvl[0] == 'E' ? "driver_error" : lvl[0] == 'W' ? "driver_warning" : "other";
+            break;
+        }
+    }
+    if (rest.substr(0, 4) == "GPU:") {
+        std::size_t i = 4;
+        while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9')
+            ++i;
+        if (i > 4 && i + 1 < rest.size() && rest[i] == ':') {
+            f["gpu"] = std::string(rest.substr(4, i - 4));
+            rest = trim(rest.substr(i + 1));
+        }
+    }
+    // Connector names from nvkms-dpy.c / the DRM connector types: DP-0, HDMI-1, DVI-D-0, eDP-1, LVDS-0, ...
+    static const std::regex connector(R"(^((?:DP|HDMI|DVI-[DI]|eDP|LVDS|VGA|DSI|TV|USB-C|HDMI-A)-\d+): )");
+    std::string r(rest.substr(0, kWindow));
+    std::smatch m;
+    if (std::regex_search(r, m, connector)) {
+        f["connector"] = m[1];
+        r = r.substr(static_cast<std::size_t>(m.length(0)));
+    }
+    f["message"] = r;
+    static const std::regex tuple(R"((0x[0-9A-Fa-f]+|\d+)((?::(?:0x[0-9A-Fa-f]+|\d+))+))");
+    if (std::regex_search(r, m, tuple)) {
+        std::vector<std::string> parts{m[1].str()};
+        std::string more = m[2];
+        std::size_t start = 1;
+        while (start <= more.size()) {
+            std::size_t c = more.find(':', start);
+            parts.push_back(more.substr(start, c == std::string::npos ? std::string::npos : c - start));
+            if (c == std::string::npos) break;
+            start = c + 1;
+        }
+        std::vector<std::string> names;
+        if (r.find("display engine channel state") != std::string::npos && parts.size() == 4)
+            names = {"class", "channel", "subdevice", "status"};
+        else if (r.find("Lost display notification") != std::string::npos && parts.size() == 2)
+            names = {"subdevice", "value"};
+        f["tuple"] = m[0];
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            std::string v = parts[i].rfind("0x", 0) == 0 ? hex_norm(parts[i]) : parts[i];
+            if (i < names.size())
+                f[names[i]] = v;
+            else
+                f[fmt::format("tuple[{}]", i)] = v;
+        }
+        if (f.count("status"))
+            if (auto code = std::stoul(f["status"], nullptr, 16);
+                code && nv_status_info(static_cast<std::uint32_t>(code)))
+                add_status_fields(f, static_cast<std::uint32_t>(code), "");
+    }
+}
+
 void classify_modeset(KernelLogMessage& msg, const std::string& flat) {
     // nvidia-modeset-linux.c: "Loading NVIDIA UNIX [Open ]Kernel Mode Setting Driver for %s  %s  ..."
     static const std::regex loaded(
@@ -499,7 +585,45 @@ void classify_modeset(KernelLogMessage& msg, const std::string& flat) {
         msg.fields["open"] = m[1].matched ? "true" : "false";
         msg.fields["arch"] = m[2];
         msg.fields["version"] = m[3];
+        return;
     }
+    std::string_view rest = flat;
+    rest.remove_prefix(std::min<std::size_t>(rest.find(':') + 1, rest.size()));
+    modeset_fields(msg, trim(rest));
+}
+
+// nvidia-drm through the DRM logging macros: "[drm:nv_drm_atomic_commit [nvidia_drm]] *ERROR* [nvidia-drm]
+// [GPU ID 0x%08x] msg" (drm_print.c __drm_err prints "[drm:%ps] *ERROR* ", %ps adding " [module]" for a
+// module symbol; nvidia-drm-priv.h NV_DRM_DEV_LOG_ERR adds "[nvidia-drm] [GPU ID 0x%08x] "). Also plain
+// "nvidia-drm: msg" (pr_fmt).
+void classify_drm(KernelLogMessage& msg, const std::string& flat) {
+    auto& f = msg.fields;
+    std::string_view r = flat;
+    if (r.substr(0, 5) == "[drm:") {
+        std::size_t close = r.find("]] ");
+        std::size_t sp = r.find(" [");
+        if (close != std::string_view::npos && sp != std::string_view::npos && sp < close) {
+            f["function"] = std::string(r.substr(5, sp - 5));
+            f["module"] = std::string(r.substr(sp + 2, close - sp - 2));
+            r = trim(r.substr(close + 2));
+        }
+    }
+    for (std::string_view lvl : {"*ERROR* ", "*WARNING* "})
+        if (r.substr(0, lvl.size()) == lvl) {
+            f["severity"] = std::string(lvl.substr(1, lvl.size() - 3));
+            msg.kind = lvl[1] == 'E' ? "driver_error" : "driver_warning";
+            r = trim(r.substr(lvl.size()));
+        }
+    if (r.substr(0, 13) == "[nvidia-drm] ") r = trim(r.substr(13));
+    if (r.substr(0, 9) == "[GPU ID 0") {
+        std::size_t close = r.find(']');
+        if (close != std::string_view::npos) {
+            f["gpu_id"] = hex_norm(r.substr(8, close - 8));
+            r = trim(r.substr(close + 1));
+        }
+    }
+    f["message"] = std::string(r);
+    kv_fields(r, f);
 }
 
 }  // namespace
@@ -525,12 +649,35 @@ std::string hex_norm(std::string_view digits) {
 void classify_driver(KernelLogMessage& msg, const std::string& flat_in) {
     std::string flat = flat_in.substr(0, kWindow);
     if (msg.source == "NVRM") {
-        nvrm_prefix_fields(flat, msg.fields);
-        if (classify_xid(msg, flat) || classify_gsp(msg, flat) || classify_api_mismatch(msg, flat) ||
-            classify_rm_init(msg, flat) || classify_nvrm_other(msg, flat) || classify_status(msg, flat))
+        std::size_t rest_at = nvrm_head(flat, msg.fields);
+        std::string_view rest = std::string_view(flat).substr(std::min(rest_at, flat.size()));
+        if (classify_xid(msg, flat)) return;
+        bool known = classify_gsp(msg, flat) || classify_api_mismatch(msg, flat) || classify_rm_init(msg, flat) ||
+                     classify_nvrm_other(msg, flat) || classify_status(msg, flat);
+        if (msg.kind == "gsp_timeout" && msg.fields.count("rpc_history.rows")) return;  // table rows: own fields
+        // Every NVRM body: its key/value runs, then a status among them that is a known NV_STATUS. Messages
+        // whose own classifier already read every value are left as they are.
+        if (msg.kind == "api_mismatch" || msg.kind == "gfw_boot_timeout" ||
+            (msg.kind == "gsp_timeout" && msg.fields.count("diff_ms")))
             return;
+        kv_fields(rest, msg.fields);
+        auto& f = msg.fields;
+        if (!f.count("status_name") && f.count("status") && !f.count("status_truncated")) {
+            std::string v = f["status"];
+            if (v.rfind("0x", 0) == 0 && v.size() > 2 && v.size() <= 10) {
+                auto code = static_cast<std::uint32_t>(std::stoul(v.substr(2), nullptr, 16));
+                if (code && nv_status_info(code)) {
+                    add_status_fields(f, code, "");
+                    if (!known) msg.kind = "nv_status";
+                }
+            }
+        }
+        if (f.count("fn")) f.emplace("rpc_function", f["fn"]);
+        if (f.count("sequence")) f.emplace("rpc_sequence", f["sequence"]);
+        if (!known && f.count("register") && f.count("register_value")) msg.kind = "register_dump";
         return;
     }
+    if (msg.source == "nvidia-drm") return classify_drm(msg, flat);
     if (msg.source == "nvidia-uvm") return classify_uvm(msg, flat);
     if (msg.source == "nvidia-peermem") return classify_peermem(msg, flat);
     if (msg.source == "gdrdrv") return classify_gdrdrv(msg, flat);

@@ -4,6 +4,7 @@
 // %s" are in kernel/module/main.c (kernel/module.c before 5.19); "%s: module license '%s' taints kernel." in
 // the same file; dev_printk "<driver> <device>: <msg>" in drivers/base/core.c; drm "[drm] Initialized %s %d.%d.%d
 // %s for %s on minor %d" in drivers/gpu/drm/drm_drv.c.
+#include <cctype>
 #include <regex>
 #include <vector>
 
@@ -84,10 +85,58 @@ bool classify_oops(KernelLogMessage& msg) {
         f["type"] = "general_protection_fault";
     } else if (first.rfind("invalid opcode", 0) == 0) {
         f["type"] = "invalid_opcode";
-    } else if (first.rfind("------------[ cut here", 0) == 0) {
+    } else if (first.rfind("UBSAN: ", 0) == 0) {
+        f["type"] = "ubsan";
+    } else if (first.rfind("WARNING: ", 0) == 0 || is_report_banner(first)) {
         f["type"] = "warning";
+    } else if (first.rfind("BUG: ", 0) == 0 || first.rfind("watchdog: BUG: ", 0) == 0) {
+        f["type"] = "bug";
+    } else if (first.rfind("Kernel panic", 0) == 0) {
+        f["type"] = "panic";
     } else {
         f["type"] = "oops";
+    }
+    // The title: the first line after the banner. lib/ubsan.c ubsan_prologue: "UBSAN: %s in %s:%d:%d" (older
+    // kernels "UBSAN: Undefined behaviour in %s:%d:%d"), then the check's own line, e.g. handle_out_of_bounds
+    // "index %s is out of range for type %s", handle_shift_out_of_bounds "shift exponent %s is too large for
+    // %u-bit type %s", handle_load_invalid_value "load of value %s is not a valid value for type %s".
+    static const std::regex ubsan(R"(^UBSAN: (.+?) in (\S+?):(\d+):(\d+)\s*$)");
+    static const std::regex index(R"(^index (-?\d+) is out of range for type '(.*)'$)");
+    static const std::regex shift(R"(^shift exponent (-?\d+) is (?:too large|negative)(?: for \d+-bit type '(.*)')?)");
+    static const std::regex load(R"(^load of value (\S+) is not a valid value for type '(.*)'$)");
+    static const std::regex version_dir(R"((?:^|/)(\d{3}\.\d{2,3}(?:\.\d{2,3})?)/)");
+    static const std::regex kasan(R"(^BUG: KASAN: ([\w-]+) in (\S+))");
+    std::size_t title_at = is_report_banner(first) && lines.size() > 1 ? 1 : 0;
+    const std::string& title = lines[title_at];
+    if (!is_report_banner(title)) f["title"] = title;
+    if (std::regex_search(title, m, ubsan)) {
+        f["type"] = "ubsan";
+        f["ubsan_check"] = m[1] == "Undefined behaviour" ? "undefined_behaviour" : m[1].str();
+        f["file"] = m[2];
+        f["src_line"] = m[3];
+        f["column"] = m[4];
+        std::string file = m[2];
+        std::smatch v;
+        if (std::regex_search(file, v, version_dir)) f["driver_version"] = v[1];
+    } else if (std::regex_search(title, m, kasan)) {
+        f["type"] = "kasan";
+        f["kasan_check"] = m[1];
+        f["function"] = m[2];
+    } else if (title.rfind("BUG: ", 0) == 0 && f["type"] == "warning") {
+        f["type"] = "bug";
+    }
+    for (std::size_t i = title_at + 1; i < lines.size() && i < title_at + 8; ++i) {
+        const std::string& l = lines[i];
+        if (std::regex_search(l, m, index)) {
+            f["index"] = m[1];
+            f["index_type"] = m[2];
+        } else if (std::regex_search(l, m, shift)) {
+            f["shift_exponent"] = m[1];
+            if (m[2].matched) f["shift_type"] = m[2];
+        } else if (std::regex_search(l, m, load)) {
+            f["load_value"] = m[1];
+            f["load_type"] = m[2];
+        }
     }
     std::vector<std::string> frames;
     for (const auto& l : lines) {
@@ -212,26 +261,102 @@ bool classify_module_loader(KernelLogMessage& msg, const std::string& flat) {
 void device_fields(KernelLogMessage& msg, const std::string& flat) {
     static const std::regex dev(R"(^([\w-]+) ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]):? )");
     static const std::regex irq(R"(\birq (\d+) for (MSI(?:/MSI-X)?))");
-    static const std::regex drm(R"(^\[drm\] Initialized ([\w-]+) (\d+\.\d+\.\d+) (\d+) for (\S+) on minor (\d+))");
+    // drm_drv.c drm_dev_register: "[drm] Initialized %s %d.%d.%d %s for %s on minor %d" (the date went away
+    // in 6.14: "[drm] Initialized %s %d.%d.%d for %s on minor %d").
+    static const std::regex drm(
+        R"(^\[drm\] Initialized ([\w-]+) (\d+\.\d+\.\d+)(?: (\d{8}))? for (\S+) on minor (\d+))");
     std::smatch m;
+    auto& f = msg.fields;
     if (std::regex_search(flat, m, drm)) {
         msg.kind = "driver_loaded";
-        msg.fields["module"] = m[1];
-        msg.fields["version"] = m[2];
-        msg.fields["date"] = m[3];
-        msg.fields["pci"] = m[4];
-        msg.fields["minor"] = m[5];
+        f["module"] = m[1];
+        f["version"] = m[2];
+        if (m[3].matched) f["date"] = m[3];
+        f["pci"] = m[4];
+        f["minor"] = m[5];
         return;
     }
+    // kernel/resource.c iomem_map_sanity_check: "resource sanity check: requesting [mem %pa-%pa], which spans
+    // more than %s %pR"; its caller arch/x86/mm/ioremap.c then prints "caller %pS mapping multiple BARs" (joined
+    // to it by the reader).
+    static const std::regex sanity(
+        R"(^resource sanity check: requesting \[mem (0x[0-9a-fA-F]+)-(0x[0-9a-fA-F]+)\], which spans more than (.+?) \[mem (0x[0-9a-fA-F]+)-(0x[0-9a-fA-F]+)(?: [^\]]*)?\])");
+    static const std::regex caller(
+        R"(^caller ([\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)(?: \[([\w-]+)(?: [0-9a-f]+)?\])? mapping multiple BARs)");
+    if (std::regex_search(flat, m, sanity)) {
+        msg.kind = "resource_conflict";
+        f["range_start"] = m[1];
+        f["range_end"] = m[2];
+        f["spans"] = m[3];
+        f["resource_start"] = m[4];
+        f["resource_end"] = m[5];
+    }
+    std::string last = flat.substr(flat.rfind("caller ") == std::string::npos ? 0 : flat.rfind("caller "));
+    if (std::regex_search(last, m, caller)) {
+        if (msg.kind == "other") msg.kind = "resource_conflict";
+        f["caller"] = m[1];
+        if (m[2].matched) f["caller_module"] = m[2];
+    }
+    if (msg.kind == "resource_conflict") return;
+    std::string_view rest = flat;
     if (std::regex_search(flat, m, dev)) {
-        msg.fields["driver"] = m[1];
-        msg.fields["pci"] = m[2];
+        f["driver"] = m[1];
+        f["pci"] = m[2];
+        rest.remove_prefix(static_cast<std::size_t>(m.length(0)));
         std::smatch i;
         if (std::regex_search(flat, i, irq)) {
-            msg.fields["irq"] = i[1];
-            msg.fields["irq_type"] = i[2];
+            f["irq"] = i[1];
+            f["irq_type"] = i[2];
         }
     }
+    rest = trim(rest);
+    // DRM's device logging inside a dev_printk line: "[drm] *ERROR* fn(): msg", "[drm] fn(): msg".
+    if (rest.substr(0, 6) == "[drm] ") {
+        f.emplace("subsystem", "drm");
+        rest = trim(rest.substr(6));
+    }
+    if (rest.substr(0, 8) == "*ERROR* ") {
+        f["severity"] = "ERROR";
+        rest = trim(rest.substr(8));
+    }
+    if (auto paren = rest.find("(): "); paren != std::string_view::npos && paren < 64) {
+        bool ident = paren > 0;
+        for (char c : rest.substr(0, paren))
+            ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+        if (ident) {
+            f["function"] = std::string(rest.substr(0, paren));
+            rest = trim(rest.substr(paren + 4));
+        }
+    }
+    std::string r(rest.substr(0, kWindow));
+    // drivers/base/dd.c really_probe: "probe with driver %s failed with error %d".
+    static const std::regex probe(R"(^probe with driver (\S+) failed with error (-?\d+))");
+    // drivers/base/firmware_loader/main.c: "Direct firmware load for %s failed with error %d", "firmware: failed
+    // to load %s (%d)"; drivers' own "Failed to request firmware: %d" / "Requesting ... firmware %s failed".
+    static const std::regex fw_fail(
+        R"((?:firmware: failed to load (\S+) \((-?\d+)\)|Direct firmware load for (\S+) failed with error (-?\d+)|[Ff]ailed to (?:request|load) firmware|[Rr]equesting (?:signed )?firmware (\S+) failed))");
+    // A driver naming the firmware it loaded: "Firmware: %s, version: %s" (ivpu_fw.c), "firmware: direct-loading
+    // firmware %s" (firmware_loader, with dynamic debug).
+    static const std::regex fw_ok(R"(^(?:Firmware: (\S+?),? version: (\S+)|firmware: direct-loading firmware (\S+)))");
+    if (std::regex_search(r, m, probe)) {
+        msg.kind = "probe_failed";
+        f["probe_driver"] = m[1];
+        f["errno"] = m[2];
+    } else if (std::regex_search(r, m, fw_fail)) {
+        msg.kind = "firmware_load_failed";
+        for (int g : {1, 3, 5})
+            if (m[g].matched) f["firmware"] = m[g];
+        for (int g : {2, 4})
+            if (m[g].matched) f["errno"] = m[g];
+    } else if (std::regex_search(r, m, fw_ok)) {
+        msg.kind = "firmware_loaded";
+        f["firmware"] = m[1].matched ? m[1].str() : m[3].str();
+        if (m[2].matched) f["firmware_version"] = m[2];
+    } else if (f.count("severity")) {
+        msg.kind = "driver_error";
+    }
+    if (!f.count("driver") && !f.count("subsystem")) return;
+    f.emplace("message", r);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nvtrace {
 struct KernelLogMessage;
@@ -39,6 +40,7 @@ struct LinePrefix {
     std::size_t body = 0;                // offset of the message in the line
     bool quoted = false;                 // the prefix was found after "> " or indentation (other tools' output)
     bool syslog_evidence = false;        // space-padded day or "#012" escapes: rsyslog, not journalctl
+    std::string unknown_prefix;          // text before the message start that no recogniser read (kept)
 };
 
 // Recognises the prefix of one physical line (no trailing newline). kmsg records are not handled here.
@@ -59,14 +61,40 @@ bool is_frame_line(std::string_view body);  // " ? nv_foo+0x1/0x2 [nvidia]", " <
 bool is_stack_word(std::string_view body);  // "00000000943b0fda: ffff99da19bf0008 (0xffff99da19bf0008)"
 bool is_gsp_timeout_banner(std::string_view body);
 bool is_gsp_table_line(std::string_view body);  // RPC history headings, column header and rows
-bool is_driver_body(std::string_view body);     // NVRM / nvidia-uvm / peermem / gdrdrv messages
-// A body that may stand alone without a prefix (a kernel line quoted without its timestamp).
+bool is_driver_body(std::string_view body);     // NVRM / nvidia-uvm / peermem / gdrdrv / modeset / drm messages
+// "NVRM func: ..." (no colon after NVRM): 5, the length of "NVRM "; else 0.
+std::size_t nvrm_nocolon_len(std::string_view body);
+// "------------[ cut here ]------------" or lib/ubsan.c's old row of '=': a report follows.
+bool is_report_banner(std::string_view body);
+// Lines of a kernel report (banner, title, "CPU: N PID:", "Hardware name:", "Call Trace:", "RIP:", ...).
+bool is_report_line(std::string_view body);
+// A body that may stand alone without a prefix (a kernel line quoted without its timestamp, `dmesg -t`).
 bool is_bare_kernel_body(std::string_view body);
+// "module: msg", "ACPI Error: msg", "driver 0000:00:0b.0: msg": the generic shapes of kernel messages.
+bool is_module_form(std::string_view body);
+// Offset of the earliest driver message start inside a line (after a word boundary), or npos.
+std::size_t find_driver_start(std::string_view line);
+// Offset of an "NVRM: " glued onto the end of a previous message that had no newline, or npos.
+std::size_t find_glued_message(std::string_view body);
 // A same-timestamp NVRM line continuing the previous NVRM line: older kernels print each line of a multi-line
 // printk as its own record with the same timestamp (e.g. the API mismatch text of osapi.c).
 bool continues_nvrm_text(std::string_view previous_last_line, std::string_view body);
 // Lines that stand for removed text: "...", "[...]", "<snip>".
 bool is_elision(std::string_view trimmed);
+
+// ---- the grammar of message bodies (grammar.cpp) ----
+using Fields = std::map<std::string, std::string>;
+// Reads "NVRM: [GPUn ][GPU dddd:bb:dd[.f]: ][function[_CHIP]: ]" (also "NVRM func:" and "NVOC:") into
+// gpu_index, pci, function, chip; returns the offset of the rest, 0 when `flat` is not an NVRM message.
+std::size_t nvrm_head(std::string_view flat, Fields& f);
+// Key/value runs of a body: "k=v; k=v", "k = v", "NAME(i) = v" (register, register_index, register_value),
+// "k: v,  k: v" (keys in snake case; "SM (0x1)" also gives k_code), "<word> <number>" ("fn 10"). Keys already
+// in `f` are kept. A fixed-width value list whose last value is shorter and ends the text: k_truncated.
+void kv_fields(std::string_view rest, Fields& f);
+// errno as "-2", "(-2)", "error -2", "-ENOENT", "errno=22": fields errno ("-2") and errno_name ("ENOENT").
+void errno_fields(std::string_view text, Fields& f);
+std::string_view errno_name_of(int e);  // 2 or -2 -> "ENOENT"; kernel-internal 512.. too; "" when unknown
+std::optional<int> errno_by_name(std::string_view name);
 
 // ---- classification (classify_driver.cpp, classify_kernel.cpp, classify_tool.cpp) ----
 // `flat`: the message with continuation lines joined by spaces and repeated "NVRM: " prefixes removed.

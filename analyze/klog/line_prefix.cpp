@@ -9,6 +9,12 @@
 //     day), control characters escaped as "#ooo" (parser.escapeControlCharactersOnReceive, "#012" = '\n');
 //     with the kernel's own timestamp kept in the message ("[  885.242168] "). Remote/RFC 5424 templates
 //     put an ISO-8601 time first.
+//   dmesg --time-format reltime / -e: "[Feb 3 03:10] " then "[  +0.000010] "; --time-format delta / -d:
+//     "[<    0.000012>] "; -t / --notime: no prefix at all (the message start is recognised instead).
+//   journalctl -o short-unix: "1701234567.123456 host ident: "; -o short-full: "Mon 2023-12-11 22:20:08 CET host
+//     ident: "; a journal excerpt cut after the host keeps a bare "kernel: ".
+//   Remote syslog collectors that keep the facility and level as text (e.g. Talos' and some rsyslog
+//     templates): "host: kern: warning: [2024-05-01T10:11:12.123456789Z]: msg".
 #include <array>
 #include <cctype>
 
@@ -163,6 +169,132 @@ bool finish_host_prefix(std::string_view line, std::size_t p, LinePrefix& out) {
         if (out.body < line.size() && line[out.body] == ' ') ++out.body;
     }
     return true;
+}
+
+// "[Feb 3 03:10] " or "[Feb 13 03:10:22] " (dmesg --time-format reltime, the first line of a minute) and
+// "[  +0.000010] " (its following lines); returns the length including brackets, or 0.
+std::size_t reltime_bracket_at(std::string_view s, std::size_t pos) {
+    if (pos + 3 > s.size() || s[pos] != '[') return 0;
+    std::size_t close = s.find(']', pos);
+    if (close == std::string_view::npos || close - pos > 24) return 0;
+    std::string_view in = trim(s.substr(pos + 1, close - pos - 1));
+    if (!in.empty() && in[0] == '+') {
+        std::size_t i = 1, digits = 0;
+        while (i < in.size() && is_digit(in[i]))
+            ++i, ++digits;
+        if (!digits || i >= in.size() || in[i] != '.') return 0;
+        ++i;
+        std::size_t frac = 0;
+        while (i < in.size() && is_digit(in[i]))
+            ++i, ++frac;
+        return frac && i == in.size() ? close + 1 - pos : 0;
+    }
+    if (in.size() < 9 || !is_month(in.substr(0, 3)) || in[3] != ' ') return 0;
+    std::size_t i = 4;
+    while (i < in.size() && (is_digit(in[i]) || in[i] == ' '))
+        ++i;
+    std::string_view clock = in.substr(i);
+    auto d = [&](std::size_t k) { return k < clock.size() && is_digit(clock[k]); };
+    if (!(d(0) && d(1) && clock.size() >= 5 && clock[2] == ':' && d(3) && d(4))) return 0;
+    if (clock.size() != 5 && !(clock.size() == 8 && clock[5] == ':' && d(6) && d(7))) return 0;
+    return close + 1 - pos;
+}
+
+// "[<    0.000012>] " (dmesg --time-format delta); returns the length including brackets, or 0.
+std::size_t delta_bracket_at(std::string_view s, std::size_t pos) {
+    if (pos + 5 > s.size() || s[pos] != '[' || s[pos + 1] != '<') return 0;
+    std::size_t close = s.find(">]", pos);
+    if (close == std::string_view::npos || close - pos > 24) return 0;
+    std::string_view in = trim(s.substr(pos + 2, close - pos - 2));
+    std::size_t dot = in.find('.');
+    if (dot == std::string_view::npos || dot == 0) return 0;
+    for (std::size_t i = 0; i < in.size(); ++i)
+        if (i != dot && !is_digit(in[i])) return 0;
+    return close + 2 - pos;
+}
+
+// "Mon 2023-12-11 22:20:08 CET" (journalctl -o short-full); returns the length or 0.
+std::size_t short_full_at(std::string_view s, std::size_t pos) {
+    if (pos + 24 > s.size() || !is_weekday(s.substr(pos, 3)) || s[pos + 3] != ' ') return 0;
+    std::size_t n = 0;
+    if (s[pos + 14] != ' ') return 0;
+    std::string_view date = s.substr(pos + 4, 10);
+    for (std::size_t i = 0; i < 10; ++i)
+        if (i == 4 || i == 7 ? date[i] != '-' : !is_digit(date[i])) return 0;
+    if (!clock_at(s, pos + 15)) return 0;
+    n = 23;
+    std::size_t p = pos + n;
+    if (p < s.size() && s[p] == '.') {
+        ++p;
+        while (p < s.size() && is_digit(s[p]))
+            ++p;
+    }
+    if (p >= s.size() || s[p] != ' ') return 0;
+    std::size_t z = p + 1;
+    while (z < s.size() &&
+           (std::isalpha(static_cast<unsigned char>(s[z])) || s[z] == '+' || s[z] == '-' || is_digit(s[z])) &&
+           z - p <= 6)
+        ++z;
+    if (z == p + 1) return 0;
+    return z - pos;
+}
+
+// "1701234567.123456" (journalctl -o short-unix): 9-11 integer digits, '.', 1-9 fraction digits.
+std::size_t unix_time_at(std::string_view s, std::size_t pos) {
+    std::size_t p = pos;
+    while (p < s.size() && is_digit(s[p]))
+        ++p;
+    if (p - pos < 9 || p - pos > 11 || p >= s.size() || s[p] != '.') return 0;
+    std::size_t q = p + 1;
+    while (q < s.size() && is_digit(s[q]))
+        ++q;
+    if (q == p + 1 || q - p > 10) return 0;
+    return q - pos;
+}
+
+// "host: kern: warning: [2024-05-01T10:11:12.123456789Z]: " (facility and level written as words).
+std::size_t remote_facility_at(std::string_view s, std::size_t pos, LinePrefix& out) {
+    std::size_t c1 = s.find(": ", pos);
+    if (c1 == std::string_view::npos || c1 == pos || c1 - pos > 255) return 0;
+    std::string_view host = s.substr(pos, c1 - pos);
+    for (char c : host)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) return 0;
+    std::size_t c2 = s.find(": ", c1 + 2);
+    if (c2 == std::string_view::npos) return 0;
+    std::string_view fac = s.substr(c1 + 2, c2 - c1 - 2);
+    if (fac != "kern" && fac != "kernel") return 0;
+    std::size_t c3 = s.find(':', c2 + 2);
+    if (c3 == std::string_view::npos) return 0;
+    std::string_view lvl = s.substr(c2 + 2, c3 - c2 - 2);
+    int level = lvl == "warning" ? 4 : lvl == "error" ? 3 : lvl == "emergency" ? 0 : lvl == "critical" ? 2 : -1;
+    if (level < 0) {
+        constexpr std::array<std::string_view, 8> names{"emerg", "alert",  "crit", "err",
+                                                        "warn",  "notice", "info", "debug"};
+        for (std::size_t i = 0; i < names.size(); ++i)
+            if (lvl == names[i]) level = static_cast<int>(i);
+    }
+    if (level < 0) return 0;
+    std::size_t p = c3 + 1;
+    if (p < s.size() && s[p] == ' ') ++p;
+    if (p < s.size() && s[p] == '[') {
+        std::size_t close = s.find(']', p);
+        if (close == std::string_view::npos) return 0;
+        std::string_view t = s.substr(p + 1, close - p - 1);
+        if (iso_at(t, 0) == t.size() && !t.empty()) {
+            out.wall_time = std::string(t);
+        } else if (auto kt = parse_bracket_seconds(s.substr(p))) {
+            out.ts_ns = kt->first;
+        } else {
+            return 0;
+        }
+        p = close + 1;
+        if (p < s.size() && s[p] == ':') ++p;
+        if (p < s.size() && s[p] == ' ') ++p;
+    }
+    out.host = std::string(host);
+    out.ident = "kernel";
+    out.level = level;
+    return p - pos;
 }
 
 }  // namespace
@@ -328,6 +460,62 @@ LinePrefix parse_line_prefix(std::string_view line) {
             t.quoted = t.quoted || indented;
             return t;
         }
+    }
+    if (std::size_t n = reltime_bracket_at(line, p)) {
+        out.format = "dmesg-reltime";
+        std::string_view in = trim(line.substr(p + 1, n - 2));
+        if (!in.empty() && in[0] != '+') out.wall_time = std::string(in);
+        out.body = p + n;
+        if (out.body < line.size() && line[out.body] == ' ') ++out.body;
+        out.quoted = out.quoted || indented;
+        return out;
+    }
+    if (std::size_t n = delta_bracket_at(line, p)) {
+        out.format = "dmesg-delta";
+        out.body = p + n;
+        if (out.body < line.size() && line[out.body] == ' ') ++out.body;
+        out.quoted = out.quoted || indented;
+        return out;
+    }
+    if (std::size_t n = short_full_at(line, p)) {
+        LinePrefix t = out;
+        t.wall_time = std::string(line.substr(p, n));
+        if (finish_host_prefix(line, p + n, t)) {
+            t.format = "journal";
+            t.quoted = t.quoted || indented;
+            return t;
+        }
+    }
+    if (std::size_t n = unix_time_at(line, p)) {
+        LinePrefix t = out;
+        t.wall_time = std::string(line.substr(p, n));
+        if (finish_host_prefix(line, p + n, t)) {
+            t.format = "journal-unix";
+            t.quoted = t.quoted || indented;
+            return t;
+        }
+    }
+    {
+        LinePrefix t = out;
+        if (std::size_t n = remote_facility_at(line, p, t)) {
+            t.format = "syslog-remote";
+            t.body = p + n;
+            t.quoted = t.quoted || indented;
+            return t;
+        }
+    }
+    // A journal or syslog excerpt with the date and host cut off: "kernel: msg" (optionally "kernel: [ 1.2] msg").
+    if (line.substr(p, 8) == "kernel: ") {
+        out.format = "kernel-tag";
+        out.ident = "kernel";
+        out.body = p + 8;
+        if (auto kt = parse_bracket_seconds(line.substr(out.body))) {
+            out.ts_ns = kt->first;
+            out.body += kt->second;
+            if (out.body < line.size() && line[out.body] == ' ') ++out.body;
+        }
+        out.quoted = out.quoted || indented;
+        return out;
     }
     return LinePrefix{};
 }

@@ -45,13 +45,22 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
+bool is_report_banner(std::string_view body) {
+    auto b = trim(body);
+    if (starts(b, "------------[ cut here ]------------")) return true;
+    // lib/ubsan.c before 5.x framed a report with a row of '=' (80 of them).
+    return b.size() >= 20 && b.find_first_not_of('=') == std::string_view::npos;
+}
+
 bool is_oops_start(std::string_view body) {
     auto b = trim(body);
-    return starts(b, "BUG: unable to handle") || starts(b, "BUG: kernel NULL pointer dereference") ||
-           starts(b, "kernel BUG at ") || starts(b, "general protection fault") ||
-           starts(b, "Unable to handle kernel") || starts(b, "invalid opcode: ") ||
-           starts(b, "------------[ cut here ]------------") ||
-           (starts(b, "Oops: ") && b.find("[#") != std::string_view::npos);
+    // "BUG: " covers arch/x86/mm/fault.c's page-fault titles, "BUG: KASAN: ...", "BUG: sleeping function called
+    // from invalid context", "BUG: scheduling while atomic", "BUG: soft lockup" (kernel/watchdog.c, also with
+    // a "watchdog: " prefix); "UBSAN: " is lib/ubsan.c's title when the cut-here banner is missing.
+    return starts(b, "BUG: ") || starts(b, "watchdog: BUG: ") || starts(b, "UBSAN: ") || starts(b, "kernel BUG at ") ||
+           starts(b, "general protection fault") || starts(b, "Unable to handle kernel") ||
+           starts(b, "invalid opcode: ") || starts(b, "WARNING: CPU: ") || is_report_banner(b) ||
+           (starts(b, "Oops: ") && b.find("[#") != std::string_view::npos) || starts(b, "Kernel panic - not syncing");
 }
 
 bool is_oops_end(std::string_view body) {
@@ -125,19 +134,112 @@ bool is_gsp_table_line(std::string_view body) {
     return std::regex_search(w, heading) || std::regex_search(w, header) || std::regex_search(w, row);
 }
 
+namespace {
+bool is_ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+}  // namespace
+
+// "NVRM func: " (RmMsg-style debug prints without the colon after NVRM, e.g. "NVRM kbusVerifyBar2_GM107: ").
+std::size_t nvrm_nocolon_len(std::string_view b) {
+    if (!starts(b, "NVRM ")) return 0;
+    std::size_t i = 5;
+    while (i < b.size() && is_ident_char(b[i]))
+        ++i;
+    if (i == 5 || i >= b.size() || b[i] != ':') return 0;
+    return 5;
+}
+
 bool is_driver_body(std::string_view body) {
     auto b = trim(body);
-    return starts(b, "NVRM:") || starts(b, "nvidia-uvm:") || starts(b, "nvidia_uvm:") || starts(b, "nvidia-peermem") ||
-           starts(b, "nvidia_peermem:") || starts(b, "nv_peer_mem:") || starts(b, "gdrdrv:") ||
-           starts(b, "nvidia-modeset:") || starts(b, "nvidia-nvlink:") || starts(b, "nvidia-drm") ||
-           starts(b, "Cannot map memory with base addr");
+    // The prefixes the NVIDIA modules print (nv-printf, NV_PRINTF, nvkms, nvidia-drm's [drm:fn [nvidia_drm]],
+    // nvidia-fs's "nvidia-fs:" pr_fmt), NVOC (nvidia.ko's object runtime), and the helpers' own modules.
+    static constexpr std::string_view kStarts[] = {
+        "NVRM:",           "NVOC:",           "nvidia-uvm:",    "nvidia_uvm:",
+        "nvidia-peermem",  "nvidia_peermem:", "nv_peer_mem:",   "gdrdrv:",
+        "nvidia-modeset:", "nvidia_modeset:", "nvidia-nvlink:", "nvidia-nvswitch",
+        "nvidia-drm",      "nvidia-fs:",      "nvidia_fs:",     "Cannot map memory with base addr"};
+    for (auto s : kStarts)
+        if (starts(b, s)) return true;
+    if (starts(b, "[drm:") && b.find("[nvidia_drm]]") != std::string_view::npos) return true;
+    return nvrm_nocolon_len(b) != 0;
+}
+
+bool is_report_line(std::string_view body) {
+    auto b = trim(body);
+    return is_oops_start(b) || is_call_trace_start(b) || starts(b, "Oops: ") || is_stack_word(b) ||
+           starts(b, "Modules linked in:") || starts(b, "Hardware name: ") || starts(b, "RIP: ") ||
+           starts(b, "---[ end trace") || starts(b, "INFO: task ") ||
+           (starts(b, "CPU: ") && b.find(" PID: ") != std::string_view::npos);
 }
 
 bool is_bare_kernel_body(std::string_view body) {
     if (is_driver_body(body)) return true;
     auto b = trim(body);
-    return is_oops_start(b) || is_call_trace_start(b) || starts(b, "Oops: ") || is_stack_word(b) ||
-           starts(b, "nvidia: module license") || starts(b, "nvidia: loading out-of-tree module");
+    return is_report_line(b) || starts(b, "[drm] ") || starts(b, "[drm:") || starts(b, "nvidia: module license") ||
+           starts(b, "nvidia: loading out-of-tree module");
+}
+
+bool is_module_form(std::string_view body) {
+    // pr_fmt's KBUILD_MODNAME ": " (lower-case module names), a subsystem's own prefix ("ACPI: ", "Bluetooth: ",
+    // "ACPI Error: ", "ACPI BIOS Error (bug): " from include/acpi/acoutput.h), and dev_printk's
+    // "<driver> <device>: " (drivers/base/core.c) where the device name holds a digit or ':' ("0000:00:0b.0",
+    // "hci0", "1-1", "card0").
+    auto b = trim(body);
+    std::size_t i = 0;
+    while (i < b.size() && i < 32 && (is_ident_char(b[i]) || b[i] == '-' || b[i] == '.'))
+        ++i;
+    if (i == 0 || !((b[0] >= 'a' && b[0] <= 'z') || (b[0] >= 'A' && b[0] <= 'Z'))) return false;
+    auto rest = b.substr(i);
+    auto has_message = [](std::string_view r) { return r.size() > 2 && r[0] == ':' && r[1] == ' ' && r[2] != ' '; };
+    if (has_message(rest)) return true;
+    for (std::string_view word : {" Error", " Warning", " Exception", " BIOS Error (bug)", " BIOS Warning (bug)"})
+        if (starts(rest, word) && has_message(rest.substr(word.size()))) return true;
+    if (rest.empty() || rest[0] != ' ') return false;
+    bool device_like = false;
+    // PCI names have colons inside: "0000:00:0b.0:" - take the last ':' before the next space.
+    std::size_t sp = rest.find(' ', 1);
+    std::string_view dev = rest.substr(1, sp == std::string_view::npos ? std::string_view::npos : sp - 1);
+    if (dev.size() < 2 || dev.back() != ':') return false;
+    dev.remove_suffix(1);
+    for (char c : dev) {
+        if (!(is_ident_char(c) || c == ':' || c == '.' || c == '-')) return false;
+        if (c >= '0' && c <= '9') device_like = true;
+    }
+    return device_like && sp != std::string_view::npos && sp + 1 < rest.size();
+}
+
+std::size_t find_driver_start(std::string_view line) {
+    // The earliest driver message start after a boundary (start, space, quote, bracket, '=' or ':'): the
+    // rest of the line before it is a prefix this reader does not know (another tool's report, a quote).
+    std::size_t best = std::string_view::npos;
+    static constexpr std::string_view kTokens[] = {"NVRM", "nvidia-", "nvidia_", "nv_peer_mem:", "gdrdrv:", "[drm:"};
+    for (auto tok : kTokens) {
+        for (std::size_t at = line.find(tok); at != std::string_view::npos && at < best; at = line.find(tok, at + 1)) {
+            char before = at == 0 ? ' ' : line[at - 1];
+            bool boundary = before == ' ' || before == '"' || before == '\'' || before == '[' || before == ']' ||
+                            before == '(' || before == '=' || before == ':' || before == '\t' || before == '`';
+            if (boundary && is_driver_body(line.substr(at))) {
+                best = at;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+std::size_t find_glued_message(std::string_view body) {
+    // A printk without its trailing newline gets the next message glued on (osmemdesc.c's BAR-overlap line up
+    // to 590, NVOC's "... OBJGPU.NVRM: GPU ..."): "NVRM: " right after a non-space character.
+    for (std::size_t at = body.find("NVRM: ", 1); at != std::string_view::npos; at = body.find("NVRM: ", at + 1)) {
+        char before = body[at - 1];
+        // rsyslog's "#012NVRM: " is an escaped newline, undone later, not a glued message.
+        if (at >= 4 && body[at - 4] == '#' && body[at - 3] == '0') continue;
+        if (before != ' ' && before != '\t' && before != '"' && before != '\'' && before != '(' && before != '[' &&
+            before != '`')
+            return at;
+    }
+    return std::string_view::npos;
 }
 
 bool continues_nvrm_text(std::string_view previous_last_line, std::string_view body) {

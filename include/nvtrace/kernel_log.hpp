@@ -61,9 +61,14 @@ struct KernelLogMessage {
 void classify_kernel_message(KernelLogMessage& msg);
 
 // A kernel log in any supported text format, split into logical messages (continuation lines joined) and
-// classified. Never fails: lines that are not kernel log lines are counted in `diagnostics`.
+// classified. Never fails: lines that are not kernel log lines are counted in `diagnostics` (non_log_line,
+// severity data_loss) and make `complete` false. Each line is read by finding a known message start (NVRM,
+// nvidia-modeset:, [drm, a "module: " or "driver device: " form, a kernel report banner) and reading the
+// prefix before it with the timestamp/host recognisers; a prefix none of them knows is kept (field
+// line_prefix) and the message is still read.
 // Formats (detected per line; docs/dmesg.md): "kmsg", "dmesg", "dmesg-ctime", "dmesg-iso", "journal",
-// "journal-monotonic", "syslog", "syslog-dmesg", "syslog-iso", "bare" (a kernel message without any prefix),
+// "journal-monotonic", "journal-unix", "syslog", "syslog-dmesg", "syslog-iso", "syslog-remote", "kernel-tag",
+// "dmesg-reltime", "dmesg-delta", "bare" (a kernel message without any prefix, `dmesg -t`),
 // "tool-output" (user-space tool lines pasted beside a kernel log; source "user").
 struct KernelLogParse {
     std::vector<KernelLogMessage> messages;
@@ -71,6 +76,11 @@ struct KernelLogParse {
     std::string format;           // the formats seen, in order of first appearance, joined by '+'; "unknown" when none
     std::uint64_t lines = 0;      // physical lines read
     std::uint64_t log_lines = 0;  // physical lines that belong to a message
+    std::uint64_t unread_lines = 0;  // non-empty lines no recogniser could read (diagnostic non_log_line)
+    // False when something is known to be missing: lines not read, elided lines, text cut off, malformed
+    // records; `incomplete` says what, one line per diagnostic ("non_log_line x5 (first: f.log:8: ...)").
+    bool complete = true;
+    std::vector<std::string> incomplete;
 };
 KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name);
 

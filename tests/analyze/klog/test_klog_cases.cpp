@@ -64,6 +64,14 @@ const char* const kCases[] = {
     "nvidia-peermem-unknown-symbol-dmesg-T.log",
     "gdrcopy-sanity-copylat-fail.txt",
     "cuda-hostregister-cumemaddressreserve-fail.txt",
+    "nvrm-xid79-dmesg-T-crashdump-continuation.log",
+    "nvrm-nvassertokfailed-bar1-va-exhaustion.log",
+    "nvrm-nvoc-fused-line-cc-tdx.log",
+    "nvrm-fsp-boot-cc-insufficient-resources.log",
+    "nvrm-nocolon-rfc3339-kbusverify.log",
+    "nvidia-modeset-error-journal-flip-timeout.log",
+    "nvidia-uvm-ubsan-calltrace-uvm-ioctl.log",
+    "accel-ivpu-firmware-variants.log",
 };
 
 class KlogGolden : public ::testing::TestWithParam<const char*> {};
