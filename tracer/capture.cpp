@@ -733,6 +733,10 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     }
     meta["pid"] = child.pid();
     std::string pid_s = std::to_string(child.pid());
+    meta["tty"] = opts.tty;
+    meta["stopped_on_terminal"] = nullptr;
+    if (opts.tty)
+        if (auto r = child.take_terminal(STDIN_FILENO); !r) return fail(r.error());
 
     if (tracefs_instance_file_write(inst.get(), "set_event_pid", pid_s.c_str()) < 0)
         return fail(Error::environment("cannot write set_event_pid: " + kernel_error(inst.get())));
@@ -868,7 +872,30 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         poll_fd_paths(tree.refresh(), fd_paths);
         kmsg.poll();
         status = child.poll_exit();
+        if (auto stop = child.take_stop()) {
+            if ((*stop == SIGTTIN || *stop == SIGTTOU) && meta["stopped_on_terminal"].is_null()) {
+                // Not the terminal's foreground group (it leads its own: runner.hpp), it would wait forever. Said
+                // even with -q: nothing else would explain a run that ends this way.
+                if (*stop == SIGTTIN)
+                    note(
+                        "nvtrace: program stopped: it reads the terminal; run it with input redirected (< /dev/null) "
+                        "or with --tty\n");
+                else
+                    note(
+                        "nvtrace: program stopped: it writes to the terminal or changes its settings (SIGTTOU); run "
+                        "it with output redirected or with --tty\n");
+                meta["stopped_on_terminal"] = *stop == SIGTTIN ? "SIGTTIN" : "SIGTTOU";
+                child.kill_group(SIGTERM);
+                child.kill_group(SIGCONT);  // a stopped process acts on SIGTERM once continued
+                if (!kill_deadline) kill_deadline = Clock::now() + std::chrono::seconds(2);
+            } else if (*stop != SIGTTIN && *stop != SIGTTOU) {
+                note("nvtrace: program stopped by {} (pid {}); nvtrace waits for it: kill -CONT {} continues it\n",
+                     sigabbrev_np(*stop) ? fmt::format("SIG{}", sigabbrev_np(*stop)) : std::to_string(*stop),
+                     child.pid(), child.pid());
+            }
+        }
     }
+    child.give_back_terminal();
     // A signal that arrived while the last iteration ran (the program ended meanwhile) still counts.
     if (!res.interrupted_by) {
         timespec zero{0, 0};

@@ -41,6 +41,11 @@ struct CaptureOptions {
     std::optional<double> timeout_s;           // SIGTERM (then SIGKILL after 2 s) when the program runs longer
     bool force = false;                        // take the top level even though a journal exists
     bool as_root = false;                      // under sudo, keep root for the program instead of SUDO_UID/SUDO_GID
+    // --tty: the program's process group is made the terminal's foreground group (GatedChild::take_terminal on
+    // standard input) for the run, so that it may read the terminal. Without it, a program stopped by SIGTTIN or
+    // SIGTTOU is said at once on stderr and ended (SIGTERM and SIGCONT to its group, SIGKILL 2 s later), with the
+    // capture saved (meta.json "stopped_on_terminal"; docs/run.md "The terminal").
+    bool tty = false;
     bool preload = true;   // inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)
     bool progress = true;  // progress lines on stderr
     // Capture directory: the raw pages (raw/<buffer>/cpuN), event formats and the files of docs/formats.md

@@ -43,15 +43,25 @@ struct RunArgs {
     double timeout_s = 0;
     bool json = false;
     bool quiet = false;
-    std::string expect;      // --expect FILE (a scenario brings its own)
-    std::string bin_dir;     // --bin-dir: where the built scenario programs are
-    std::string device;      // --device: passed to the scenario program as "--device PATH"
-    bool no_graph = false;   // --no-graph: ioctls, markers and the kernel log only
-    int buffer_size_kb = 0;  // --buffer-size: the instance's per-CPU ring buffer, KiB
-    bool trace_dat = false;  // --trace-dat: also DIR/trace.dat through `trace-cmd restore`
-    std::string source;      // --source DIR: driver sources for source_links
-    bool verbose = false;    // -v: every ioctl and kernel-log line in the summary
+    std::string expect;                   // --expect FILE (a scenario brings its own)
+    std::string bin_dir;                  // --bin-dir: where the built scenario programs are
+    std::string device;                   // --device: passed to the scenario program as "--device PATH"
+    bool no_graph = false;                // --no-graph: ioctls, markers and the kernel log only
+    int buffer_size_kb = 0;               // --buffer-size: the instance's per-CPU ring buffer, KiB
+    bool trace_dat = false;               // --trace-dat: also DIR/trace.dat through `trace-cmd restore`
+    std::string source;                   // --source DIR: driver sources for source_links
+    bool verbose = false;                 // -v: every ioctl and kernel-log line in the summary
+    std::string exit_status = "nvtrace";  // --exit-status: "nvtrace" (default) or "program"
+    bool tty = false;                     // --tty: the program gets the terminal (foreground process group)
 };
+
+// --exit-status program: the program's exit status, 128 + N when signal N killed it (as a shell reports it), 0
+// when its status is unknown. nvtrace's own outcomes come first (do_run, docs/run.md "Exit status").
+int program_exit_status(const tracer::ExitStatus& st) {
+    if (st.exit_code) return *st.exit_code;
+    if (st.signal) return 128 + *st.signal;
+    return 0;
+}
 
 // A program or scenario name as a file-name part: letters, digits, '.', '_', '+', '-' (others become '_'),
 // at most 64 bytes, never empty, "." or "..".
@@ -350,8 +360,18 @@ int do_run(RunArgs a) {
             return static_cast<int>(ExitCode::usage);
         }
 
+    if (a.tty && !::isatty(STDIN_FILENO)) {
+        tracer::note("nvtrace run: --tty: standard input is not a terminal\n");
+        return static_cast<int>(ExitCode::usage);
+    }
+    if (a.tty && ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) {
+        tracer::note("nvtrace run: --tty: nvtrace is not in the terminal's foreground (started in the background?)\n");
+        return static_cast<int>(ExitCode::usage);
+    }
+
     tracer::CaptureOptions opts;
     opts.argv = a.command;
+    opts.tty = a.tty;
     opts.modules = a.modules;
     opts.events = a.events;
     opts.filters = a.filters;
@@ -543,6 +563,7 @@ int do_run(RunArgs a) {
     if (!cap->restore_failures.empty() || cap->instance_left) return static_cast<int>(ExitCode::environment);
     if (cannot_run_why) return static_cast<int>(ExitCode::environment);
     if (summarize(report.checks).fail) return static_cast<int>(ExitCode::expectation_failed);
+    if (a.exit_status == "program") return program_exit_status(cap->status);
     return 0;
 }
 
@@ -561,7 +582,11 @@ void add_run(CLI::App& app, int& exit_code) {
         "Without function tracing, --expect, a scenario or --source, report.json is written as the pages are\n"
         "decoded, without holding the events (meta.json report_streamed; docs/run.md).\n"
         "A scenario directory brings its program, tracing options and expectations (docs/scenarios.md);\n"
-        "exit 1 when a check fails, 3 with \"cannot run here: ...\" when the machine lacks what it needs.");
+        "exit 1 when a check fails, 3 with \"cannot run here: ...\" when the machine lacks what it needs.\n"
+        "Exit status, first that applies: 2 or 3 (nvtrace's own errors), 128+N (a signal N stopped nvtrace), 3\n"
+        "(tracing state not restored, instance left, scenario cannot run), 1 (a check failed), then with\n"
+        "--exit-status program the program's status (128+N when signal N killed it), else 0. So\n"
+        "`nvtrace run --exit-status program -- ./test && echo ok` says ok only when ./test exited 0.");
     run->add_option("command", args->command,
                     "Program and arguments (after --), or a scenario directory [-- its program's arguments]")
         ->required()
@@ -617,6 +642,15 @@ void add_run(CLI::App& app, int& exit_code) {
                     "in the report (source_links)")
         ->check(CLI::ExistingDirectory);
     run->add_flag("-v,--verbose", args->verbose, "Summary: every ioctl and kernel-log line, not folded or capped");
+    run->add_option("--exit-status", args->exit_status,
+                    "nvtrace (default): 0 unless nvtrace failed; program: exit with the program's status (128+N when "
+                    "signal N killed it) once nvtrace itself succeeded (its errors 2, 3, a signal to nvtrace 128+N "
+                    "and a failed check 1 come first)")
+        ->check(CLI::IsMember({"nvtrace", "program"}));
+    run->add_flag("--tty", args->tty,
+                  "Give the program the terminal (its process group becomes the foreground one) so that it can read "
+                  "it; without it, a program that reads the terminal is stopped by SIGTTIN: nvtrace says so and ends "
+                  "it, the capture saved");
     run->callback([args, &exit_code] { exit_code = do_run(*args); });
 }
 

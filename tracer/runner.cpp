@@ -83,9 +83,13 @@ GatedChild::GatedChild(GatedChild&& o) noexcept
     : pid_(std::exchange(o.pid_, -1)),
       gate_fd_(std::exchange(o.gate_fd_, -1)),
       error_fd_(std::exchange(o.error_fd_, -1)),
-      reaped_(std::exchange(o.reaped_, true)) {}
+      reaped_(std::exchange(o.reaped_, true)),
+      stopped_by_(std::exchange(o.stopped_by_, std::nullopt)),
+      tty_fd_(std::exchange(o.tty_fd_, -1)),
+      tty_pgrp_(std::exchange(o.tty_pgrp_, -1)) {}
 
 GatedChild::~GatedChild() {
+    give_back_terminal();
     if (gate_fd_ >= 0) ::close(gate_fd_);
     if (error_fd_ >= 0) ::close(error_fd_);
     if (pid_ > 0 && !reaped_) {
@@ -131,13 +135,45 @@ std::optional<GatedChild::Identity> GatedChild::sudo_invoker() {
 std::optional<ExitStatus> GatedChild::poll_exit() {
     if (reaped_ || pid_ <= 0) return std::nullopt;
     int st = 0;
-    pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    pid_t r = ::waitpid(pid_, &st, WNOHANG | WUNTRACED);
     if (r != pid_) return std::nullopt;
+    if (WIFSTOPPED(st)) {
+        stopped_by_ = WSTOPSIG(st);
+        return std::nullopt;
+    }
     reaped_ = true;
     ExitStatus s;
     if (WIFEXITED(st)) s.exit_code = WEXITSTATUS(st);
     if (WIFSIGNALED(st)) s.signal = WTERMSIG(st);
     return s;
+}
+
+std::optional<int> GatedChild::take_stop() {
+    return std::exchange(stopped_by_, std::nullopt);
+}
+
+Result<void> GatedChild::take_terminal(int tty_fd) {
+    if (!::isatty(tty_fd)) return fail(Error::usage("--tty: standard input is not a terminal"));
+    const pid_t fg = ::tcgetpgrp(tty_fd);
+    if (fg < 0 || fg != ::getpgrp())
+        return fail(Error::usage("--tty: nvtrace is not in the terminal's foreground (started in the background?)"));
+    if (::tcsetpgrp(tty_fd, pid_) != 0)
+        return fail(Error::environment(fmt::format("--tty: tcsetpgrp: {}", std::strerror(errno))));
+    tty_fd_ = tty_fd;
+    tty_pgrp_ = fg;
+    return {};
+}
+
+void GatedChild::give_back_terminal() {
+    if (tty_fd_ < 0) return;
+    // A background process that calls tcsetpgrp gets SIGTTOU (termios(3)) unless it blocks or ignores it.
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    ::pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    (void)::tcsetpgrp(tty_fd_, tty_pgrp_);
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    tty_fd_ = -1;
 }
 
 void GatedChild::kill(int sig) {

@@ -56,8 +56,19 @@ public:
     pid_t pgid() const { return pid_; }  // the program leads its own process group
     // Opens the gate; fails when execvp failed (e.g. no such program), with its errno text.
     Result<void> release();
-    // Non-blocking: the exit status once the child has ended.
+    // Non-blocking: the exit status once the child has ended. Also notices the child being stopped (waitpid
+    // with WUNTRACED): take_stop() then says by which signal.
     std::optional<ExitStatus> poll_exit();
+    // The signal that stopped the child (SIGTTIN: it read the terminal from a background process group;
+    // SIGTTOU: it wrote to it, or changed its settings, with `tostop`; SIGTSTP, SIGSTOP) since the last call,
+    // once per stop; nullopt when it was not stopped.
+    std::optional<int> take_stop();
+    // Makes the program's process group the foreground group of the controlling terminal on `tty_fd`
+    // (tcsetpgrp), so that it may read it; give_back_terminal() makes nvtrace's own group the foreground again
+    // (SIGTTOU blocked meanwhile: nvtrace is then a background process changing the terminal). Fails with the
+    // reason when `tty_fd` is not a terminal or nvtrace is not in its foreground group.
+    Result<void> take_terminal(int tty_fd);
+    void give_back_terminal();
     void kill(int sig);
     // Sends `sig` to the program's whole process group (the program and the descendants that stayed in it).
     void kill_group(int sig);
@@ -68,6 +79,9 @@ private:
     int gate_fd_ = -1;   // write end: closing it releases the child
     int error_fd_ = -1;  // read end: errno of a failed execvp, EOF on success
     bool reaped_ = false;
+    std::optional<int> stopped_by_;  // set by poll_exit, cleared by take_stop
+    int tty_fd_ = -1;                // take_terminal's terminal, until give_back_terminal
+    pid_t tty_pgrp_ = -1;            // the foreground group it had
 };
 
 // Makes the calling process a child subreaper (PR_SET_CHILD_SUBREAPER): orphans of its descendants are

@@ -1,6 +1,7 @@
 // fionread_loop N [KMSG_LINE...]: N FIONREAD ioctls on a pipe (N = 0: until killed), then writes each
 // KMSG_LINE to /dev/kmsg (root only), opening it anew for each line because /dev/kmsg rate-limits to
 // 10 lines per 5 s per open file (ci-environment.md section 5). Exits 0, or 1 with a message.
+// The tests pass neutral, tagged lines only (kmsg_probe_line in live_util.hpp): never a GPU-monitor line.
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <unistd.h>

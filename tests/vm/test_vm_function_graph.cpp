@@ -298,3 +298,27 @@ TEST_F(VmDoctor, Libtracefs_null_filter_module_count_equals_available_filter_fun
     EXPECT_EQ(meta["filter_counts"].value("module:null_blk", -1LL),
               std::strtoll(fact["null_blk_functions"].c_str(), nullptr, 10));
 }
+
+// The kernel-log path end to end with a line a GPU monitor acts on, inside the guest only (guest/function_graph.sh
+// writes it into the guest's /dev/kmsg; the host's log never gets one: tests/live/kmsg_guard.py). The live tier on
+// the host writes a neutral line instead.
+TEST_F(VmFunctionGraph, XidLineWrittenIntoTheGuestsKernelLogIsClassifiedAsXid) {
+    const auto status = handed_back("xid-exit-status.txt");
+    ASSERT_TRUE(status) << "the guest handed back no status of the Xid run; " << console_hint();
+    EXPECT_EQ(*status, "0\n") << console_hint();
+    const json report = handed_back_json("report-xid.json");
+    ASSERT_TRUE(report.contains("kernel_log") && report["kernel_log"].is_array()) << report.dump();
+    const std::string line = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.";
+    bool found = false;
+    for (const auto& m : report["kernel_log"]) {
+        if (m.value("text", "") != line) continue;
+        found = true;
+        EXPECT_EQ(m.value("kind", ""), "xid") << m.dump();
+        EXPECT_EQ(m.value("source", ""), "NVRM") << m.dump();
+        EXPECT_EQ(m.value("level", -1), 3) << m.dump();
+        ASSERT_TRUE(m.contains("fields")) << m.dump();
+        EXPECT_EQ(m["fields"].value("xid", ""), "79") << m.dump();
+        EXPECT_EQ(m["fields"].value("pci", ""), "0000:01:00") << m.dump();
+    }
+    EXPECT_TRUE(found) << report["kernel_log"].dump(1);
+}

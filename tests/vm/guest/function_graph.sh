@@ -28,6 +28,15 @@ vm_step "nvtrace report /tmp/r --json"
 nvtrace report /tmp/r --json > /tmp/report-offline.json
 echo "report $?" >> /tmp/report-offline-status.txt
 
+# NVRM/Xid classification of a live kernel-log line: written into the guest's own /dev/kmsg (it dies with the guest),
+# never into a host's, where a GPU monitor would read it as a real fault (tests/live/kmsg_guard.py). The line is
+# nvidia.ko's Xid 79 report (osinit.c, nvErrorLog_va with ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS;
+# ../shared/reference/nvidia-driver.md, NVRM line formats).
+vm_step "nvtrace run: an NVRM Xid line written into the guest's kernel log"
+nvtrace run -q --no-preload --out /tmp/xid -- /bin/sh -c \
+    'echo "<3>NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus." > /dev/kmsg'
+echo "$?" > /tmp/xid-exit-status.txt
+
 # nvtrace doctor (issue 4), and the facts the gtest checks its lines against, read here with other tools:
 # "KEY VALUE" lines. null_blk_functions is also what the run's dry-run count (meta.json) must equal.
 vm_step "nvtrace doctor --json (uptime $(cut -d" " -f1 /proc/uptime))"
@@ -95,6 +104,8 @@ for f in faults.txt refused.txt cleanup.txt tracefs-after-kill.txt tracefs-after
     vm_send_file "$f" "/tmp/$f" || status=1
 done
 vm_send_file report-filters.json /tmp/f-filters/report.json || status=1
+vm_send_file xid-exit-status.txt /tmp/xid-exit-status.txt || status=1
+vm_send_file report-xid.json /tmp/xid/report.json || status=1
 echo "$nvtrace_status" > /tmp/nvtrace-exit-status
 vm_send_file nvtrace-exit-status /tmp/nvtrace-exit-status || status=1
 vm_send_file tracefs-before.txt /tmp/tracefs-before.txt || status=1
