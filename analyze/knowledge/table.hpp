@@ -16,6 +16,13 @@ constexpr DriverVersion v(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
 constexpr DriverVersion v(std::uint32_t a, std::uint32_t b) {
     return {a, b, 0, 2};
 }
+// Every release of driver branch `major`, whatever its minor and patch. NVIDIA's production branches (525, 535, 550,
+// 570, 580) keep getting releases after the main line has moved on to the next branch, and keep their interfaces:
+// an entry still present in the newest tag of a branch ends at branch_end(major), not at the branch's last main-line
+// release (580.119.02 to 580.142 carry 580.105.08's uvm_ioctl.h and nverror.h unchanged).
+constexpr DriverVersion branch_end(std::uint32_t major) {
+    return {major, 0xffffffffu, 0xffffffffu, 3};
+}
 constexpr VersionRange all() {
     return {};
 }

@@ -13,7 +13,9 @@ namespace {
 // _IOC direction, type or size) and uvm_linux_ioctl.h (UVM_INITIALIZE 0x30000001, UVM_DEINITIALIZE
 // 0x30000002). Handlers and routing: the uvm_ioctl() switch in kernel-open/nvidia-uvm/uvm.c (node uvm) and
 // uvm_tools_unlocked_ioctl() in uvm_tools.c (node tools). Walked over every open-gpu-kernel-modules release
-// from 515.43.04 to 595.45.04; "not routed" numbers are defined but fall through to uvm_test_ioctl()
+// from 515.43.04 to 595.45.04, and the newest tag of each production branch (525.147.05, 535.288.01, 550.163.01,
+// 570.211.01, 580.142: their uvm_ioctl.h is their branch point's, so an entry removed on the main line stays to the
+// branch's end, branch_end()); "not routed" numbers are defined but fall through to uvm_test_ioctl()
 // (-ENOSYS unless the module was loaded with uvm_enable_builtin_tests=1).
 constexpr std::array kUvmIoctls{
     UvmIoctl{1, "UVM_RESERVE_VA", "", UvmNode::uvm, UvmRoute::not_routed, all()},
@@ -23,17 +25,17 @@ constexpr std::array kUvmIoctls{
     UvmIoctl{5, "UVM_REGION_SET_STREAM", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{6, "UVM_SET_STREAM_RUNNING", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{7, "UVM_SET_STREAM_STOPPED", "", UvmNode::uvm, UvmRoute::not_routed, all()},
-    UvmIoctl{9, "UVM_RUN_TEST", "", UvmNode::uvm, UvmRoute::not_routed, until(v(580, 105, 8))},
+    UvmIoctl{9, "UVM_RUN_TEST", "", UvmNode::uvm, UvmRoute::not_routed, until(branch_end(580))},
     UvmIoctl{10, "UVM_ADD_SESSION", "", UvmNode::uvm, UvmRoute::not_routed, all()},
-    UvmIoctl{11, "UVM_REMOVE_SESSION", "", UvmNode::uvm, UvmRoute::not_routed, until(v(580, 105, 8))},
+    UvmIoctl{11, "UVM_REMOVE_SESSION", "", UvmNode::uvm, UvmRoute::not_routed, until(branch_end(580))},
     UvmIoctl{12, "UVM_ENABLE_COUNTERS", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{13, "UVM_MAP_COUNTER", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{14, "UVM_CREATE_EVENT_QUEUE", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{15, "UVM_REMOVE_EVENT_QUEUE", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{16, "UVM_MAP_EVENT_QUEUE", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{17, "UVM_EVENT_CTRL", "", UvmNode::uvm, UvmRoute::not_routed, all()},
-    UvmIoctl{18, "UVM_REGISTER_MPS_SERVER", "", UvmNode::uvm, UvmRoute::not_routed, until(v(580, 105, 8))},
-    UvmIoctl{19, "UVM_REGISTER_MPS_CLIENT", "", UvmNode::uvm, UvmRoute::not_routed, until(v(580, 105, 8))},
+    UvmIoctl{18, "UVM_REGISTER_MPS_SERVER", "", UvmNode::uvm, UvmRoute::not_routed, until(branch_end(580))},
+    UvmIoctl{19, "UVM_REGISTER_MPS_CLIENT", "", UvmNode::uvm, UvmRoute::not_routed, until(branch_end(580))},
     UvmIoctl{20, "UVM_GET_GPU_UUID_TABLE", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{21, "UVM_REGION_SET_BACKING", "", UvmNode::uvm, UvmRoute::not_routed, all()},
     UvmIoctl{22, "UVM_REGION_UNSET_BACKING", "", UvmNode::uvm, UvmRoute::not_routed, all()},
@@ -57,7 +59,7 @@ constexpr std::array kUvmIoctls{
              UvmRoute::alloc_init_check, all()},
     UvmIoctl{34, "UVM_FREE", "uvm_api_free", UvmNode::uvm, UvmRoute::stack_init_check, all()},
     UvmIoctl{35, "UVM_MEM_MAP", "", UvmNode::uvm, UvmRoute::not_routed, all()},
-    UvmIoctl{36, "UVM_DEBUG_ACCESS_MEMORY", "", UvmNode::uvm, UvmRoute::not_routed, until(v(570, 133, 20))},
+    UvmIoctl{36, "UVM_DEBUG_ACCESS_MEMORY", "", UvmNode::uvm, UvmRoute::not_routed, until(branch_end(570))},
     UvmIoctl{37, "UVM_REGISTER_GPU", "uvm_api_register_gpu", UvmNode::uvm, UvmRoute::stack_init_check, all()},
     UvmIoctl{38, "UVM_UNREGISTER_GPU", "uvm_api_unregister_gpu", UvmNode::uvm, UvmRoute::stack_init_check, all()},
     UvmIoctl{39, "UVM_PAGEABLE_MEM_ACCESS", "uvm_api_pageable_mem_access", UvmNode::uvm, UvmRoute::stack_init_check,

@@ -28,6 +28,7 @@ std::optional<DriverVersion> parse_driver_version(std::string_view text) {
 
 std::string to_string(DriverVersion v) {
     if (v == kNewestKnown) return "newest";
+    if (v.minor == 0xffffffffu && v.patch == 0xffffffffu) return fmt::format("{}.x", v.major);  // branch_end()
     if (v.parts <= 1) return fmt::format("{}", v.major);
     if (v.parts == 2) return fmt::format("{}.{}", v.major, v.minor);
     return fmt::format("{}.{}.{:02}", v.major, v.minor, v.patch);

@@ -10,7 +10,11 @@ using namespace knowledge_detail;
 namespace {
 
 // Mnemonics: src/common/sdk/nvidia/inc/nverror.h, every open-gpu-kernel-modules release from 515.43.04 to
-// 595.45.04 (the ROBUST_CHANNEL_ERROR_RECOVERY_LEVEL_* defines are not Xids; aliases that shared a number with the
+// 595.45.04 on the main line; an entry removed on the main line but still in the newest tag of its production branch
+// (535.288.01, 550.163.01, 580.142) ends at branch_end(). Numbers the branches gained after they forked (535.288.01:
+// 143, 156, 157; 550.163.01: 156, 157; 570.211.01: 162-172 as ROBUST_CHANNEL_UNUSED_ERROR_N, 171, 172, and 108/137
+// renamed) are not in this table yet: on such a driver they are named from the main line's entry or unknown
+// (the ROBUST_CHANNEL_ERROR_RECOVERY_LEVEL_* defines are not Xids; aliases that shared a number with the
 // current name are left out; renamed or reused numbers get one entry per version range). Catalog-only entries (8, 11,
 // 38, 109): NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors (its mnemonics for 8 and 11). Meanings:
 // ../shared/reference/nvidia-driver.md section 6.4 (NVIDIA's Xid documentation and catalog). Actions: "(NVIDIA's
@@ -37,7 +41,7 @@ constexpr std::array kXids{
     XidInfo{28, "ROBUST_CHANNEL_VP2_ERROR", "", "", XidSource::header, all()},
     XidInfo{29, "ROBUST_CHANNEL_BSP_ERROR", "", "", XidSource::header, all()},
     XidInfo{30, "ROBUST_CHANNEL_UNUSED_ERROR_30", "", "", XidSource::header, since(v(545, 23, 6))},
-    XidInfo{30, "ROBUST_CHANNEL_BAD_ADDR_ACCESS", "", "", XidSource::header, until(v(535, 113, 1))},
+    XidInfo{30, "ROBUST_CHANNEL_BAD_ADDR_ACCESS", "", "", XidSource::header, until(branch_end(535))},
     XidInfo{31, "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT",
             "GPU memory page fault (MMU fault); usually an illegal address in the application",
             "Check the application (compute-sanitizer); restart it", XidSource::header, all()},
@@ -141,14 +145,14 @@ constexpr std::array kXids{
     XidInfo{137, "NVLINK_FLA_PRIV_ERR", "", "", XidSource::header, between(v(530, 30, 2), v(580, 82, 9))},
     XidInfo{137, "NVLINK_PRIV_ERR", "", "", XidSource::header, since(v(580, 95, 5))},
     XidInfo{138, "ROBUST_CHANNEL_DLA_ERROR", "", "", XidSource::header, since(v(535, 43, 2))},
-    XidInfo{139, "ROBUST_CHANNEL_FAST_PATH_ERROR", "", "", XidSource::header, between(v(535, 104, 5), v(535, 113, 1))},
+    XidInfo{139, "ROBUST_CHANNEL_FAST_PATH_ERROR", "", "", XidSource::header, between(v(535, 104, 5), branch_end(535))},
     XidInfo{139, "ROBUST_CHANNEL_OFA1_ERROR", "", "", XidSource::header, since(v(560, 28, 3))},
     XidInfo{140, "UNRECOVERABLE_ECC_ERROR_ESCAPE", "Unrecovered ECC error", "", XidSource::header,
             since(v(535, 113, 1))},
     XidInfo{141, "ROBUST_CHANNEL_FAST_PATH_ERROR", "", "", XidSource::header, since(v(550, 40, 7))},
     XidInfo{142, "ROBUST_CHANNEL_NVENC3_ERROR", "", "", XidSource::header, since(v(570, 86, 15))},
     XidInfo{143, "GPU_INIT_ERROR", "GPU initialization failure", "", XidSource::header, since(v(550, 40, 7))},
-    XidInfo{144, "ROBUST_CHANNEL_KEY_ROTATION_ERROR", "", "", XidSource::header, between(v(550, 76), v(550, 100))},
+    XidInfo{144, "ROBUST_CHANNEL_KEY_ROTATION_ERROR", "", "", XidSource::header, between(v(550, 76), branch_end(550))},
     XidInfo{144, "RESERVED0_ERROR", "", "", XidSource::header, between(v(555, 42, 2), v(555, 58, 2))},
     XidInfo{144, "NVLINK_SAW_ERROR", "", "", XidSource::header, since(v(560, 28, 3))},
     XidInfo{145, "RESERVED1_ERROR", "", "", XidSource::header, between(v(555, 42, 2), v(555, 58, 2))},
@@ -179,12 +183,12 @@ constexpr std::array kXids{
     XidInfo{163, "ISINK_DISENGAGED", "", "", XidSource::header, since(v(580, 65, 6))},
     XidInfo{164, "ISINK_LOW_LIFETIME", "", "", XidSource::header, since(v(580, 65, 6))},
     XidInfo{165, "ISINK_ZERO_LIFETIME", "", "", XidSource::header, since(v(580, 65, 6))},
-    XidInfo{166, "NVLINK_SECURE_INTERRUPT_ERROR", "", "", XidSource::header, between(v(580, 65, 6), v(580, 105, 8))},
+    XidInfo{166, "NVLINK_SECURE_INTERRUPT_ERROR", "", "", XidSource::header, between(v(580, 65, 6), branch_end(580))},
     XidInfo{166, "NVLINK_SECURE_NVLE_ERROR", "", "", XidSource::header, since(v(590, 44, 1))},
     XidInfo{167, "PCIE_FATAL_TIMEOUT", "", "", XidSource::header, since(v(580, 65, 6))},
     XidInfo{168, "REDUCED_GPU_MEMORY_CAPACITY", "", "", XidSource::header, since(v(580, 65, 6))},
     XidInfo{169, "SEC2_HALT_ERROR", "", "", XidSource::header, since(v(580, 65, 6))},
-    XidInfo{170, "ROBUST_CHANNEL_UNUSED_ERROR_170", "", "", XidSource::header, between(v(580, 65, 6), v(580, 105, 8))},
+    XidInfo{170, "ROBUST_CHANNEL_UNUSED_ERROR_170", "", "", XidSource::header, between(v(580, 65, 6), branch_end(580))},
     XidInfo{170, "NVLINK_SECURE_ERROR", "", "", XidSource::header, since(v(590, 44, 1))},
     XidInfo{171, "UNCORRECTABLE_DRAM_ERROR", "", "", XidSource::header, since(v(580, 65, 6))},
     XidInfo{172, "UNCORRECTABLE_SRAM_ERROR", "", "", XidSource::header, since(v(580, 65, 6))},

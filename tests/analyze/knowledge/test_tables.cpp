@@ -241,3 +241,40 @@ TEST(KnowledgeTables, VersionsParseAndPrint) {
     EXPECT_EQ(to_string(VersionRange{}), "all versions checked");
     EXPECT_EQ(to_string(VersionRange{DriverVersion{535, 43, 2}, kNewestKnown}), "from 535.43.02");
 }
+
+// The 580 production branch (580.119.02 to 580.142, and 580.159.04 on the H200 machines) keeps 580.105.08's
+// uvm_ioctl.h and nverror.h: UVM ioctls 9, 11, 18, 19 and Xids 166, 170 keep their 580 names there; 590.44.01
+// removed the ioctls and renamed the Xids (open-gpu-kernel-modules tags 580.142 and 590.44.01).
+TEST(KnowledgeTables, Branch580KeepsItsUvmIoctlsAndXidsAfterTheMainLineMovedOn) {
+    for (DriverVersion d : {DriverVersion{580, 105, 8}, DriverVersion{580, 142, 0, 2}, DriverVersion{580, 159, 4}}) {
+        ASSERT_NE(uvm_ioctl(9, d), nullptr) << to_string(d);
+        EXPECT_STREQ(uvm_ioctl(9, d)->name, "UVM_RUN_TEST");
+        ASSERT_NE(uvm_ioctl(11, d), nullptr) << to_string(d);
+        EXPECT_STREQ(uvm_ioctl(11, d)->name, "UVM_REMOVE_SESSION");
+        ASSERT_NE(uvm_ioctl(18, d), nullptr) << to_string(d);
+        EXPECT_STREQ(uvm_ioctl(18, d)->name, "UVM_REGISTER_MPS_SERVER");
+        ASSERT_NE(uvm_ioctl(19, d), nullptr) << to_string(d);
+        EXPECT_STREQ(uvm_ioctl(19, d)->name, "UVM_REGISTER_MPS_CLIENT");
+        ASSERT_NE(xid_info(166, d), nullptr) << to_string(d);
+        EXPECT_STREQ(xid_info(166, d)->mnemonic, "NVLINK_SECURE_INTERRUPT_ERROR");
+        ASSERT_NE(xid_info(170, d), nullptr) << to_string(d);
+        EXPECT_STREQ(xid_info(170, d)->mnemonic, "ROBUST_CHANNEL_UNUSED_ERROR_170");
+    }
+    const DriverVersion d590{590, 44, 1};
+    EXPECT_EQ(uvm_ioctl(9, d590), nullptr);
+    EXPECT_EQ(uvm_ioctl(19, d590), nullptr);
+    EXPECT_STREQ(xid_info(166, d590)->mnemonic, "NVLINK_SECURE_NVLE_ERROR");
+    EXPECT_STREQ(xid_info(170, d590)->mnemonic, "NVLINK_SECURE_ERROR");
+}
+
+// The same kind on the older branches: an entry the main line dropped at the next branch stays to the end of its
+// own branch (uvm_ioctl.h of 570.211.01; nverror.h of 535.288.01 and 550.163.01 still define these numbers).
+TEST(KnowledgeTables, EntriesDroppedOnTheMainLineLastToTheirBranchEnd) {
+    ASSERT_NE(uvm_ioctl(36, DriverVersion{570, 211, 1}), nullptr);
+    EXPECT_STREQ(uvm_ioctl(36, DriverVersion{570, 211, 1})->name, "UVM_DEBUG_ACCESS_MEMORY");
+    EXPECT_EQ(uvm_ioctl(36, DriverVersion{575, 51, 2}), nullptr);
+    EXPECT_STREQ(xid_info(30, DriverVersion{535, 288, 1})->mnemonic, "ROBUST_CHANNEL_BAD_ADDR_ACCESS");
+    EXPECT_STREQ(xid_info(139, DriverVersion{535, 288, 1})->mnemonic, "ROBUST_CHANNEL_FAST_PATH_ERROR");
+    EXPECT_STREQ(xid_info(144, DriverVersion{550, 163, 1})->mnemonic, "ROBUST_CHANNEL_KEY_ROTATION_ERROR");
+    EXPECT_EQ(to_string(VersionRange{kOldestKnown, DriverVersion{580, 0xffffffffu, 0xffffffffu, 3}}), "up to 580.x");
+}
