@@ -318,7 +318,19 @@ int do_run(RunArgs a) {
         tracer::note("nvtrace run: --device is for scenario directories\n");
         return static_cast<int>(ExitCode::usage);
     }
-    if (a.no_graph) {
+    // A scenario whose call graph this kernel cannot record (no function_graph, a built-in driver) runs without it;
+    // the report says why (environment.function_graph) and the call-graph checks are inconclusive with that reason.
+    std::optional<std::string> no_graph_reason;
+    if (scenario && !a.no_graph) {
+        auto plan = tracer::plan_graph(a.modules, !a.filters.empty() || !a.graph_functions.empty());
+        for (const auto& n : plan.notes)
+            if (!a.quiet) tracer::note("nvtrace: {}\n", n);
+        a.modules = plan.modules;
+        no_graph_reason = plan.no_graph_reason;
+        if (no_graph_reason && !a.quiet)
+            tracer::note("nvtrace: {}; running without the call graph\n", *no_graph_reason);
+    }
+    if (a.no_graph || no_graph_reason) {
         a.modules.clear();
         a.filters.clear();
         a.notrace.clear();
@@ -473,9 +485,13 @@ int do_run(RunArgs a) {
     // The NVIDIA modules are always described: the checker decides version alternatives from them.
     std::vector<std::string> env_modules = a.modules;
     for (const char* m : {"nvidia", "nvidia_uvm"})
-        if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() && tracer::module_loaded(m))
+        if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() &&
+            tracer::module_state(m) != tracer::ModuleState::absent)
             env_modules.emplace_back(m);
     report.environment = tracer::environment_info(env_modules);
+    if (no_graph_reason) report.environment["function_graph"] = *no_graph_reason;
+    if (expectations && cap->meta.value("tracer_mode", "").rfind("function_graph", 0) == 0)
+        if (auto nt = tracer::not_traceable(*expectations); !nt.empty()) report.environment["not_traceable"] = nt;
 
     const auto& st = cap->status;
     bool cannot_run = scenario && st.exit_code && *st.exit_code == tracer::kScenarioCannotRun;

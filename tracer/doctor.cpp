@@ -15,6 +15,7 @@
 
 #include "cleanup.hpp"
 #include "procfs.hpp"
+#include "scenario.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
 
@@ -248,7 +249,7 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
         std::string id = "module:" + m;
         if (!loaded) {
             // Built-in modules have /sys/module/M (when they have parameters) but no initstate.
-            bool builtin = ::access(sys.c_str(), F_OK) == 0;
+            bool builtin = module_state(name) == ModuleState::builtin;
             f.push_back({id, "info", builtin ? "built into the kernel" : "not loaded",
                          builtin ? fmt::format("--module {} matches nothing (built-in functions carry no [module]); "
                                                "use --filter GLOB",

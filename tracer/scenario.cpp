@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -158,13 +159,122 @@ Result<fs::path> find_scenario_program(const Scenario& s, const std::optional<st
         s.program, fmt::join(names, ", "), s.program)));
 }
 
+fs::path sysfs_root() {
+    const char* e = std::getenv("NVTRACE_TEST_SYSFS_ROOT");
+    return e && *e ? fs::path(e) : fs::path("/sys");
+}
+
+fs::path procfs_root() {
+    const char* e = std::getenv("NVTRACE_TEST_PROCFS_ROOT");
+    return e && *e ? fs::path(e) : fs::path("/proc");
+}
+
+ModuleState module_state(const std::string& module) {
+    std::string name = module;
+    for (char& c : name)
+        if (c == '-') c = '_';
+    std::error_code ec;
+    const fs::path dir = sysfs_root() / "module" / name;
+    std::ifstream f(dir / "initstate");
+    std::string state;
+    if (f >> state) return state == "live" ? ModuleState::live : ModuleState::absent;  // "coming", "going"
+    if (fs::is_directory(dir, ec)) return ModuleState::builtin;
+    // nv.c makes /proc/driver/nvidia at init, built in or loaded; nvidia_uvm has no such directory.
+    if (name == "nvidia" && fs::is_directory(procfs_root() / "driver" / "nvidia", ec)) return ModuleState::builtin;
+    return ModuleState::absent;
+}
+
+GraphPlan plan_graph(const std::vector<std::string>& modules, bool other_graph_options) {
+    GraphPlan plan;
+    std::vector<std::string> builtin;
+    for (const auto& m : modules) {
+        if (module_state(m) == ModuleState::builtin) {
+            builtin.push_back(m);
+            plan.notes.push_back(fmt::format(
+                "{} is built into the kernel: :mod:{} matches no function (built-in functions carry no module)", m, m));
+        } else {
+            plan.modules.push_back(m);
+        }
+    }
+    if (modules.empty() && !other_graph_options) return plan;  // no graph was asked for
+    std::optional<fs::path> dir;
+    std::error_code ec;
+    if (const char* e = std::getenv("NVTRACE_TEST_SYSFS_ROOT"); e && *e)
+        dir = sysfs_root() / "kernel" / "tracing";
+    else
+        for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"})
+            if (fs::exists(fs::path(d) / "available_tracers", ec)) {
+                dir = d;
+                break;
+            }
+    if (dir) {
+        std::ifstream in(*dir / "available_tracers");
+        std::string tracers, w;
+        bool listed = false;
+        while (in >> w) {
+            tracers += (tracers.empty() ? "" : " ") + w;
+            listed = listed || w == "function_graph";
+        }
+        if (in.eof() && !listed) {
+            plan.no_graph_reason =
+                fmt::format("function_graph not available: this kernel does not offer it (available_tracers: {})",
+                            tracers.empty() ? "empty" : tracers);
+            plan.modules.clear();
+            return plan;
+        }
+    }
+    if (plan.modules.empty() && !other_graph_options)
+        plan.no_graph_reason = fmt::format(
+            "function_graph not available: {} {} built into the kernel, and :mod: matches only the functions of "
+            "loadable modules (trace them with --filter GLOB)",
+            fmt::join(builtin, " and "), builtin.size() == 1 ? "is" : "are");
+    return plan;
+}
+
+nlohmann::json not_traceable(const ExpectFile& ex) {
+    nlohmann::json out = nlohmann::json::object();
+    std::set<std::string> wanted;
+    for (const auto& c : ex.checks)
+        for (const auto& f : c.facts)
+            for (const auto& st : f.chain)
+                wanted.insert(st.function);
+    std::ifstream aff;
+    for (const char* d : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+        aff.open(fs::path(d) / "available_filter_functions");
+        if (aff) break;
+        aff.clear();
+    }
+    if (!aff || wanted.empty()) return out;
+    // "name [module]" or "name" per line; a function may be listed once per copy (static functions).
+    std::set<std::string> traceable, known;
+    std::string line;
+    while (std::getline(aff, line))
+        if (auto n = line.substr(0, line.find_first_of(" \t")); wanted.count(n)) traceable.insert(n);
+    std::ifstream ks("/proc/kallsyms");  // "ADDR TYPE NAME [MODULE]"
+    std::string addr, type, name;
+    while (ks >> addr >> type >> name) {
+        if (wanted.count(name)) known.insert(name);
+        std::getline(ks, line);
+    }
+    for (const auto& fn : wanted) {
+        if (traceable.count(fn)) continue;
+        out[fn] = known.count(fn) ? "not in available_filter_functions (in /proc/kallsyms: notrace, or a function "
+                                    "ftrace cannot patch)"
+                                  : "not in available_filter_functions nor /proc/kallsyms: inlined in this driver "
+                                    "version, not built, or its module is not loaded";
+    }
+    return out;
+}
+
 std::optional<std::string> unmet_requirement(const Scenario& s) {
     for (const auto& r : s.requires_) {
         auto w = words(r);
         if (w.size() == 1 && w[0] == "root") {
             if (::geteuid() != 0) return "tracing needs root (run nvtrace with sudo)";
         } else if (w.size() == 2 && w[0] == "module") {
-            if (!module_loaded(w[1])) return fmt::format("module {} is not loaded (load it: modprobe {})", w[1], w[1]);
+            if (module_state(w[1]) == ModuleState::absent)
+                return fmt::format("module {} is not loaded nor built in (no {}; load it: modprobe {})", w[1],
+                                   (sysfs_root() / "module" / w[1]).string(), w[1]);
         } else if (w.size() == 2 && w[0] == "device") {
             std::error_code ec;
             if (!fs::exists(w[1], ec)) return fmt::format("{} does not exist", w[1]);

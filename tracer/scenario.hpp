@@ -8,6 +8,7 @@
 // plain functions; find_scenario_program reads /proc/self/exe.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nvtrace/error.hpp"
+#include "nvtrace/expect.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace::tracer {
@@ -46,6 +48,39 @@ Result<Scenario> read_scenario(const std::filesystem::path& dir);
 // (a CMake build tree: build/tracer/nvtrace and build/scenarios/NAME/), EXE_DIR/../libexec/nvtrace/PROGRAM (an
 // install). The error lists every place looked at.
 Result<std::filesystem::path> find_scenario_program(const Scenario& s, const std::optional<std::string>& bin_dir);
+
+// Where /sys and /proc are read for module and driver facts: "/sys" and "/proc", or $NVTRACE_TEST_SYSFS_ROOT and
+// $NVTRACE_TEST_PROCFS_ROOT when set (tests only, docs/testing.md: a temporary directory stands in for a machine
+// whose driver is built in).
+std::filesystem::path sysfs_root();
+std::filesystem::path procfs_root();
+
+// How a kernel module is present. `live`: loaded (/sys/module/M/initstate says "live"). `builtin`: built into the
+// kernel: /sys/module/M without initstate (the kernel makes that directory for a built-in module with parameters or
+// a version), or, for nvidia, /proc/driver/nvidia (made by the driver whether built in or loaded). `absent`:
+// neither. '-' in M is read as '_'.
+enum class ModuleState : std::uint8_t { live, builtin, absent };
+ModuleState module_state(const std::string& module);
+
+// Why the scenario's call graph cannot be recorded here, or nullopt when nothing is known against it. Reads files
+// only, before anything is changed. `modules` built into the kernel (":mod:M" matches only loadable modules'
+// functions) are removed; a note names each. When no module is left (and no filter or graph function was given),
+// or the kernel does not list function_graph in available_tracers (/sys/kernel/tracing or /sys/kernel/debug/tracing;
+// ROOT/kernel/tracing under $NVTRACE_TEST_SYSFS_ROOT), no_graph_reason is set, starting "function_graph not
+// available: ", and the run goes without the graph. A tracefs that is not mounted says nothing here (the capture
+// reports it).
+struct GraphPlan {
+    std::vector<std::string> modules;  // what is left to trace with :mod:
+    std::optional<std::string> no_graph_reason;
+    std::vector<std::string> notes;  // modules dropped and why, for the progress lines
+};
+GraphPlan plan_graph(const std::vector<std::string>& modules, bool other_graph_options);
+
+// The functions named in the chains of `ex` that this machine's ftrace cannot hook, each with why: not in
+// available_filter_functions but in /proc/kallsyms ("notrace" or unpatchable), or in neither (inlined in this driver
+// version, not built, or its module is not loaded). Empty when available_filter_functions cannot be read (nothing is
+// claimed). The checker treats them like `untraced` lines (report environment.not_traceable). Reads files only.
+nlohmann::json not_traceable(const ExpectFile& ex);
 
 // The first requirement nvtrace can check that this machine does not meet ("module vgem is not loaded (load it:
 // modprobe vgem)"), or nullopt. `modules` replaces the scenario's own module requirements when given (--module).

@@ -181,8 +181,15 @@ struct Context {
     bool data_lost = false;
     std::string loss;
     bool live = false;
+    // Functions the run found it could not trace (environment.not_traceable, written by `nvtrace run`: absent from
+    // available_filter_functions, or from /proc/kallsyms too: inlined). Treated like the file's `untraced` lines.
+    std::vector<Untraced> not_traceable;
 
     Context(const Report& r, const ExpectFile& f) : report(r), file(f), env(check_environment(r)) {
+        if (r.environment.is_object() && r.environment.contains("not_traceable") &&
+            r.environment["not_traceable"].is_object())
+            for (const auto& [fn, why] : r.environment["not_traceable"].items())
+                if (why.is_string()) not_traceable.push_back({{fn}, {}, why.get<std::string>(), 0});
         for (const Call& c : r.calls) {
             by_id[c.id] = &c;
             if (c.parent) children[*c.parent].push_back(&c);
@@ -216,6 +223,8 @@ struct Context {
             if (all_hold(u.when, env) != Tri::no &&
                 std::find(u.functions.begin(), u.functions.end(), fn) != u.functions.end())
                 return &u;
+        for (const auto& u : not_traceable)
+            if (u.functions.front() == fn) return &u;
         return nullptr;
     }
 };
@@ -299,10 +308,16 @@ std::size_t calls_in(const Context& ctx, const std::optional<std::string>& phase
 }
 
 FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
-    if (ctx.report.calls.empty())
+    if (ctx.report.calls.empty()) {
+        // nvtrace run says why it ran a scenario without the graph (environment.function_graph).
+        const auto& env = ctx.report.environment;
+        if (env.is_object() && env.contains("function_graph") && env["function_graph"].is_string())
+            return {Outcome::inconclusive, "",
+                    "the report has no function_graph calls: " + env["function_graph"].get<std::string>()};
         return {Outcome::inconclusive, "",
                 "the report has no function_graph calls" + ctx.tracer_hint() +
                     ": the function tracer was not used or is not available here"};
+    }
     // The visible chain: untraced steps removed, the link across them loosened to '>>'.
     std::vector<ChainStep> visible;
     std::vector<std::string> hidden_why;

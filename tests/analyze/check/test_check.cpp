@@ -228,7 +228,11 @@ struct NvReport {
             KernelLogMessage k;
             k.source = "NVRM";
             k.kind = "bar_overlap";
-            k.text = "NVRM: osCheckGpuBarsOverlapAddrRange(): phys range 0x..-0x.. overlaps with FB or GPU BAR2";
+            // The two wordings of nvidia-driver.md 6.2: osmemdesc.c up to 590.48.01, and from 595.44.02.
+            bool new_wording = driver && driver->rfind("595", 0) == 0;
+            k.text = new_wording
+                         ? "NVRM: osCheckGpuBarsOverlapAddrRange(): phys range 0x..-0x.. overlaps with FB or GPU BAR2"
+                         : "NVRM: osCreateOsDescriptorFromIoMemory(): phys range 0x..-0x.. overlaps with GPU BARs";
             r.kernel_log.push_back(k);
         }
         return r;
@@ -249,11 +253,8 @@ TEST(CheckNvidia, HostRegisterBarOnA580DriverWithoutUserSideDecoding) {
     EXPECT_EQ(m["bar-overlap-check"].result, "inconclusive");
     EXPECT_NE(m["bar-overlap-check"].why.find("ftrace cannot see osCheckGpuBarsOverlapAddrRange"), std::string::npos)
         << m["bar-overlap-check"].why;
-    // 580 predates the log line: inconclusive, not fail.
-    EXPECT_EQ(m["bar-overlap-logged"].result, "inconclusive");
-    EXPECT_NE(m["bar-overlap-logged"].why.find("applies when driver >= 595.44.02; this run has driver 580.65.06"),
-              std::string::npos)
-        << m["bar-overlap-logged"].why;
+    // Every driver version logs the overlap (nvidia-driver.md 5(d) step 4, as corrected): no line is a fail.
+    EXPECT_EQ(m["bar-overlap-logged"].result, "fail");
 }
 
 TEST(CheckNvidia, StatusFromTheParameterStructDecides) {
@@ -273,23 +274,85 @@ TEST(CheckNvidia, StatusFromTheParameterStructDecides) {
     EXPECT_EQ(m["no-permission-problem"].result, "fail");
 }
 
-TEST(CheckNvidia, TheBarOverlapLineIsRequiredFrom595) {
+// The BAR-overlap line exists in every driver version: printed by osCreateOsDescriptorFromIoMemory up to 590.48.01
+// and by osCheckGpuBarsOverlapAddrRange from 595.44.02 (nvidia-driver.md 5(d) step 4, corrected). The hostregister-bar
+// expectation once gated it on >= 595.44.02, so a 580 run without the line was inconclusive instead of failing.
+TEST(CheckNvidia, TheBarOverlapLineIsRequiredInEveryDriverVersion) {
+    for (std::optional<std::string> driver :
+         {std::optional<std::string>("535.104.05"), std::optional<std::string>("580.159.04"),
+          std::optional<std::string>("590.48.01"), std::optional<std::string>("595.45.04"),
+          std::optional<std::string>()}) {
+        NvReport n;
+        n.driver = driver;
+        n.frontend = driver && driver->rfind("535", 0) == 0;
+        auto m = by_id(check_report(n.build(), expectations("hostregister-bar")));
+        EXPECT_EQ(m["bar-overlap-logged"].result, "fail") << driver.value_or("unknown") << m["bar-overlap-logged"].why;
+        EXPECT_NE(m["bar-overlap-logged"].evidence.find("no bar_overlap message"), std::string::npos)
+            << m["bar-overlap-logged"].evidence;
+        n.bar_overlap_line = true;
+        EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["bar-overlap-logged"].result, "pass")
+            << driver.value_or("unknown");
+    }
+}
+
+// nvidia_ioctl inlined into nvidia_unlocked_ioctl (possible from 545.23.06): the run records it as not traceable
+// (environment.not_traceable, from available_filter_functions and /proc/kallsyms), and no check of the documented
+// path fails for it: a chain through it is inconclusive with that reason, or its nvidia_unlocked_ioctl alternative
+// passes.
+TEST(CheckNvidia, AnInlinedNvidiaIoctlIsInconclusiveOrAnAlternativeNeverAFail) {
     NvReport n;
-    n.driver = "595.45.04";
-    auto m = by_id(check_report(n.build(), expectations("hostregister-bar")));
-    EXPECT_EQ(m["bar-overlap-logged"].result, "fail");
-    EXPECT_NE(m["bar-overlap-logged"].evidence.find("no bar_overlap message"), std::string::npos)
-        << m["bar-overlap-logged"].evidence;
-    n.bar_overlap_line = true;
-    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["bar-overlap-logged"].result, "pass");
-    // Unknown driver version: seen is a pass, not seen is inconclusive.
-    n.driver = std::nullopt;
-    EXPECT_EQ(by_id(check_report(n.build(), expectations("hostregister-bar")))["bar-overlap-logged"].result, "pass");
-    n.bar_overlap_line = false;
-    m = by_id(check_report(n.build(), expectations("hostregister-bar")));
-    EXPECT_EQ(m["bar-overlap-logged"].result, "inconclusive");
-    EXPECT_NE(m["bar-overlap-logged"].why.find("driver version unknown"), std::string::npos)
-        << m["bar-overlap-logged"].why;
+    n.driver = "580.159.04";
+    Report r = n.build();
+    std::uint64_t ioctl_id = 0;
+    for (const Call& c : r.calls)
+        if (c.function == "nvidia_ioctl") ioctl_id = c.id;
+    ASSERT_NE(ioctl_id, 0u);
+    for (Call& c : r.calls)
+        if (c.parent == ioctl_id) c.parent = r.calls.front().id;  // its callees hang below nvidia_unlocked_ioctl
+    std::erase_if(r.calls, [](const Call& c) { return c.function == "nvidia_ioctl"; });
+    r.environment["not_traceable"] = {
+        {"nvidia_ioctl",
+         "not in available_filter_functions nor /proc/kallsyms: inlined in this driver version, not "
+         "built, or its module is not loaded"}};
+    for (const char* scenario : {"hostregister-bar", "hostregister"}) {
+        auto checks = check_report(r, expectations(scenario));
+        // The synthetic report is hostregister-bar's run: the result and kernel-log checks judge other things.
+        for (const auto& c : checks) {
+            if (c.id == "register-succeeds" || c.id == "bar-overlap-logged") continue;
+            EXPECT_NE(c.result, "fail") << scenario << dump(checks);
+        }
+        auto m = by_id(checks);
+        EXPECT_EQ(m["rm-ioctl-entry"].result, "inconclusive") << m["rm-ioctl-entry"].why;
+        EXPECT_NE(m["rm-ioctl-entry"].why.find("ftrace cannot see nvidia_ioctl: not in available_filter_functions"),
+                  std::string::npos)
+            << m["rm-ioctl-entry"].why;
+    }
+    auto m = by_id(check_report(r, expectations("hostregister-bar")));
+    EXPECT_EQ(m["io-memory-path"].result, "pass") << m["io-memory-path"].why;
+    EXPECT_NE(m["io-memory-path"].evidence.find("nvidia_unlocked_ioctl#"), std::string::npos)
+        << m["io-memory-path"].evidence;
+    // Without the run's record the same report fails: nothing says nvidia_ioctl could not be traced.
+    r.environment.erase("not_traceable");
+    EXPECT_EQ(by_id(check_report(r, expectations("hostregister-bar")))["rm-ioctl-entry"].result, "fail");
+}
+
+// A scenario run without the graph because the kernel cannot record it: the call-graph checks say why.
+TEST(CheckNvidia, TheRunsReasonForNoGraphIsTheWhyOfTheChainChecks) {
+    NvReport n;
+    n.with_calls = false;
+    Report r = n.build();
+    r.source["tracer_mode"] = "events";
+    r.environment["function_graph"] =
+        "function_graph not available: this kernel does not offer it (available_tracers: function nop)";
+    auto m = by_id(check_report(r, expectations("hostregister-bar")));
+    for (const char* id : {"rm-ioctl-entry", "io-memory-path", "bar-overlap-check"}) {
+        EXPECT_EQ(m[id].result, "inconclusive") << id;
+        EXPECT_NE(m[id].why.find("no function_graph calls: function_graph not available: this kernel does not "
+                                 "offer it (available_tracers: function nop)"),
+                  std::string::npos)
+            << m[id].why;
+    }
+    EXPECT_EQ(m["register-fails-invalid-argument"].result, "pass");
 }
 
 TEST(CheckNvidia, ChainAlternativesFollowTheDriverVersion) {
