@@ -1,5 +1,6 @@
 // scenario-bar-reserve-map: reserve a GPU virtual range (cuMemAddressReserve), map 2 MiB of GPU 0's BAR1 (PCI
-// resource1, root only) at that address with mmap(MAP_FIXED), and read it from a kernel
+// resource1 as root, else a dma-buf of video memory: common/bar1_map.hpp) at that address with mmap(MAP_FIXED), and
+// read it from a kernel
 // (scenarios/bar-reserve-map/README.md). Documented result: the kernel faults with an illegal address, because a
 // CPU mapping at a reserved address gives the GPU no page-table entry there.
 // The driver API comes from libcuda.so.1 through dlopen, and the kernel is PTX text loaded with
@@ -13,6 +14,7 @@
 
 #include <cctype>
 
+#include "bar1_map.hpp"
 #include "cuda_util.hpp"
 
 namespace {
@@ -78,15 +80,15 @@ int main() {
     std::string bdf = bus_id;
     for (char& c : bdf)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string bar1 = "/sys/bus/pci/devices/" + bdf + "/resource1";
-    if (::geteuid() != 0) scenario::cannot_run(trace, "mapping %s needs root (nvtrace run --as-root)", bar1.c_str());
-    struct stat st {};
-    if (::stat(bar1.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) < size)
-        scenario::cannot_run(trace, "%s is missing or smaller than 2 MiB", bar1.c_str());
-    int fd = ::open(bar1.c_str(), O_RDWR | O_SYNC | O_CLOEXEC);
-    if (fd < 0) scenario::cannot_run(trace, "open %s: %s", bar1.c_str(), std::strerror(errno));
+    // resource1, else a dma-buf of video memory (common/bar1_map.hpp): an fd is needed for mmap(MAP_FIXED).
+    std::string why;
+    auto bar1 = scenario::open_bar1(bdf, size, true, why);
+    if (!bar1) scenario::cannot_run(trace, "%s", why.c_str());
+    int fd = bar1->fd;
 
     scenario::Tap tap(6);
+    tap.note("BAR1 route: " + bar1->route + " (" + bar1->detail + ")");
+    trace.result("bar1-route", bar1->route);
     cudaError_t e = scenario::step(trace, "init", [] { return cudaFree(nullptr); });
     tap.check(e == cudaSuccess, "cudaFree(0) creates the context", scenario::name(e));
 
