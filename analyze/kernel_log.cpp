@@ -408,6 +408,15 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         emit(raw.substr(std::min(p.body, raw.size())), p, lineno);
         return;
     }
+    // An open report printed without timestamps (`dmesg -t`) takes its body lines, indented frames included.
+    if (open_oops_ >= 0 && msgs_[static_cast<std::size_t>(open_oops_)].format == "bare" &&
+        (klog::is_oops_body(t) || klog::is_report_banner(t) ||
+         msgs_[static_cast<std::size_t>(open_oops_)].report != ReportState::body)) {
+        klog::LinePrefix bare;
+        bare.format = "bare";
+        record(t, bare, lineno, std::nullopt, "");
+        return;
+    }
     // No prefix. Indented: a continuation (dmesg prints a multi-line record's further lines under the message,
     // journalctl aligns them under the message column).
     if ((raw.front() == ' ' || raw.front() == '\t') && last_ >= 0) {
@@ -467,13 +476,6 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         return;
     }
     // An open report (an Oops printed by `dmesg -t`) takes its unprefixed body lines.
-    if (open_oops_ >= 0) {
-        const auto& ob = msgs_[static_cast<std::size_t>(open_oops_)];
-        if (ob.format == "bare" && (ob.report == ReportState::banner || ob.report == ReportState::title)) {
-            record(unquoted, bare, lineno, std::nullopt, "");
-            return;
-        }
-    }
     last_ = -1;
     ++out_.unread_lines;
     diag("non_log_line", "data_loss", lineno,
@@ -580,7 +582,7 @@ void Reader::post_process() {
         }
         // A register dump is one printk per register of the same function ("kfspDumpDebugState_GH100:
         // NV_PFSP_..._GROUP_2(0) = 0x9f", "(1) = ...", ...): one message, the values in order.
-        if (m.kind == "register_dump" && i > 0) {
+        if (m.kind == "register_dump") {
             for (std::size_t back = 1; back <= i; ++back) {
                 auto& j = msgs_[i - back];
                 if (j.removed) continue;

@@ -76,7 +76,8 @@ bool classify_oops(KernelLogMessage& msg) {
         f["type"] = "null_pointer_dereference";
         f["fault_address"] = m[1];
     } else if (std::regex_search(first, m, pf)) {
-        f["type"] = "page_fault";
+        // Kernels before 4.x: "BUG: unable to handle kernel NULL pointer dereference at %p".
+        f["type"] = first.find("NULL pointer") != std::string::npos ? "null_pointer_dereference" : "page_fault";
         f["fault_address"] = m[1];
     } else if (std::regex_search(first, m, bug_at)) {
         f["type"] = "bug";
@@ -310,6 +311,22 @@ void device_fields(KernelLogMessage& msg, const std::string& flat) {
         }
     }
     rest = trim(rest);
+    // drm_print.c __drm_err/drm_dbg without a device: "[drm:%ps] *ERROR* msg", %ps adding " [module]".
+    if (rest.substr(0, 5) == "[drm:") {
+        std::size_t close = rest.find("] ");
+        if (close != std::string_view::npos) {
+            std::string_view inner = rest.substr(5, close - 5);
+            if (auto sp = inner.find(" ["); sp != std::string_view::npos) {
+                std::string_view mod = inner.substr(sp + 2);
+                if (!mod.empty() && mod.back() == ']') mod.remove_suffix(1);
+                f["module"] = std::string(mod);
+                inner = inner.substr(0, sp);
+            }
+            f["function"] = std::string(inner);
+            f.emplace("subsystem", "drm");
+            rest = trim(rest.substr(close + 2));
+        }
+    }
     // DRM's device logging inside a dev_printk line: "[drm] *ERROR* fn(): msg", "[drm] fn(): msg".
     if (rest.substr(0, 6) == "[drm] ") {
         f.emplace("subsystem", "drm");

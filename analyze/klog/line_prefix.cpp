@@ -191,9 +191,13 @@ std::size_t reltime_bracket_at(std::string_view s, std::size_t pos) {
     }
     if (in.size() < 9 || !is_month(in.substr(0, 3)) || in[3] != ' ') return 0;
     std::size_t i = 4;
-    while (i < in.size() && (is_digit(in[i]) || in[i] == ' '))
+    while (i < in.size() && in[i] == ' ')
         ++i;
-    std::string_view clock = in.substr(i);
+    std::size_t day = i;
+    while (i < in.size() && is_digit(in[i]))
+        ++i;
+    if (i == day || i - day > 2 || i >= in.size() || in[i] != ' ') return 0;
+    std::string_view clock = in.substr(i + 1);
     auto d = [&](std::size_t k) { return k < clock.size() && is_digit(clock[k]); };
     if (!(d(0) && d(1) && clock.size() >= 5 && clock[2] == ':' && d(3) && d(4))) return 0;
     if (clock.size() != 5 && !(clock.size() == 8 && clock[5] == ':' && d(6) && d(7))) return 0;

@@ -95,6 +95,8 @@ bool is_oops_body(std::string_view body) {
         "EAX: ",          "ESI: ",          "DS: ",
         "Kernel Offset:", "---[ end trace", "Process ",
         "pc : ",          "lr : ",          "sp : ",
+        "IP: ",           "Read of size ",  "Write of size ",
+        "RSP <",
     };
     for (auto h : heads)
         if (starts(b, h)) return true;

@@ -434,4 +434,266 @@ TEST(KlogCases, CudaHostRegisterCuMemAddressReserveFail) {
     EXPECT_EQ(f(errs[2], "cuda_code"), "801");
 }
 
+// ---- Added 2026-12-01 (../shared/cases/README.md, second collection round) ----
+
+TEST(KlogCases, Xid79DmesgTCrashDumpContinuation) {
+    auto p = load("nvrm-xid79-dmesg-T-crashdump-continuation.log");
+    EXPECT_EQ(p.format, "dmesg-ctime");
+    auto drv = first(p, "driver_loaded");
+    EXPECT_EQ(f(drv, "version"), "535.161.07");
+    ASSERT_TRUE(drv);
+    EXPECT_EQ(drv->wall_time, "Thu Apr  4 18:03:56 2024");
+    auto xids = of_kind(p, "xid");
+    ASSERT_EQ(xids.size(), 1u);
+    EXPECT_EQ(f(xids[0], "xid"), "79");
+    EXPECT_EQ(f(xids[0], "pci"), "0000:a1:00");
+    EXPECT_EQ(f(xids[0], "pid"), "<unknown>");
+    EXPECT_EQ(xids[0]->wall_time, "Fri Apr  5 21:29:39 2024");
+    // The device-prefixed "GPU has fallen off the bus." line is the same event, joined to the Xid.
+    EXPECT_EQ(f(xids[0], "device"), "0000:a1:00.0");
+    EXPECT_EQ(f(xids[0], "duplicate_lines"), "4");
+    EXPECT_TRUE(of_kind(p, "fallen_off_bus").empty());
+    auto dump = of_kind(p, "crash_dump");
+    ASSERT_EQ(dump.size(), 1u);
+    EXPECT_EQ(std::count(dump[0]->text.begin(), dump[0]->text.end(), '\n'), 2);
+    EXPECT_TRUE(p.complete);
+}
+
+TEST(KlogCases, NvAssertOkFailedBar1VaExhaustion) {
+    auto p = load("nvrm-nvassertokfailed-bar1-va-exhaustion.log");
+    EXPECT_EQ(p.format, "journal");
+    auto st = of_kind(p, "nv_status");
+    ASSERT_EQ(st.size(), 2u);
+    for (auto* m : st) {
+        EXPECT_EQ(f(m, "status_name"), "NV_ERR_NO_MEMORY");
+        EXPECT_EQ(f(m, "status"), "0x51");
+        EXPECT_EQ(f(m, "file"), "mapping_reuse.c");
+        EXPECT_EQ(f(m, "src_line"), "273");
+        EXPECT_EQ(f(m, "expr"),
+                  "pReuseMappingDb->pMapCb(pReuseMappingDb->pGlobalCtx, pAllocCtx, range, cachingFlags, &token, "
+                  "_reusemappingdbAddMappingCallback)");
+    }
+    std::size_t va = 0;
+    for (const auto& m : p.messages)
+        if (f(&m, "function") == "dmaAllocMapping_GM107") {
+            ++va;
+            EXPECT_EQ(m.wall_time, "Jun 14 03:23:32");
+            EXPECT_EQ(m.host, "host1");
+            EXPECT_EQ(f(&m, "chip"), "GM107");
+        }
+    EXPECT_EQ(va, 7u);
+}
+
+TEST(KlogCases, NvocFusedLineCcTdx) {
+    auto p = load("nvrm-nvoc-fused-line-cc-tdx.log");
+    std::size_t enc = 0;
+    for (const auto& m : p.messages)
+        if (f(&m, "function") == "_issueRpcAndWait") {
+            ++enc;
+            EXPECT_EQ(f(&m, "status"), "0x1f");
+            EXPECT_EQ(f(&m, "rpc_function"), "10");
+        }
+    EXPECT_EQ(enc, 2u);
+    std::vector<std::string> objects;
+    for (const auto& m : p.messages)
+        if (f(&m, "function") == "rpcRmApiFree_GSP") {
+            EXPECT_EQ(f(&m, "hClient"), "0xc1e00004");
+            EXPECT_EQ(f(&m, "status_truncated"), "true");  // "status=0x0000": cut where the line ends
+            EXPECT_EQ(f(&m, "status_name"), "<absent>");
+            objects.push_back(f(&m, "hObject"));
+        }
+    EXPECT_EQ(objects, (std::vector<std::string>{"0xcaf00001", "0xcaf00000"}));
+    // The fused physical line 9: NVOC's objDelete report, then a cut-off RmInitAdapter message.
+    const KernelLogMessage* nvoc = nullptr;
+    for (const auto& m : p.messages)
+        if (m.line == 9 && f(&m, "component") == "NVOC") nvoc = &m;
+    ASSERT_TRUE(nvoc);
+    EXPECT_EQ(f(nvoc, "function"), "__nvoc_objDelete");
+    EXPECT_EQ(f(nvoc, "child_class"), "PrereqTracker");
+    EXPECT_EQ(f(nvoc, "parent_class"), "OBJGPU");
+    EXPECT_EQ(f(nvoc, "fused"), "true");
+    auto rm = of_kind(p, "rm_init_adapter_failed");
+    ASSERT_EQ(rm.size(), 1u);  // the truncated RmInitAdapt and its rm_init_adapter companion: one failure
+    EXPECT_EQ(f(rm[0], "pci"), "0000:01:00.0");
+    EXPECT_EQ(f(rm[0], "truncated"), "true");
+    EXPECT_EQ(f(rm[0], "minor"), "0");
+    EXPECT_EQ(rm[0]->line, 9u);
+    std::vector<std::string> asserts;
+    for (auto* m : of_kind(p, "assertion_failed"))
+        asserts.push_back(f(m, "file") + ":" + f(m, "src_line"));
+    EXPECT_EQ(asserts, (std::vector<std::string>{"gpu.c:5282", "objvgpu.c:150"}));
+    EXPECT_EQ(f(of_kind(p, "assertion_failed")[0], "expr"), "GPU_GET_VGPU(pGpu) != NULL");
+    auto oops = first(p, "oops");
+    EXPECT_EQ(f(oops, "fault_address"), "00000000000152ba");
+    EXPECT_EQ(p.lines, 14u);
+    EXPECT_EQ(p.log_lines, 14u);
+}
+
+TEST(KlogCases, FspBootCcInsufficientResources) {
+    auto p = load("nvrm-fsp-boot-cc-insufficient-resources.log");
+    EXPECT_EQ(p.format, "dmesg");
+    EXPECT_EQ(p.messages.at(0).fields.at("pci"), "0000:01:00");  // no ".0" function number
+    EXPECT_EQ(p.messages.at(0).fields.at("chip"), "GH100");
+    auto regs = of_kind(p, "register_dump");
+    ASSERT_EQ(regs.size(), 1u);
+    EXPECT_EQ(f(regs[0], "register"), "NV_PFSP_FALCON_COMMON_SCRATCH_GROUP_2");
+    EXPECT_EQ(f(regs[0], "values"), "0x9f, 0x110186, 0x1103c0, 0x5");
+    EXPECT_EQ(f(regs[0], "registers"), "4");
+    EXPECT_EQ(f(regs[0], "NV_PFSP_FALCON_COMMON_SCRATCH_GROUP_2(3)"), "0x5");
+    auto chk = first(p, "nv_status");
+    EXPECT_EQ(f(chk, "check"), "check");
+    EXPECT_EQ(f(chk, "status_name"), "NV_ERR_INSUFFICIENT_RESOURCES");
+    EXPECT_EQ(f(chk, "status"), "0x1a");
+    EXPECT_EQ(f(chk, "expr"), "kfspSendBootCommands_HAL(pGpu, pKernelFsp)");
+    EXPECT_EQ(f(chk, "file"), "kernel_gsp_gh100.c");
+    EXPECT_EQ(f(chk, "src_line"), "756");
+    const KernelLogMessage* bad = nullptr;
+    for (const auto& m : p.messages)
+        if (f(&m, "function") == "gpuHandleSanityCheckRegReadError_GH100") bad = &m;
+    EXPECT_EQ(f(bad, "addr"), "0x110804");
+    EXPECT_EQ(f(bad, "regvalue"), "0xbadf4100");
+    EXPECT_EQ(f(bad, "error_code"), "Unknown SYS_PRI_ERROR_CODE");
+    auto rm = of_kind(p, "rm_init_adapter_failed");
+    ASSERT_EQ(rm.size(), 1u);
+    EXPECT_EQ(f(rm[0], "pci"), "0000:01:00.0");
+    EXPECT_EQ(f(rm[0], "code"), "0x62:0x1a:1792");
+    EXPECT_EQ(f(rm[0], "minor"), "0");
+    EXPECT_EQ(f(&p.messages.back(), "gspFmcSysmemOffset"), "0x110680000");
+    EXPECT_EQ(f(&p.messages.back(), "size"), "0x35c");
+    EXPECT_TRUE(p.complete);
+}
+
+TEST(KlogCases, NoColonRfc3339KbusVerify) {
+    auto p = load("nvrm-nocolon-rfc3339-kbusverify.log");
+    EXPECT_EQ(p.format, "syslog-iso");
+    ASSERT_EQ(p.messages.size(), 8u);
+    for (const auto& m : p.messages) {
+        EXPECT_EQ(m.source, "NVRM");  // "NVRM kbusVerifyBar2_GM107:" has no colon after NVRM
+        EXPECT_EQ(f(&m, "function"), "kbusVerifyBar2_GM107");
+        EXPECT_EQ(f(&m, "offset"), "0x70f000");
+        EXPECT_EQ(f(&m, "garbage"), "0x0");
+        EXPECT_EQ(m.host, "host1");
+    }
+    EXPECT_EQ(p.messages.front().ts_ns, 67529695000u);
+    EXPECT_EQ(p.messages.back().ts_ns, 67533978000u);
+    EXPECT_EQ(p.messages.front().wall_time, "2023-12-11T22:20:08.944986+01:00");
+    EXPECT_EQ(p.messages[2].wall_time, p.messages[3].wall_time);  // same syslog time, different kernel times
+}
+
+TEST(KlogCases, ModesetErrorJournalFlipTimeout) {
+    auto p = load("nvidia-modeset-error-journal-flip-timeout.log");
+    std::vector<std::string> channels;
+    for (auto* m : of_kind(p, "driver_error"))
+        if (m->source == "nvidia-modeset" && f(m, "class") == "0xca7e") {
+            channels.push_back(f(m, "channel"));
+            EXPECT_EQ(f(m, "status"), "0x62");
+            EXPECT_EQ(f(m, "gpu"), "0");
+            EXPECT_EQ(f(m, "severity"), "ERROR");
+        }
+    EXPECT_EQ(channels, (std::vector<std::string>{"2", "4", "6"}));
+    const KernelLogMessage* dp = nullptr;
+    for (const auto& m : p.messages)
+        if (f(&m, "connector") == "DP-0") dp = &m;
+    EXPECT_EQ(f(dp, "message"), "Failed to disable DisplayPort audio stream-3");
+    EXPECT_EQ(of_kind(p, "driver_warning").size(), 2u);
+    EXPECT_EQ(f(first(p, "driver_warning"), "message"), "Lost display notification (0:0x00000000); continuing.");
+    const KernelLogMessage* drm = nullptr;
+    for (const auto& m : p.messages)
+        if (m.source == "nvidia-drm") drm = &m;
+    ASSERT_TRUE(drm);
+    EXPECT_EQ(drm->kind, "driver_error");
+    EXPECT_EQ(f(drm, "function"), "nv_drm_atomic_commit");
+    EXPECT_EQ(f(drm, "module"), "nvidia_drm");
+    EXPECT_EQ(f(drm, "gpu_id"), "0x100");
+    EXPECT_EQ(f(drm, "head"), "0");
+    auto as = first(p, "assertion_failed");
+    EXPECT_EQ(f(as, "file"), "rs_client.c");
+    EXPECT_EQ(f(as, "src_line"), "844");
+    EXPECT_EQ(f(as, "gpu_index"), "0");
+    ASSERT_TRUE(as);
+    EXPECT_EQ(as->wall_time, "Jun 12 16:30:43");
+    EXPECT_EQ(p.messages.at(7).source, "kernel");  // Console: ...
+}
+
+TEST(KlogCases, UvmUbsanCallTraceUvmIoctl) {
+    auto p = load("nvidia-uvm-ubsan-calltrace-uvm-ioctl.log");
+    ASSERT_EQ(p.messages.size(), 1u);  // banner, title, detail, CPU, Hardware name and trace: one report
+    const auto& r = p.messages[0];
+    EXPECT_EQ(r.kind, "oops");
+    EXPECT_EQ(f(&r, "type"), "ubsan");
+    EXPECT_EQ(f(&r, "ubsan_check"), "array-index-out-of-bounds");
+    EXPECT_EQ(f(&r, "file"), "build/nvidia/535.171.04/build/nvidia-uvm/uvm_pmm_gpu.c");
+    EXPECT_EQ(f(&r, "src_line"), "2038");
+    EXPECT_EQ(f(&r, "column"), "44");
+    EXPECT_EQ(f(&r, "index"), "0");
+    EXPECT_EQ(f(&r, "index_type"), "uvm_gpu_chunk_t *[*]");
+    EXPECT_EQ(f(&r, "cpu"), "24");
+    EXPECT_EQ(f(&r, "pid"), "3014");
+    EXPECT_EQ(f(&r, "comm"), "ollama");
+    EXPECT_EQ(f(&r, "kernel"), "6.8.0-31-generic");
+    EXPECT_EQ(f(&r, "tainted"), "P O");
+    EXPECT_EQ(f(&r, "driver_version"), "535.171.04");
+    EXPECT_EQ(f(&r, "frames"), "13");
+    std::vector<std::string> unreliable;
+    for (int i = 0; i < 13; ++i)
+        if (f(&r, "frame[" + std::to_string(i) + "].reliable") == "false")
+            unreliable.push_back(f(&r, "frame[" + std::to_string(i) + "]"));
+    EXPECT_EQ(unreliable,
+              (std::vector<std::string>{"allocate_directory+0xb4/0x130", "srso_alias_return_thunk+0x5/0xfbef5"}));
+    EXPECT_EQ(f(&r, "frame[3]"), "uvm_pmm_gpu_alloc+0x2f5/0x6d0");
+    EXPECT_EQ(f(&r, "frame[3].module"), "nvidia_uvm");
+    EXPECT_EQ(f(&r, "frame[11]"), "uvm_ioctl+0x1a26/0x1cd0");
+    EXPECT_EQ(f(&r, "frame[11].module"), "nvidia_uvm");
+    EXPECT_EQ(f(&r, "hardware"), "ASUS System Product Name/Pro WS WRX90E-SAGE SE, BIOS 0404 12/20/2023");
+}
+
+TEST(KlogCases, AccelIvpuFirmwareVariants) {
+    auto p = load("accel-ivpu-firmware-variants.log");
+    EXPECT_EQ(p.format, "bare+journal+dmesg");
+    EXPECT_TRUE(p.complete) << (p.incomplete.empty() ? "" : p.incomplete[0]);
+    EXPECT_EQ(p.unread_lines, 0u);
+    std::size_t fw_request = 0, probe = 0;
+    for (const auto& m : p.messages) {
+        if (f(&m, "function") == "ivpu_fw_request") {
+            ++fw_request;
+            EXPECT_EQ(f(&m, "errno"), "-2");
+            EXPECT_EQ(f(&m, "errno_name"), "ENOENT");
+            EXPECT_EQ(f(&m, "driver"), "intel_vpu");
+            EXPECT_EQ(f(&m, "pci"), "0000:00:0b.0");
+        }
+        if (m.kind == "probe_failed" && f(&m, "probe_driver") == "intel_vpu") {
+            ++probe;
+            EXPECT_EQ(f(&m, "errno"), "-2");
+        }
+    }
+    EXPECT_EQ(fw_request, 2u);  // the dmesg -t and the journalctl block
+    EXPECT_EQ(probe, 2u);
+    const KernelLogMessage* idle = nullptr;
+    for (const auto& m : p.messages)
+        if (f(&m, "function") == "ivpu_hw_power_down") idle = &m;
+    EXPECT_EQ(f(idle, "message"), "NPU not idle during power down");
+    std::vector<std::uint64_t> load_ts;
+    for (auto* m : of_kind(p, "firmware_load_failed"))
+        if (f(m, "firmware") == "vpu_37xx.bin") {
+            EXPECT_EQ(f(m, "errno_name"), "ENOENT");
+            load_ts.push_back(m->ts_ns.value_or(0));
+        }
+    EXPECT_EQ(load_ts, (std::vector<std::uint64_t>{4445538000u, 4445548000u, 4445554000u}));
+    auto ipu = of_kind(p, "firmware_load_failed");
+    bool enoent_spelled = false;
+    for (auto* m : ipu)
+        if (f(m, "driver") == "intel-ipu6" && f(m, "errno") == "-2") enoent_spelled = true;  // "-ENOENT"
+    EXPECT_TRUE(enoent_spelled);
+    auto fw = first(p, "firmware_loaded");
+    EXPECT_EQ(f(fw, "firmware"), "intel/vpu/vpu_37xx_v0.0.bin");
+    EXPECT_EQ(f(fw, "firmware_version"),
+              "20250306*MTL_CLIENT_SILICON-release*1130*ci_tag_ud202512_vpu_rc_20250306_1130*5064b5debc3");
+    auto init = first(p, "driver_loaded");
+    EXPECT_EQ(f(init, "module"), "intel_vpu");
+    EXPECT_EQ(f(init, "version"), "1.0.0");
+    EXPECT_EQ(f(init, "minor"), "0");
+    ASSERT_TRUE(init);
+    EXPECT_EQ(init->ts_ns, 4535283000u);
+}
+
 }  // namespace
