@@ -423,6 +423,10 @@ std::vector<GraphNode> CallStream::graph() const {
     return impl_->paths.rows();
 }
 
+GraphStats CallStream::graph_stats() const {
+    return impl_->paths.stats();
+}
+
 std::uint64_t CallStream::calls() const {
     return impl_->next_id - 1;
 }

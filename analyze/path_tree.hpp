@@ -1,47 +1,33 @@
-// path_tree.hpp: the per-path aggregation behind CallGraph rows (aggregate_graph, CallStream::graph); private
-// to analyze.
+// path_tree.hpp: the per-path aggregation behind the report's `graph` rows (aggregate_graph,
+// CallStream::graph); private to analyze.
+//
+// A call path ("a > b > c") is a node under its parent path. Function names are interned once to dense
+// integer ids (FunctionIds, hashed with XXH3 from libxxhash); a path is keyed by (parent node, function id)
+// in an open-addressing table, so a lookup hashes one 64-bit key and compares integers, whatever the names.
+//
+// Memory is bounded: at most `max_paths` distinct paths, holding at most `max_path_bytes` bytes of path text
+// together, are kept (the paths of the first calls, in id order). A call whose path would be a new one
+// beyond that, and every call under it, is aggregated into one row per function instead, whose path is
+// "[beyond N paths] > FUNCTION" (beyond_row_prefix): its count, durations and self time are those of every
+// such call of that function, wherever it ran. beyond_calls() counts them, for the report's
+// `graph_paths_capped` diagnostic (docs/report-format.md). Function names themselves are stored once each,
+// however often they occur: bounded by the distinct symbols of the traced kernel.
+// Thread-safety: one instance per thread.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "nvtrace/call_graph.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace::detail {
-
-// A fast hash of a short name (8 bytes at a time, multiply-xorshift mixing); not for untrusted adversarial
-// keys beyond what a slower lookup costs.
-inline std::uint64_t name_hash(std::string_view s, std::uint64_t seed) {
-    std::uint64_t h = seed ^ (s.size() * 0x9e3779b97f4a7c15ULL);
-    const char* p = s.data();
-    std::size_t n = s.size();
-    auto mix = [](std::uint64_t x) {
-        x ^= x >> 32;
-        x *= 0xd6e8feb86659fd93ULL;
-        x ^= x >> 32;
-        return x;
-    };
-    while (n >= 8) {
-        std::uint64_t w;
-        std::memcpy(&w, p, 8);
-        h = mix(h ^ w) * 0x9e3779b97f4a7c15ULL;
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        std::uint64_t w = 0;
-        std::memcpy(&w, p, n);
-        h = mix(h ^ w ^ (std::uint64_t(n) << 59)) * 0x9e3779b97f4a7c15ULL;
-    }
-    return mix(h);
-}
 
 // a == b for short names without a memcmp call: 8 bytes at a time, the last word overlapping.
 inline bool same_name(std::string_view a, std::string_view b) {
@@ -60,114 +46,108 @@ inline bool same_name(std::string_view a, std::string_view b) {
     }
 }
 
-// Distinct call paths ("a > b > c"), each a node under its parent path, with the aggregated row. One flat
-// open-addressing table of (parent, name) -> node: a lookup per call hashes the name once and compares it
-// once; the child a node got last is tried before that.
+// Distinct function names -> ids 0, 1, 2, ... in first-seen order; each name's bytes are stored once, in
+// blocks that never move (name() views stay valid for the table's lifetime).
+class FunctionIds {
+public:
+    std::uint32_t intern(std::string_view name);
+    std::string_view name(std::uint32_t id) const { return names_[id]; }
+    std::size_t size() const { return names_.size(); }
+
+private:
+    static constexpr std::uint32_t kEmpty = std::numeric_limits<std::uint32_t>::max();
+    struct Slot {
+        std::uint64_t hash = 0;
+        std::uint32_t id = kEmpty;
+    };
+    std::string_view store(std::string_view name);
+    void grow();
+    std::vector<std::string_view> names_;
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    char* block_at_ = nullptr;
+    std::size_t block_left_ = 0;
+    std::vector<Slot> slots_ = std::vector<Slot>(1024);  // a power of two, at most half full
+};
+
 class PathTree {
 public:
     static constexpr std::uint32_t kRoot = std::numeric_limits<std::uint32_t>::max();
+    // Defaults: 131,072 paths and 64 MiB of path text (the rows' strings), about 100 MB at the end with the
+    // rows built; far above the 12,095 paths of 100 MB of bench/gen_fgraph's default shape.
+    static constexpr std::uint32_t kMaxPaths = 1u << 17;
+    static constexpr std::uint64_t kMaxPathBytes = std::uint64_t(64) << 20;
 
+    explicit PathTree(std::uint32_t max_paths = kMaxPaths, std::uint64_t max_path_bytes = kMaxPathBytes);
+
+    // The node of a call of `function` under the call whose node is `parent` (kRoot: a root call).
     std::uint32_t intern(std::uint32_t parent, std::string_view function) {
         // Calls repeat: the child a path got last time is the likely one again (one compare, no hashing).
         std::uint32_t& last = parent == kRoot ? last_root_ : nodes_[parent].last_kid;
-        if (last != kRoot && same_name(nodes_[last].name(), function)) return last;
-        std::uint64_t h = name_hash(function, parent);
-        std::size_t mask = slots_.size() - 1;
-        std::size_t i = h & mask;
-        for (; slots_[i].node != kRoot; i = (i + 1) & mask) {
-            const Slot& sl = slots_[i];
-            if (sl.hash == h && sl.parent == parent && same_name(nodes_[sl.node].name(), function))
-                return last = sl.node;
-        }
-        auto id = static_cast<std::uint32_t>(nodes_.size());
-        names_.emplace_back(function);  // a deque: the pointers in nodes_ stay valid
-        Node n;
-        n.parent = parent;
-        n.data = names_.back().data();
-        n.size = static_cast<std::uint32_t>(names_.back().size());
-        nodes_.push_back(n);
-        rows_.emplace_back().min_ns = std::numeric_limits<std::uint64_t>::max();
-        slots_[i] = Slot{h, parent, id};
-        if (nodes_.size() * 2 > slots_.size()) grow();
-        (parent == kRoot ? last_root_ : nodes_[parent].last_kid) = id;
-        return id;
+        if (last != kRoot && same_name(functions_.name(nodes_[last].function), function)) return last;
+        std::uint32_t n = child(parent, functions_.intern(function));
+        (parent == kRoot ? last_root_ : nodes_[parent].last_kid) = n;  // `last` may have moved with nodes_
+        return n;
     }
 
+    // Adds one call to its node's row: `duration` if known, `child_ns` the known durations of its children.
     void add(std::uint32_t node, const std::optional<std::uint64_t>& duration, std::uint64_t child_ns) {
-        GraphNode& n = rows_[node];
+        Row& n = rows_[node];
         ++n.count;
+        beyond_calls_ += nodes_[node].beyond;
         if (duration) {
             std::uint64_t d = *duration;
             n.total_ns += d;
             n.self_ns += d > child_ns ? d - child_ns : 0;
-            n.min_ns = std::min(n.min_ns, d);
-            n.max_ns = std::max(n.max_ns, d);
+            if (d < n.min_ns) n.min_ns = d;
+            if (d > n.max_ns) n.max_ns = d;
         }
     }
 
     // One row per path that was counted, sorted by path (byte order).
-    std::vector<GraphNode> rows() const {
-        std::vector<std::string> paths(nodes_.size());
-        for (std::size_t i = 0; i < nodes_.size(); ++i) {  // a parent is always interned before its children
-            const Node& n = nodes_[i];
-            paths[i] = n.parent == kRoot ? std::string(n.name()) : paths[n.parent] + " > " + std::string(n.name());
-        }
-        std::vector<std::size_t> order;
-        order.reserve(nodes_.size());
-        for (std::size_t i = 0; i < nodes_.size(); ++i)
-            if (rows_[i].count) order.push_back(i);
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return paths[a] < paths[b]; });
-        std::vector<GraphNode> out;
-        out.reserve(order.size());
-        for (std::size_t i : order) {
-            const GraphNode& r = rows_[i];
-            if (!out.empty() && out.back().path == paths[i]) {  // names holding " > " can spell one path twice
-                GraphNode& n = out.back();
-                n.count += r.count;
-                n.total_ns += r.total_ns;
-                n.self_ns += r.self_ns;
-                n.min_ns = std::min(n.min_ns, r.min_ns);
-                n.max_ns = std::max(n.max_ns, r.max_ns);
-                continue;
-            }
-            out.push_back(r);
-            out.back().path = std::move(paths[i]);
-        }
-        for (GraphNode& n : out)
-            if (n.min_ns == std::numeric_limits<std::uint64_t>::max()) n.min_ns = 0;
-        return out;
-    }
+    std::vector<GraphNode> rows() const;
+
+    std::uint64_t beyond_calls() const { return beyond_calls_; }  // calls added to "[beyond N paths]" rows
+    std::uint32_t max_paths() const { return max_paths_; }
+    std::uint64_t max_path_bytes() const { return max_path_bytes_; }
+    std::size_t paths() const { return kept_; }  // distinct paths kept
+    GraphStats stats() const { return {kept_, max_paths_, max_path_bytes_, beyond_calls_}; }
+
+    // "[beyond N paths]": the first component of the per-function rows past the cap.
+    static std::string beyond_row_prefix(std::uint32_t max_paths);
 
 private:
+    std::uint32_t child(std::uint32_t parent, std::uint32_t function);
+    void grow();
+
+    struct Node {
+        std::uint32_t parent = kRoot;    // kRoot for a root and for a beyond node
+        std::uint32_t function = 0;      // FunctionIds id
+        std::uint32_t last_kid = kRoot;  // the child interned last, kRoot for none
+        std::uint32_t beyond = 0;        // 1: a per-function row past the cap
+    };
+    struct Row {
+        std::uint64_t count = 0;
+        std::uint64_t total_ns = 0;
+        std::uint64_t self_ns = 0;
+        std::uint64_t min_ns = std::numeric_limits<std::uint64_t>::max();
+        std::uint64_t max_ns = 0;
+    };
     struct Slot {
-        std::uint64_t hash = 0;
-        std::uint32_t parent = kRoot;
+        std::uint64_t key = 0;       // parent << 32 | function
         std::uint32_t node = kRoot;  // kRoot: empty
     };
-    void grow() {
-        std::vector<Slot> old(slots_.size() * 2);
-        old.swap(slots_);
-        std::size_t mask = slots_.size() - 1;
-        for (const Slot& sl : old) {
-            if (sl.node == kRoot) continue;
-            std::size_t i = sl.hash & mask;
-            while (slots_[i].node != kRoot)
-                i = (i + 1) & mask;
-            slots_[i] = sl;
-        }
-    }
-    struct Node {
-        std::uint32_t parent = kRoot;
-        std::uint32_t last_kid = kRoot;  // the child interned last, kRoot for none
-        const char* data = nullptr;      // the function, in names_
-        std::uint32_t size = 0;
-        std::string_view name() const { return {data, size}; }
-    };
+
+    FunctionIds functions_;
     std::vector<Node> nodes_;
-    std::vector<GraphNode> rows_;  // by node; path filled in by rows()
-    std::deque<std::string> names_;
+    std::vector<Row> rows_;                              // by node
+    std::vector<std::uint32_t> path_bytes_;              // by node: the length of its path text (0 for beyond nodes)
     std::vector<Slot> slots_ = std::vector<Slot>(1024);  // a power of two, at most half full
     std::uint32_t last_root_ = kRoot;
+    std::uint32_t max_paths_;
+    std::uint64_t max_path_bytes_;
+    std::size_t kept_ = 0;          // nodes that are paths (not beyond nodes)
+    std::uint64_t kept_bytes_ = 0;  // their path text
+    std::uint64_t beyond_calls_ = 0;
 };
 
 }  // namespace nvtrace::detail

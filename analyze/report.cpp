@@ -270,7 +270,9 @@ Report ReportBuilder::finish(CallGraph&& g) {
     }
     cm.complete = cm.reasons.empty();
 
-    r.graph = aggregate_graph(g.calls);
+    GraphStats graph;
+    r.graph = aggregate_graph(g.calls, &graph);
+    add_graph_cap_diagnostic(cm, graph);
     r.calls = std::move(g.calls);
     return std::move(r);
 }

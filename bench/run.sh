@@ -2,7 +2,7 @@
 # bench/run.sh: nvtrace's benchmarks against trace-cmd (docs/performance.md). Not part of the test suite.
 #
 #   sudo bench/run.sh [--build DIR] [--work DIR] [--size SIZE] [--calls N] [--ioctls N] [--reps N]
-#                     [--only text,dat,capture,diff]
+#                     [--shapes LIST] [--only text,dat,capture,diff]
 #
 #   --build DIR   nvtrace build directory (default: build); needs DIR/tracer/nvtrace and DIR/tests/fionread_loop
 #   --work DIR    scratch directory for the generated traces (default: /tmp/nvtrace-bench; about 2.5 x SIZE)
@@ -12,11 +12,13 @@
 #   --calls N     calls in each of the two diff reports (default 1000000)
 #   --ioctls N    ioctls of the capture / trace.dat workload (default 1000000, i.e. 2N tracepoint events)
 #   --reps N      runs of each measured command; the median wall time is reported (default 3)
+#   --shapes LIST gen_fgraph shapes of the text benchmark, each a row (default dag,mesh,recursion,tasks,long)
 #   --only LIST   run only these benchmarks
 #
 # Each measured command runs under `nice -n -5` (when permitted) and `/usr/bin/time`; the table gives the
-# median wall time of --reps runs and that run's user+sys CPU and peak RSS. capture and dat need root,
-# tracefs and trace-cmd. Exit status 0 even when a target is missed: the table says so.
+# median wall time of --reps runs and that run's user+sys CPU and peak RSS (text rows: the run of median
+# CPU time, since on a shared machine CPU time is the steadier figure). capture and dat need root,
+# tracefs and trace-cmd; text and diff do not. Exit status 0 even when a target is missed: the table says so.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +32,7 @@ calls=1000000
 ioctls=1000000
 reps=3
 only=text,dat,capture,diff
+shapes=dag,mesh,recursion,tasks,long
 
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -41,7 +44,8 @@ while [[ $# -gt 0 ]]; do
         --ioctls) ioctls=$2; shift 2 ;;
         --reps) reps=$2; shift 2 ;;
         --only) only=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --shapes) shapes=$2; shift 2 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench/run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -61,7 +65,7 @@ nice_cmd=(nice -n -5)
 want() { [[ ,$only, == *,$1,* ]]; }
 
 # measure NAME CMD [PREP]: runs CMD (a bash -c string) --reps times, each after PREP (not timed: e.g. removing the
-# previous run's output); sets WALL USER SYS RSS_KB of the median run.
+# previous run's output); sets WALL USER SYS RSS_KB of the median run (by wall time; by CPU time with BY_CPU=1).
 # A CMD that runs a workload under `/usr/bin/time -f '%e %U %S' -o $work/child.NAME` also sets CWALL CUSER CSYS:
 # the workload's own times in that same run.
 measure() {
@@ -76,7 +80,11 @@ measure() {
         results+=("$(tail -1 "$work/time.$name") $(tail -1 "$work/child.$name" 2>/dev/null || echo 0 0 0)")
     done
     local med
-    med=$(printf '%s\n' "${results[@]}" | sort -n -k1,1 | sed -n "$(((reps + 1) / 2))p")
+    if [[ ${BY_CPU:-0} == 1 ]]; then
+        med=$(printf '%s\n' "${results[@]}" | awk '{ print $2 + $3, $0 }' | sort -n -k1,1 | sed -n "$(((reps + 1) / 2))p" | cut -d' ' -f2-)
+    else
+        med=$(printf '%s\n' "${results[@]}" | sort -n -k1,1 | sed -n "$(((reps + 1) / 2))p")
+    fi
     read -r WALL USER SYS RSS_KB CWALL CUSER CSYS <<<"$med"
     echo "  $name: runs (wall user sys rss_kb): $(printf '[%s] ' "${results[@]}")" >&2
 }
@@ -96,33 +104,45 @@ yes_if() {
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 echo "nvtrace: $(git -C "$root" rev-parse --short HEAD 2>/dev/null)$(git -C "$root" diff --quiet 2>/dev/null || echo '+local changes')" >&2
 
-# gen_text FILE SIZE: the generated function_graph text, made once per size.
+# gen_text FILE SIZE SHAPE: the generated function_graph text, made once per size and shape.
 gen_text() {
-    if [[ ! -s $1 || $(cat "$1.args" 2>/dev/null) != "$2" ]]; then
-        "$gen" --size "$2" --seed 1 --out "$1"
-        echo "$2" >"$1.args"
+    if [[ ! -s $1 || $(cat "$1.args" 2>/dev/null) != "$2 $3" ]]; then
+        "$gen" --size "$2" --seed 1 --shape "$3" --out "$1"
+        echo "$2 $3" >"$1.args"
     fi
     cat "$1" >/dev/null  # in the page cache for every run
 }
-text_row() {  # text_row LABEL FILE
-    local mb rate cpu
-    mb=$(awk -v b="$(stat -c %s "$2")" 'BEGIN { printf "%.1f", b / 1048576 }')
+# text_row LABEL FILE TARGET MET [WC_CPU]: MB are 10^6 bytes, as in the targets.
+text_row() {
+    local mb rate cpu wc=${5:-}
+    mb=$(awk -v b="$(stat -c %s "$2")" 'BEGIN { printf "%.1f", b / 1e6 }')
     rate=$(awk -v m="$mb" -v w="$WALL" 'BEGIN { printf "%.1f", m / w }')
     cpu=$(awk -v m="$mb" -v u="$USER" -v s="$SYS" 'BEGIN { printf "%.1f", m / (u + s) }')
-    row "$1 $mb MiB" "$WALL s, $rate MiB/s ($cpu MiB/CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" "$3" "$4"
+    local ratio=-
+    [[ -z $wc ]] || ratio="$(fx "$(awk -v u="$USER" -v s="$SYS" 'BEGIN { print u + s }')" "$wc") of wc -l"
+    row "$1 $mb MB" "$WALL s, $rate MB/s; $cpu MB/CPU-s, $((RSS_KB / 1024)) MB" "n/a" "$ratio" "$3" "$4"
 }
 
 if want text; then
-    f=$work/fgraph.txt
-    gen_text "$f" "$size"
-    measure text_stream "'$nvtrace' report '$f' --calls-jsonl /dev/null --json >/dev/null"
-    # 250 MB (10^6 bytes) per CPU-second; memory: the same at every --size (compare two runs).
-    met=$(yes_if "b / (u + s) >= 250e6" b="$(stat -c %s "$f")" u="$USER" s="$SYS")
-    text_row "text, --calls-jsonl:" "$f" ">= 250 MB/s per core" "rate: $met"
-    w=$work/fgraph-whole.txt
-    gen_text "$w" "$whole"
-    measure text_whole "'$nvtrace' report '$w' --json >/dev/null"
-    text_row "text, whole:" "$w" "(reference, no target)" "-"
+    for shape in ${shapes//,/ }; do
+        f=$work/fgraph-$shape.txt
+        gen_text "$f" "$size" "$shape"
+        BY_CPU=1 measure "wc_$shape" "wc -l '$f' >/dev/null"
+        wc_cpu=$(awk -v u="$USER" -v s="$SYS" 'BEGIN { print (u + s > 0.01 ? u + s : 0.01) }')
+        BY_CPU=1 measure "text_stream_$shape" "'$nvtrace' report '$f' --calls-jsonl /dev/null --json >/dev/null"
+        # 250 MB (10^6 bytes) per CPU-second, <= 256 MB RSS (at 1 GB), <= 10x the CPU time of wc -l.
+        met=$(yes_if "b / (u + s) >= 250e6" b="$(stat -c %s "$f")" u="$USER" s="$SYS")
+        mem=$(yes_if "r <= 256 * 1024" r="$RSS_KB")
+        wcm=$(yes_if "u + s <= 10 * w" u="$USER" s="$SYS" w="$wc_cpu")
+        text_row "$shape, --calls-jsonl:" "$f" ">= 250 MB/CPU-s, <= 256 MB, <= 10x wc" "rate: $met, RSS: $mem, wc: $wcm" "$wc_cpu"
+    done
+    for shape in ${shapes//,/ }; do
+        w=$work/fgraph-whole-$shape.txt
+        gen_text "$w" "$whole" "$shape"
+        BY_CPU=1 measure "text_whole_$shape" "'$nvtrace' report '$w' --json >/dev/null"
+        met=$(yes_if "b / w >= 100e6" b="$(stat -c %s "$w")" w="$WALL")
+        text_row "$shape, whole --json:" "$w" ">= 100 MB/s" "$met"
+    done
 fi
 
 if want dat || want capture; then

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "graph_line.hpp"
 #include "nvtrace/import.hpp"
 #include "stream_builder.hpp"
@@ -12,6 +14,10 @@ using namespace import;
 
 namespace {
 constexpr std::size_t kDrainChunk = 1 << 16;  // events held before a drain
+// Events a CPU with no known pid may hold back (for backfill_pid at its first context-switch banner) before
+// they go on with the pid unknown: about 35 MB of pending records. Without the cap a CPU whose task never
+// switches would hold the rest of the file.
+constexpr std::size_t kBackfillMax = 1 << 18;
 }  // namespace
 
 namespace import {
@@ -20,6 +26,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
     struct CpuState {
         int pid = -1;                                 // from the last context-switch banner
         std::size_t first_unknown = std::size_t(-1);  // first event on this CPU with no pid, for backfill
+        bool no_backfill = false;  // gave up waiting for a banner (kBackfillMax): pids stay unknown until one
     };
     std::unordered_map<int, CpuState> cpus;
     CpuState* last_cs = nullptr;  // cpus[last_cpu]: lines of one CPU come in runs
@@ -33,6 +40,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
     };
     std::uint64_t last_ts = 0;
     bool any_ts = false;
+    std::size_t next_drain = kDrainChunk;  // held events (size() - base()) at which to drain next
 
     LineSplitter lines(text);
     std::string_view line;
@@ -70,6 +78,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
                 if (cs.pid < 0 && cs.first_unknown != std::size_t(-1))
                     b.backfill_pid(cs.first_unknown, L.cpu, L.prev.pid);  // drain() kept them all
                 cs.first_unknown = std::size_t(-1);
+                cs.no_backfill = false;
                 cs.pid = L.next.pid;
                 b.comm(L.prev.pid, L.prev.comm);
                 b.comm(L.next.pid, L.next.comm);
@@ -94,14 +103,28 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
         if (!c.lat_flags.empty()) ctx.irq = lat_flags_irq(c.lat_flags);
         std::size_t before = b.size();
         b.graph(ctx, c.body);
-        if (ctx.pid < 0 && b.size() > before && cs.first_unknown == std::size_t(-1)) cs.first_unknown = before;
-        if (b.draining() && b.size() - b.base() >= kDrainChunk) {
-            // Events a later banner may still give a pid stay.
+        if (ctx.pid < 0 && b.size() > before && cs.first_unknown == std::size_t(-1) && !cs.no_backfill)
+            cs.first_unknown = before;
+        if (b.draining() && b.size() - b.base() >= next_drain) {
+            // Events a later banner may still give a pid stay, up to kBackfillMax of them.
             std::size_t upto = b.size();
-            for (const auto& [cpu, st] : cpus)
-                if (st.pid < 0 && st.first_unknown != std::size_t(-1)) upto = std::min(upto, st.first_unknown);
+            for (auto& [cpu, st] : cpus) {
+                if (st.pid >= 0 || st.first_unknown == std::size_t(-1)) continue;
+                if (b.size() - st.first_unknown > kBackfillMax) {
+                    count_diagnostic(b.stream().diagnostics, "pid_backfill_limit", "info",
+                                     fmt::format("{}:{}: cpu {}: no context-switch banner within {} events of its "
+                                                 "first line; its lines until one keep the pid unknown",
+                                                 b.stream().file_name, n, cpu, kBackfillMax));
+                    st.first_unknown = std::size_t(-1);
+                    st.no_backfill = true;
+                    continue;
+                }
+                upto = std::min(upto, st.first_unknown);
+            }
             b.drain(upto);
             b.consumed(line.data());  // or before the first name a kept event still views
+            // Held back events are scanned by each drain: the next one waits for kDrainChunk new events.
+            next_drain = b.size() - b.base() + kDrainChunk;
         }
     }
     return b.finish("function_graph lines (' 0)   1.234 us    |  func();')");

@@ -166,6 +166,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     counters.open_call_at.clear();  // used above, as the events came
     if (auto f = records.finish(std::move(counters)); !f) return fail(f.error());
     records.report().graph = calls.graph();
+    add_graph_cap_diagnostic(records.report().completeness, calls.graph_stats());
     out.records = std::move(*rs);
     out.calls = w.count();
     out.streamed = true;

@@ -56,7 +56,21 @@ std::string describe_place(const std::optional<EventPlace>& p, std::string_view 
 // `stream.events` must be sorted by ts_ns.
 CallGraph build_call_graph(const EventStream& stream);
 
-// Aggregates calls into one row per root path, sorted by path.
-std::vector<GraphNode> aggregate_graph(const std::vector<Call>& calls);
+// How the rows of a graph were aggregated. At most `max_paths` distinct call paths, with at most
+// `max_path_bytes` bytes of path text in all, get a row of their own (the paths of the first calls, in id
+// order); the `beyond_calls` calls on paths past that (and every call under them) are aggregated by function
+// into rows "[beyond MAX_PATHS paths] > FUNCTION" (the info diagnostic graph_paths_capped, report-format.md).
+struct GraphStats {
+    std::uint64_t paths = 0;  // distinct paths with a row of their own
+    std::uint64_t max_paths = 0;
+    std::uint64_t max_path_bytes = 0;
+    std::uint64_t beyond_calls = 0;
+};
+
+// Aggregates calls into one row per root path, sorted by path (byte order); `stats`, when given, says how.
+std::vector<GraphNode> aggregate_graph(const std::vector<Call>& calls, GraphStats* stats = nullptr);
+
+// The diagnostic graph_paths_capped for `s` (none when no call was past the cap).
+void add_graph_cap_diagnostic(Completeness& c, const GraphStats& s);
 
 }  // namespace nvtrace

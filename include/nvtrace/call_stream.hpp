@@ -54,6 +54,8 @@ public:
     const CallGraph& summary() const;
     // aggregate_graph() of every call handed over so far (empty unless `aggregate`).
     std::vector<GraphNode> graph() const;
+    // How graph() aggregated them (GraphStats, call_graph.hpp).
+    GraphStats graph_stats() const;
     std::uint64_t calls() const;  // calls created so far (the largest id)
 
 private:
