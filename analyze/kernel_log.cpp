@@ -486,19 +486,20 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
 
 void Reader::emit(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno) {
     // One physical line may hold several messages when a printk had no trailing newline.
-    std::size_t glued = klog::find_glued_message(body);
-    if (glued == std::string_view::npos) {
-        record(body, p, lineno, std::nullopt, "");
-        return;
+    klog::LinePrefix prefix = p;
+    for (bool first = true;; first = false) {
+        std::size_t glued = klog::find_glued_message(body);
+        record(body.substr(0, glued), prefix, lineno, std::nullopt, "");
+        if (!first) {
+            msgs_.back().msg.fields["fused"] = "true";
+            --out_.log_lines;  // the same physical line
+        }
+        if (glued == std::string_view::npos) return;
+        msgs_.back().msg.fields["fused"] = "true";
+        body = body.substr(glued);
+        prefix.unknown_prefix.clear();
+        prefix.quoted = false;
     }
-    record(body.substr(0, glued), p, lineno, std::nullopt, "");
-    msgs_.back().msg.fields["fused"] = "true";
-    klog::LinePrefix rest = p;
-    rest.unknown_prefix.clear();
-    rest.quoted = false;
-    emit(body.substr(glued), rest, lineno);
-    msgs_.back().msg.fields["fused"] = "true";
-    --out_.log_lines;  // the same physical line
 }
 
 std::string detail_of(const KernelLogMessage& m) {
@@ -675,6 +676,12 @@ KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name
         start = end + 1;
     }
     return r.finish();
+}
+
+bool looks_like_kernel_log_line(std::string_view line) {
+    if (looks_like_kmsg(line) || !klog::parse_line_prefix(line).format.empty()) return true;
+    std::string_view t = klog::trim(line);
+    return klog::is_bare_kernel_body(t) || klog::find_driver_start(t) != std::string_view::npos;
 }
 
 std::string format_kernel_log_message(const KernelLogMessage& m) {

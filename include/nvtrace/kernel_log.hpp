@@ -84,6 +84,11 @@ struct KernelLogParse {
 };
 KernelLogParse read_kernel_log(std::string_view text, std::string_view file_name);
 
+// Whether read_kernel_log reads `line` (one physical line, no newline) as a kernel log line by its prefix or a
+// driver/kernel-report message start (not counting the generic "module: msg" form, which prose can have): for
+// format detection that must agree with the reader. Pure.
+bool looks_like_kernel_log_line(std::string_view line);
+
 // The parse as JSON: {"schema":"nvtrace.kernel_log/1","format":...,"messages":[...],"diagnostics":[...]}
 // (docs/dmesg.md). Invalid UTF-8 in messages is replaced with U+FFFD.
 std::string kernel_log_json(const KernelLogParse& parse, int indent = 2);

@@ -106,6 +106,22 @@ TEST(KlogVariants, PrefixValuesAreRead) {
     EXPECT_EQ(quoted.text.back(), '0');  // the closing quote is not part of the message
 }
 
+TEST(KlogVariants, LooksLikeKernelLogLineAgreesWithTheReader) {
+    for (const auto& l : lines_of("prefixes.log"))
+        EXPECT_TRUE(looks_like_kernel_log_line(l)) << l;
+    EXPECT_FALSE(looks_like_kernel_log_line("hello world"));
+    EXPECT_FALSE(looks_like_kernel_log_line("buffer size: 327680"));
+}
+
+TEST(KlogVariants, ManyGluedMessagesOnOneLine) {
+    std::string line = "[    1.000000] NVRM: a";
+    for (int i = 0; i < 3000; ++i)  // 45 KB: under the 64 KiB line cap
+        line += "xNVRM: GspFn: b";
+    auto p = read_kernel_log(line + "\n", "glued.log");
+    EXPECT_EQ(p.messages.size(), 3001u);
+    EXPECT_EQ(p.log_lines, 1u);
+}
+
 TEST(KlogVariants, UnknownPrefixKeepsTheLineAndSaysSo) {
     auto p =
         read_kernel_log("gpu-check 12:00 | NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n", "x.log");
