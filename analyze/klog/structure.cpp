@@ -189,7 +189,8 @@ bool is_module_form(std::string_view body) {
     // "hci0", "1-1", "card0").
     auto b = trim(body);
     std::size_t i = 0;
-    while (i < b.size() && i < 32 && (is_ident_char(b[i]) || b[i] == '-' || b[i] == '.'))
+    // '/' for arch prefixes ("x86/fpu: ", "x86/mm: ").
+    while (i < b.size() && i < 32 && (is_ident_char(b[i]) || b[i] == '-' || b[i] == '.' || b[i] == '/'))
         ++i;
     if (i == 0 || !((b[0] >= 'a' && b[0] <= 'z') || (b[0] >= 'A' && b[0] <= 'Z'))) return false;
     auto rest = b.substr(i);
@@ -204,6 +205,8 @@ bool is_module_form(std::string_view body) {
     std::string_view dev = rest.substr(1, sp == std::string_view::npos ? std::string_view::npos : sp - 1);
     if (dev.size() < 2 || dev.back() != ':') return false;
     dev.remove_suffix(1);
+    // "EXT4-fs (sda1): " (a subsystem naming its device in parentheses).
+    if (dev.size() > 2 && dev.front() == '(' && dev.back() == ')') dev = dev.substr(1, dev.size() - 2);
     for (char c : dev) {
         if (!(is_ident_char(c) || c == ':' || c == '.' || c == '-')) return false;
         if (c >= '0' && c <= '9') device_like = true;

@@ -145,7 +145,8 @@ TEST(KlogVariants, UnreadLinesMakeTheParseIncomplete) {
 }
 
 TEST(KlogVariants, DmesgTWithoutAnyPrefixIsRead) {
-    // `dmesg -t` of a module-load sequence: every line is a kernel message of some subsystem.
+    // `dmesg -t` of a boot and module-load sequence: every line is a kernel message of some subsystem (pr_fmt
+    // "x86/fpu: ", "EXT4-fs (dev): " from fs/ext4/super.c, dev_printk "usb 1-1: ", ACPI's own prefix).
     auto p = read_kernel_log(
         "nvidia: loading out-of-tree module taints kernel.\n"
         "nvidia-nvlink: Nvlink Core is being initialized, major device number 237\n"
@@ -153,15 +154,18 @@ TEST(KlogVariants, DmesgTWithoutAnyPrefixIsRead) {
         "ACPI Warning: \\_SB.PCI0.GPP0.PEGP._DSM: Argument #4 type mismatch - Found [Buffer], ACPI requires "
         "[Package] (20230628/nsarguments-61)\n"
         "nvidia-fs: Initializing nvfs driver module\n"
+        "x86/fpu: Supporting XSAVE feature 0x001: 'x87 floating point registers'\n"
+        "EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode\n"
+        "usb 1-1: new high-speed USB device number 2 using xhci_hcd\n"
         "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build  (dvs-builder@U16)  "
         "Thu Jan 23 00:00:00 UTC 2025\n",
         "t.log");
     EXPECT_EQ(p.format, "bare");
     EXPECT_EQ(p.unread_lines, 0u);
-    ASSERT_EQ(p.messages.size(), 6u);
+    ASSERT_EQ(p.messages.size(), 9u);
     EXPECT_EQ(f(p.messages[2], "driver"), "nvidia");
     EXPECT_EQ(p.messages[4].source, "nvidia-fs");
-    EXPECT_EQ(f(p.messages[5], "version"), "570.86.15");
+    EXPECT_EQ(f(p.messages[8], "version"), "570.86.15");
 }
 
 std::vector<KernelLogMessage> bodies() {
