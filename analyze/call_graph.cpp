@@ -202,7 +202,7 @@ struct CallStream::Impl {
     }
 
     // Sets every field of `c` (a reused call: its strings keep their buffers) for an entry on top of `st`.
-    void init_call(Call& c, const Event& ev, const Stack& st, std::string_view function,
+    void init_call(Call& c, const Event& ev, const FuncEntry& e, const Stack& st, std::string_view function,
                    const std::string_view* module) {
         c.id = next_id++;
         if (!st.empty())
@@ -229,6 +229,15 @@ struct CallStream::Impl {
             c.entry_ns.reset();
         c.duration_ns.reset();
         c.retval.reset();
+        c.kernel_depth = e.depth;
+        if (e.args.empty())
+            c.args.reset();
+        else
+            c.args = e.args;
+        if (e.retaddr.empty())
+            c.retaddr.reset();
+        else
+            c.retaddr = e.retaddr;
         c.irq = ev.irq;
         c.entry_seen = true;
         c.exit_seen = false;
@@ -270,7 +279,7 @@ struct CallStream::Impl {
                 }
             }
             Frame& f = st.spare();
-            init_call(f.call, ev, st, function, module);
+            init_call(f.call, ev, *e, st, function, module);
             f.kernel_depth = e->depth;
             f.line = ev.line;
             f.func_addr = e->func_addr;
@@ -331,6 +340,7 @@ struct CallStream::Impl {
                 if (module) c.module = std::string(*module);
                 c.entry_seen = false;
                 c.exit_seen = true;
+                c.kernel_depth = x->depth;
                 if (x->calltime_ns != 0)
                     c.entry_ns = x->calltime_ns;
                 else if (ev.ts_known && has_duration && ev.ts_ns >= duration)

@@ -289,6 +289,7 @@ void IoctlCollector::add(const Event& ev) {
         r.fd = e->fd;
         r.cmd = e->cmd;
         if (!s.history.empty()) r.fd_path = path_at(s.history, ev.pid, e->fd, ev.ts_ns);
+        if (!e->fd_path.empty()) r.fd_path = e->fd_path;  // printed at this call (strace -y): no sample needed
         auto& v = p.pending;
         for (auto m = v.rbegin(); m != v.rend(); ++m) {
             if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
@@ -311,6 +312,8 @@ void IoctlCollector::add(const Event& ev) {
         if (!p || !p->open) return;  // exit of an ioctl entered before the capture
         if (State::Held* h = s.at(*p->open)) {
             h->rec.ret = x->ret;
+            if (!x->errno_name.empty()) h->rec.errno_name = x->errno_name;
+            if (!x->errno_text.empty()) h->rec.errno_text = x->errno_text;
             h->rec.exit_ns = ev.ts_ns;
             h->closed = true;
         }
@@ -463,7 +466,9 @@ std::string format_ioctl_line(const IoctlRecord& io, const std::optional<IoctlKe
         s += " ret=?";
     } else {
         s += fmt::format(" ret={}", *io.ret);
-        if (*io.ret < 0 && *io.ret >= -4095)
+        if (io.errno_name)  // as the source printed it (strace's -1 is libc's, not -errno)
+            s += fmt::format("({})", *io.errno_name);
+        else if (*io.ret < 0 && *io.ret >= -4095)
             if (const char* e = strerrorname_np(static_cast<int>(-*io.ret))) s += fmt::format("({})", e);
     }
     if (cost) s += " " + kernel_part(*cost);

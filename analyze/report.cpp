@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/ioctl.hpp"
@@ -32,7 +33,66 @@ std::size_t key_length(std::string_view tok) {
     return i > 0 && i < tok.size() && tok[i] == '=' ? i : 0;
 }
 
+// "51,128 events lost on CPU 4", "51,200 events lost (CPU 4: 51,128, CPU 5: 72); 2 loss marks without a count
+// (CPU 1)": the kernel's loss marks with the CPU each named.
+std::string lost_events_reason(const std::vector<Gap>& gaps) {
+    std::vector<std::pair<int, std::uint64_t>> counted;  // cpu -> events, in first-seen order
+    std::vector<int> uncounted_cpus;
+    std::uint64_t total = 0, uncounted = 0;
+    for (const Gap& g : gaps) {
+        if (g.kind != "lost_events") continue;
+        if (!g.count) {
+            ++uncounted;
+            if (std::find(uncounted_cpus.begin(), uncounted_cpus.end(), g.cpu) == uncounted_cpus.end())
+                uncounted_cpus.push_back(g.cpu);
+            continue;
+        }
+        total += *g.count;
+        auto it = std::find_if(counted.begin(), counted.end(), [&](const auto& p) { return p.first == g.cpu; });
+        if (it == counted.end())
+            counted.emplace_back(g.cpu, *g.count);
+        else
+            it->second += *g.count;
+    }
+    auto cpu_name = [](int cpu) { return cpu < 0 ? std::string("an unknown CPU") : fmt::format("CPU {}", cpu); };
+    std::string s;
+    if (!counted.empty()) {
+        if (counted.size() == 1) {
+            s = fmt::format("{} events lost on {}", thousands(total), cpu_name(counted[0].first));
+        } else {
+            std::vector<std::string> parts;
+            for (const auto& [cpu, n] : counted)
+                parts.push_back(fmt::format("{}: {}", cpu_name(cpu), thousands(n)));
+            s = fmt::format("{} events lost ({})", thousands(total), fmt::join(parts, ", "));
+        }
+    }
+    if (uncounted) {
+        std::vector<std::string> names;
+        for (int cpu : uncounted_cpus)
+            names.push_back(cpu_name(cpu));
+        if (!s.empty()) s += "; ";
+        s += fmt::format("{} loss mark{} without a count ({})", uncounted, uncounted == 1 ? "" : "s",
+                         fmt::join(names, ", "));
+    }
+    return s;
+}
+
 }  // namespace
+
+std::string thousands(std::uint64_t n) {
+    std::string d = std::to_string(n), out;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        if (i && (d.size() - i) % 3 == 0) out.push_back(',');
+        out.push_back(d[i]);
+    }
+    return out;
+}
+
+std::string completeness_line(const Completeness& c) {
+    if (c.complete) return "complete: yes";
+    if (c.reasons.empty()) return "complete: no";
+    return fmt::format("complete: no: {}", fmt::join(c.reasons, "; "));
+}
 
 std::optional<std::map<std::string, std::string>> parse_event_fields(std::string_view text) {
     auto next_token = [&](std::string_view& rest) {
@@ -144,6 +204,20 @@ void ReportBuilder::add_other(const Event& ev, const OtherEvent& o) {
 void ReportBuilder::add(const Event& ev, std::optional<std::uint64_t> open_call) {
     Completeness& cm = r_.completeness;
     if (const auto* l = std::get_if<LostEvents>(&ev.body)) {
+        Gap gap;
+        gap.kind = l->kind == LostEvents::Kind::elided           ? "elided"
+                   : l->kind == LostEvents::Kind::buffer_started ? "buffer_started"
+                                                                 : "lost_events";
+        gap.cpu = ev.cpu;
+        gap.count = l->count;
+        if (ev.ts_known) gap.ts_ns = ev.ts_ns;
+        if (ev.line) gap.line = ev.line;
+        cm.gaps.push_back(std::move(gap));
+        if (l->kind == LostEvents::Kind::elided) {
+            ++cm.elided_spans;
+            return;
+        }
+        if (l->kind == LostEvents::Kind::buffer_started) return;
         if (l->count)
             cm.lost_events += *l->count;
         else
@@ -242,17 +316,50 @@ Report ReportBuilder::finish(CallGraph&& g) {
 
     if (cm.overruns)
         cm.reasons.push_back(fmt::format("{} events overwritten in the ring buffer (overrun)", cm.overruns));
+    cm.entries_in_buffer = stream.entries_in_buffer;
+    cm.entries_written = stream.entries_written;
+    if (stream.entries_in_buffer && stream.entries_written && *stream.entries_written > *stream.entries_in_buffer) {
+        std::uint64_t gone = *stream.entries_written - *stream.entries_in_buffer;
+        cm.overruns += gone;
+        cm.reasons.push_back(fmt::format("{} of {} entries overwritten (the buffer wrapped)", thousands(gone),
+                                         thousands(*stream.entries_written)));
+    }
     if (cm.dropped_events) cm.reasons.push_back(fmt::format("{} events dropped by the ring buffer", cm.dropped_events));
-    if (cm.lost_events || unknown_loss_marks_)
-        cm.reasons.push_back(fmt::format("the kernel marked lost events {} time(s) ({} counted)",
-                                         unknown_loss_marks_ + (cm.lost_events ? 1 : 0), cm.lost_events));
+    if (cm.lost_events || unknown_loss_marks_) cm.reasons.push_back(lost_events_reason(cm.gaps));
+    {
+        std::vector<int> late;  // CPUs whose buffer started after others: their older events were overwritten
+        for (const Gap& gp : cm.gaps)
+            if (gp.kind == "buffer_started" && std::find(late.begin(), late.end(), gp.cpu) == late.end())
+                late.push_back(gp.cpu);
+        if (!late.empty())
+            cm.reasons.push_back(fmt::format("{} {} {} started late (older events overwritten)",
+                                             late.size() == 1 ? "CPU" : "CPUs", fmt::join(late, ", "),
+                                             late.size() == 1 ? "buffer" : "buffers"));
+    }
+    if (cm.elided_spans)
+        cm.reasons.push_back(
+            fmt::format("{} elided span{}", thousands(cm.elided_spans), cm.elided_spans == 1 ? "" : "s"));
     if (cm.orphan_returns) cm.reasons.push_back(fmt::format("{} returns without their entry", cm.orphan_returns));
     if (cm.unclosed_calls) cm.reasons.push_back(fmt::format("{} calls without their return", cm.unclosed_calls));
     if (cm.graph_overruns)
         cm.reasons.push_back(fmt::format("{} calls not traced: return stack full", cm.graph_overruns));
     if (stream.kmsg_overwritten) cm.reasons.push_back("kernel log records were overwritten before they were read");
 
-    add_diag(cm, "lost_event_marks", "data_loss", unknown_loss_marks_ + (cm.lost_events ? 1 : 0), first_loss_);
+    std::uint64_t loss_marks = 0, buffer_marks = 0;
+    std::string first_buffer_mark, first_elided;
+    for (const Gap& gp : cm.gaps) {
+        std::string where =
+            gp.line && !stream.file_name.empty()
+                ? fmt::format("{}:{}", stream.file_name, *gp.line)
+                : fmt::format("cpu {}{}", gp.cpu, gp.ts_ns ? fmt::format(" before ts {} ns", *gp.ts_ns) : "");
+        if (gp.kind == "lost_events") ++loss_marks;
+        if (gp.kind == "buffer_started" && buffer_marks++ == 0)
+            first_buffer_mark = where + fmt::format(": CPU {}", gp.cpu);
+        if (gp.kind == "elided" && first_elided.empty()) first_elided = where;
+    }
+    add_diag(cm, "lost_event_marks", "data_loss", loss_marks, first_loss_);
+    add_diag(cm, "buffer_started", "data_loss", buffer_marks, first_buffer_mark);
+    add_diag(cm, "elided_span", "data_loss", cm.elided_spans, first_elided);
     add_diag(cm, "orphan_return", "data_loss", g.orphan_returns,
              describe_place(g.first_orphan_return, stream.file_name));
     add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls,
@@ -267,6 +374,12 @@ Report ReportBuilder::finish(CallGraph&& g) {
         cm.diagnostics.push_back(d);
         if (d.severity == "data_loss")
             cm.reasons.push_back(fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
+        // A line that could not be read may have held anything: what it held is missing.
+        if (d.name == "malformed_line" || d.name == "strace_malformed_ioctl") {
+            cm.unreadable_lines += d.count;
+            cm.reasons.push_back(fmt::format("{} line{} could not be read (first: {})", thousands(d.count),
+                                             d.count == 1 ? "" : "s", d.first_example));
+        }
     }
     cm.complete = cm.reasons.empty();
 

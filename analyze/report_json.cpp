@@ -27,7 +27,19 @@ json completeness_json(const Completeness& c) {
     for (const auto& d : c.diagnostics)
         diags.push_back(
             {{"name", d.name}, {"severity", d.severity}, {"count", d.count}, {"first_example", d.first_example}});
+    json gaps = json::array();
+    for (const auto& g : c.gaps)
+        gaps.push_back({{"kind", g.kind},
+                        {"cpu", g.cpu},
+                        {"count", opt(g.count)},
+                        {"ts_ns", opt(g.ts_ns)},
+                        {"line", opt(g.line)}});
     return {{"complete", c.complete},
+            {"entries_in_buffer", opt(c.entries_in_buffer)},
+            {"entries_written", opt(c.entries_written)},
+            {"elided_spans", c.elided_spans},
+            {"unreadable_lines", c.unreadable_lines},
+            {"gaps", gaps},
             {"lost_events", c.lost_events},
             {"orphan_returns", c.orphan_returns},
             {"unclosed_calls", c.unclosed_calls},
@@ -50,6 +62,9 @@ json call_json(const Call& k) {
             {"entry_ns", opt(k.entry_ns)},
             {"duration_ns", opt(k.duration_ns)},
             {"retval", opt(k.retval)},
+            {"kernel_depth", opt(k.kernel_depth)},
+            {"args", opt(k.args)},
+            {"retaddr", opt(k.retaddr)},
             {"irq", k.irq},
             {"entry_seen", k.entry_seen},
             {"exit_seen", k.exit_seen},
@@ -86,6 +101,8 @@ json ioctl_json(const IoctlRecord& i) {
             {"ctrl", opt(i.ctrl)},
             {"ctrl_class", opt(i.ctrl_class)},
             {"ret", opt(i.ret)},
+            {"errno_name", opt(i.errno_name)},
+            {"errno_text", opt(i.errno_text)},
             {"enter_ns", i.enter_ns},
             {"exit_ns", opt(i.exit_ns)},
             {"call", opt(i.call)},

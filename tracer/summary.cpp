@@ -164,10 +164,7 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
         for (const auto& d : r.completeness.diagnostics)
             fmt::print("diagnostic: {} ({}) x{}{}{}\n", d.name, d.severity, d.count,
                        d.first_example.empty() ? "" : ": ", d.first_example);
-    if (r.completeness.complete)
-        fmt::print("complete: yes\n");
-    else
-        fmt::print("complete: NO: {}\n", fmt::join(r.completeness.reasons, "; "));
+    fmt::print("{}\n", completeness_line(r.completeness));
 }
 
 }  // namespace

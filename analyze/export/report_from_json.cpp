@@ -73,6 +73,9 @@ Call call_from(const json& o, const std::string& w) {
     c.entry_ns = maybe<std::uint64_t>(o, "entry_ns", w);
     c.duration_ns = maybe<std::uint64_t>(o, "duration_ns", w);
     c.retval = maybe<std::int64_t>(o, "retval", w);
+    c.kernel_depth = maybe<int>(o, "kernel_depth", w);
+    c.args = maybe<std::string>(o, "args", w);
+    c.retaddr = maybe<std::string>(o, "retaddr", w);
     c.irq = value_or<bool>(o, "irq", w, false);
     c.entry_seen = value_or<bool>(o, "entry_seen", w, true);
     c.exit_seen = value_or<bool>(o, "exit_seen", w, true);
@@ -121,6 +124,8 @@ IoctlRecord ioctl_from(const json& o, const std::string& w) {
     i.ctrl = maybe<std::uint32_t>(o, "ctrl", w);
     i.ctrl_class = maybe<std::string>(o, "ctrl_class", w);
     i.ret = maybe<std::int64_t>(o, "ret", w);
+    i.errno_name = maybe<std::string>(o, "errno_name", w);
+    i.errno_text = maybe<std::string>(o, "errno_text", w);
     i.enter_ns = need<std::uint64_t>(o, "enter_ns", w);
     i.exit_ns = maybe<std::uint64_t>(o, "exit_ns", w);
     i.call = maybe<std::uint64_t>(o, "call", w);
@@ -259,6 +264,18 @@ void fill_head(Report& r, const json& j) {
     cm.overruns = value_or<std::uint64_t>(*c, "overruns", w, 0);
     cm.dropped_events = value_or<std::uint64_t>(*c, "dropped_events", w, 0);
     cm.graph_overruns = value_or<std::uint64_t>(*c, "graph_overruns", w, 0);
+    cm.entries_in_buffer = maybe<std::uint64_t>(*c, "entries_in_buffer", w);
+    cm.entries_written = maybe<std::uint64_t>(*c, "entries_written", w);
+    cm.elided_spans = value_or<std::uint64_t>(*c, "elided_spans", w, 0);
+    cm.unreadable_lines = value_or<std::uint64_t>(*c, "unreadable_lines", w, 0);
+    if (const json* gs = field(*c, "gaps"); gs && gs->is_array())
+        for (std::size_t k = 0; k < gs->size(); ++k) {
+            std::string gw = fmt::format("completeness.gaps[{}]", k);
+            const json& g = (*gs)[k];
+            cm.gaps.push_back({need<std::string>(g, "kind", gw), value_or<int>(g, "cpu", gw, -1),
+                               maybe<std::uint64_t>(g, "count", gw), maybe<std::uint64_t>(g, "ts_ns", gw),
+                               maybe<std::uint32_t>(g, "line", gw)});
+        }
     if (const json* rs = field(*c, "reasons"); rs && rs->is_array())
         for (const auto& x : *rs)
             if (x.is_string()) cm.reasons.push_back(x.get<std::string>());
@@ -368,6 +385,9 @@ enum CallField : std::uint8_t {
     kEntryNs,
     kDurationNs,
     kRetval,
+    kKernelDepth,
+    kArgs,
+    kRetaddr,
     kIrq,
     kEntrySeen,
     kExitSeen,
@@ -386,6 +406,9 @@ bool is(std::string_view k, const char (&lit)[N]) {
 CallField call_field(std::string_view k) {
     if (k.empty()) return kUnknownField;
     switch (k[0]) {
+        case 'a':
+            if (is(k, "args")) return kArgs;
+            break;
         case 'c':
             if (is(k, "cpu")) return kCpu;
             if (is(k, "comm")) return kComm;
@@ -406,6 +429,9 @@ CallField call_field(std::string_view k) {
             if (is(k, "id")) return kId;
             if (is(k, "irq")) return kIrq;
             break;
+        case 'k':
+            if (is(k, "kernel_depth")) return kKernelDepth;
+            break;
         case 'm':
             if (is(k, "module")) return kModule;
             break;
@@ -416,6 +442,7 @@ CallField call_field(std::string_view k) {
             break;
         case 'r':
             if (is(k, "retval")) return kRetval;
+            if (is(k, "retaddr")) return kRetaddr;
             break;
         default:
             break;
@@ -423,9 +450,9 @@ CallField call_field(std::string_view k) {
     return kUnknownField;
 }
 
-constexpr const char* kCallFieldNames[] = {"id",     "parent",   "cpu",        "pid",       "comm",
-                                           "depth",  "function", "module",     "entry_ns",  "duration_ns",
-                                           "retval", "irq",      "entry_seen", "exit_seen", "phase"};
+constexpr const char* kCallFieldNames[] = {
+    "id",          "parent", "cpu",          "pid",  "comm",    "depth", "function",   "module",    "entry_ns",
+    "duration_ns", "retval", "kernel_depth", "args", "retaddr", "irq",   "entry_seen", "exit_seen", "phase"};
 
 // The JSON type of a value as nlohmann's DOM would hold it (non-negative integers are "unsigned").
 enum class Kind : std::uint8_t { missing, null, boolean, integer, unsigned_, floating, string, structured };
@@ -636,6 +663,12 @@ private:
             case kPhase:
                 if (!call_.phase) call_.phase.emplace();
                 return &*call_.phase;
+            case kArgs:
+                if (!call_.args) call_.args.emplace();
+                return &*call_.args;
+            case kRetaddr:
+                if (!call_.retaddr) call_.retaddr.emplace();
+                return &*call_.retaddr;
             default:
                 return nullptr;
         }
@@ -755,6 +788,9 @@ private:
         c.entry_ns = maybe_unsigned(i, kEntryNs);
         c.duration_ns = maybe_unsigned(i, kDurationNs);
         c.retval = maybe_integer<std::int64_t>(i, kRetval);
+        c.kernel_depth = maybe_integer<int>(i, kKernelDepth);
+        maybe_string(i, kArgs, c.args);
+        maybe_string(i, kRetaddr, c.retaddr);
         c.irq = bool_or(i, kIrq, false);
         c.entry_seen = bool_or(i, kEntrySeen, true);
         c.exit_seen = bool_or(i, kExitSeen, true);

@@ -33,7 +33,9 @@ public:
         // The position lives in a local: stores through char* may alias the members, which would make the
         // compiler reload and store pos_ around every piece.
         char* p = buf_.get() + pos_;
-        p = lit(p, "{\"comm\":");
+        p = lit(p, "{\"args\":");
+        p = opt_str(p, c.args);
+        p = lit(p, ",\"comm\":");
         p = str(p, c.comm);
         p = lit(p, ",\"cpu\":");
         p = num(p, c.cpu);
@@ -52,7 +54,9 @@ public:
         p = str(p, c.function);
         p = lit(p, ",\"id\":");
         p = num(p, c.id);
-        p = c.irq ? lit(p, ",\"irq\":true,\"module\":") : lit(p, ",\"irq\":false,\"module\":");
+        p = c.irq ? lit(p, ",\"irq\":true,\"kernel_depth\":") : lit(p, ",\"irq\":false,\"kernel_depth\":");
+        p = opt(p, c.kernel_depth);
+        p = lit(p, ",\"module\":");
         p = opt_str(p, c.module);
         p = lit(p, ",\"parent\":");
         p = opt(p, c.parent);
@@ -60,6 +64,8 @@ public:
         p = opt_str(p, c.phase);
         p = lit(p, ",\"pid\":");
         p = num(p, c.pid);
+        p = lit(p, ",\"retaddr\":");
+        p = opt_str(p, c.retaddr);
         p = lit(p, ",\"retval\":");
         p = opt(p, c.retval);
         p = lit(p, "}\n");

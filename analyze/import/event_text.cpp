@@ -60,6 +60,8 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
     LineSplitter lines(text);
     std::string_view line;
     std::uint64_t last_ts = 0;
+    int started_cpu = -1;  // "##### CPU N buffer started ####" not given its time yet: N, and its line
+    std::uint32_t started_line = 0;
     while (lines.next(line)) {
         std::uint32_t n = lines.number();
         std::string_view s = line;
@@ -81,7 +83,23 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
             continue;
         }
         flush_stack();
-        if (t.empty() || t[0] == '#') continue;
+        if (t.empty()) continue;
+        if (t[0] == '#') {
+            if (auto cpu = parse_buffer_started(t)) {
+                started_cpu = *cpu;  // given the time of the first event after it
+                started_line = n;
+            } else
+                b.header(trim(t.substr(1)));
+            continue;
+        }
+        if (is_elision_row(t)) {
+            LineCtx ctx;
+            ctx.line = n;
+            ctx.ts_ns = last_ts;
+            ctx.ts_known = last_ts != 0;
+            b.lost(ctx, std::nullopt, LostEvents::Kind::elided);
+            continue;
+        }
         // trace-cmd's preamble (v6 files and `trace-cmd report` of several CPUs): "version = 6",
         // "CPU 0 is empty", "cpus=2".
         if (starts_with(t, "version = ") || starts_with(t, "cpus=") ||
@@ -127,6 +145,15 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
             ctx.irq = lat_flags_irq(p->flags);
             b.comm(p->task.pid, p->task.comm);
             body = p->body;
+            if (started_cpu >= 0) {
+                LineCtx at = ctx;
+                at.line = started_line;
+                at.cpu = started_cpu;
+                at.pid = -1;
+                at.irq = false;
+                b.lost(at, std::nullopt, LostEvents::Kind::buffer_started);
+                started_cpu = -1;
+            }
         } else if (mode == Mode::function_text && parse_function_hit(t)) {
             body = t;  // nocontext-info: no prefix at all
         } else {
@@ -182,6 +209,15 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
         b.push(ctx, Marker{clean(bt)});  // trace_printk text without a recognisable head
     }
     flush_stack();
+    if (started_cpu >= 0) {  // nothing followed it
+        LineCtx at;
+        at.line = started_line;
+        at.cpu = started_cpu;
+        at.ts_ns = last_ts;
+        at.ts_known = last_ts != 0;
+        b.lost(at, std::nullopt, LostEvents::Kind::buffer_started);
+    }
+    b.check_last_line(text, lines.number());
     return b.finish(mode == Mode::trace_cmd ? "trace-cmd report event lines ('comm-pid [cpu] ts: event: ...')"
                                             : "trace lines ('comm-pid [cpu] flags ts: func <-parent')");
 }

@@ -59,9 +59,17 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
         ctx.ts_known = any_ts;
         switch (L.kind) {
             case FgraphLine::Kind::blank:
-            case FgraphLine::Kind::header:
             case FgraphLine::Kind::dashes:
+                continue;
+            case FgraphLine::Kind::header:
+                b.header(L.header);
+                continue;
             case FgraphLine::Kind::annotation:
+                if (L.cpu >= 0) b.lost(ctx, std::nullopt, LostEvents::Kind::buffer_started);
+                continue;
+            case FgraphLine::Kind::elided:
+                ctx.cpu = -1;  // the row names no CPU
+                b.lost(ctx, std::nullopt, LostEvents::Kind::elided);
                 continue;
             case FgraphLine::Kind::malformed:
                 b.malformed(n, L.expected.empty() ? "a function_graph line" : L.expected, line);
@@ -127,6 +135,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             next_drain = b.size() - b.base() + kDrainChunk;
         }
     }
+    b.check_last_line(text, lines.number());
     return b.finish("function_graph lines (' 0)   1.234 us    |  func();')");
 }
 

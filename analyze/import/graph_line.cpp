@@ -46,16 +46,16 @@ void parse_tail_comment(std::string_view inner, GraphBody& out, bool want_name) 
         std::string_view tok = inner.substr(0, end);
         inner.remove_prefix(end);
         if (value_next) {
-            if (auto v = parse_retval(tok)) out.retval = v;
+            if (auto v = parse_graph_retval(tok)) out.retval = v;
             value_next = false;
         } else if (starts_with(tok, "<-")) {
             out.retaddr = tok.substr(2);
         } else if (tok == "=") {
             value_next = true;
         } else if (starts_with(tok, "ret=")) {
-            if (auto v = parse_retval(tok.substr(4))) out.retval = v;  // "ret=true", "(trunc)": kept out
+            if (auto v = parse_graph_retval(tok.substr(4))) out.retval = v;  // "(trunc)" and the like: kept out
         } else if (tok[0] == '=') {
-            if (auto v = parse_retval(tok.substr(1))) out.retval = v;
+            if (auto v = parse_graph_retval(tok.substr(1))) out.retval = v;
         } else if (want_name && out.function.empty()) {
             out.function = tok;
         }
@@ -77,7 +77,7 @@ void parse_suffixes(std::string_view r, GraphBody& out, bool want_name) {
             std::size_t end = r.find(')');
             std::string_view inner = r.substr(1, end == std::string_view::npos ? r.npos : end - 1);
             if (starts_with(inner, "ret=")) {
-                if (auto v = parse_retval(inner.substr(4))) out.retval = v;
+                if (auto v = parse_graph_retval(inner.substr(4))) out.retval = v;
             }
             if (end == std::string_view::npos) return;
             r.remove_prefix(end + 1);
@@ -248,6 +248,21 @@ void tokenize_fgraph_line(std::string_view s, FgraphLine& L) {
     L.expected = {};
     while (!s.empty() && s[0] == '\t')
         s.remove_prefix(1);  // copies of Documentation/trace/ftrace.rst carry a tab before every line
+    // A trace quoted in an e-mail reply (RFC 3676 quoting: "> " per level) or pasted with its columns
+    // shifted: quote marks before the CPU column go; the spaces after them are the kernel's own.
+    {
+        std::size_t q = 0;
+        while (q < s.size() && s[q] == '>') {
+            ++q;
+            if (q < s.size() && s[q] == ' ') ++q;
+        }
+        if (q > 0) {
+            std::size_t d = q;
+            while (d < s.size() && s[d] == ' ')
+                ++d;
+            if (d < s.size() && (is_digit(s[d]) || s[d] == '#')) s.remove_prefix(q);
+        }
+    }
     std::string_view t = trim(s);
     if (t.empty()) {
         L.kind = FgraphLine::Kind::blank;
@@ -256,6 +271,12 @@ void tokenize_fgraph_line(std::string_view s, FgraphLine& L) {
     if (t[0] == '#') {
         L.kind = starts_with(t, "#####") ? FgraphLine::Kind::annotation : FgraphLine::Kind::header;
         L.header = trim(t.substr(1));
+        if (L.kind == FgraphLine::Kind::annotation)
+            if (auto cpu = parse_buffer_started(t)) L.cpu = *cpu;
+        return;
+    }
+    if (is_elision_row(t)) {
+        L.kind = FgraphLine::Kind::elided;
         return;
     }
     if (starts_with(t, "CPU:")) {

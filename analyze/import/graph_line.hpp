@@ -48,7 +48,9 @@ void parse_graph_body(std::string_view body, GraphBody& out);
 
 // One line of function_graph `trace` / `trace_pipe` text.
 struct FgraphLine {
-    enum class Kind { blank, header, graph, banner, dashes, lost, overruns, annotation, malformed };
+    // annotation: "##### CPU N buffer started ####" (cpu = N; -1 for another "#####" line); elided: a " [..]"
+    // or "..." row of an excerpt (is_elision_row).
+    enum class Kind { blank, header, graph, banner, dashes, lost, overruns, annotation, elided, malformed };
     Kind kind = Kind::malformed;
     std::optional<std::uint64_t> ts_ns;  // funcgraph-abstime
     int cpu = -1;

@@ -69,6 +69,10 @@ bool is_kernel_log_line(std::string_view t) {
 // "name(args) = ret", "name(args <unfinished ...>", "<... name resumed>...", "--- SIGx {...} ---" or
 // "+++ exited with N +++".
 bool is_strace_line(std::string_view t) {
+    // gVisor (runsc --strace): glog's "I1229 09:57:11.030378   13265 strace.go:605] [   2:   2] comm E ioctl(...)".
+    if (t.size() > 20 && (t[0] == 'I' || t[0] == 'W' || t[0] == 'E' || t[0] == 'D') && is_digit(t[1]) &&
+        is_digit(t[4]) && t[5] == ' ' && t.find(" strace.go:") != std::string_view::npos)
+        return true;
     if (starts_with(t, "[pid ")) {
         std::size_t close = t.find(']');
         if (close == std::string_view::npos) return false;
@@ -101,30 +105,86 @@ bool is_text_line(std::string_view t) {
 
 // The strace ioctls as ioctl events: the report's `ioctls` then come from collect_ioctls, as for a capture.
 // No timestamps (ts_known false, file order); the truncated last call and other unusable lines are the
-// reader's diagnostics.
+// reader's diagnostics. Each ioctl carries the fd path printed or known at that call (IoctlEnter::fd_path, so
+// a reused fd number names each call's own file) and the errno as printed (IoctlExit::errno_name/text). A
+// failed open of an accelerator device node becomes an event "strace:<syscall>" (docs/report-format.md,
+// `events`): it explains why no ioctl followed. "+++ exited with N +++" / "+++ killed by SIG +++" become
+// "strace:exit"; "..." rows of an excerpt are elided gaps.
 Result<EventStream> read_strace_text(std::string_view text, std::string_view file_name) {
     StraceLog log = parse_strace(text, file_name);
     EventStream s;
     s.diagnostics = std::move(log.diagnostics);
-    for (const auto& io : log.ioctls) {
-        if (!io.cmd) continue;  // truncated or an unknown symbolic request: counted in the diagnostics
+    // Everything in file order: ioctls, failed device opens and exits interleaved by line.
+    struct Item {
+        std::uint32_t line;
+        int kind;  // 0 ioctl, 1 failed open, 2 exit, 3 elided row
+        std::size_t index;
+    };
+    std::vector<Item> items;
+    for (std::size_t i = 0; i < log.ioctls.size(); ++i)
+        items.push_back({log.ioctls[i].line, 0, i});
+    for (std::size_t i = 0; i < log.failed_opens.size(); ++i)
+        if (is_accelerator_device_path(log.failed_opens[i].path)) items.push_back({log.failed_opens[i].line, 1, i});
+    for (std::size_t i = 0; i < log.exits.size(); ++i)
+        items.push_back({log.exits[i].line, 2, i});
+    for (std::size_t i = 0; i < log.elided_rows.size(); ++i)
+        items.push_back({log.elided_rows[i], 3, i});
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.line < b.line; });
+    bool any_ioctl = false;
+    for (const Item& it : items) {
         Event e;
         e.ts_known = false;
-        e.line = io.line;
+        e.line = it.line;
+        if (it.kind == 1) {
+            const StraceOpen& o = log.failed_opens[it.index];
+            e.pid = o.pid.value_or(-1);
+            std::string f = "path=" + clean(o.path) + " flags=" + clean(o.flags.empty() ? "?" : o.flags) +
+                            " ret=" + (o.ret ? std::to_string(*o.ret) : std::string("?")) +
+                            " errno=" + clean(o.errno_name.value_or("unknown"));
+            if (o.errno_text) f += " errno_text=" + clean(*o.errno_text);
+            e.body = OtherEvent{"strace", o.syscall, std::move(f)};
+            s.events.push_back(std::move(e));
+            continue;
+        }
+        if (it.kind == 3) {
+            e.body = LostEvents{std::nullopt, LostEvents::Kind::elided};
+            s.events.push_back(std::move(e));
+            continue;
+        }
+        if (it.kind == 2) {
+            const StraceExit& x = log.exits[it.index];
+            e.pid = x.pid.value_or(-1);
+            std::string f =
+                x.status ? "status=" + std::to_string(*x.status)
+                         : "signal=" + clean(x.signal.value_or("?")) + (x.core_dumped ? " core_dumped=true" : "");
+            e.body = OtherEvent{"strace", "exit", std::move(f)};
+            s.events.push_back(std::move(e));
+            continue;
+        }
+        const StraceIoctl& io = log.ioctls[it.index];
+        if (!io.cmd) continue;  // truncated or an unknown symbolic request: counted in the diagnostics
         e.pid = io.pid.value_or(-1);
         std::uint64_t arg = 0;
         if (auto a = parse_u64(starts_with(io.arg, "0x") ? std::string_view(io.arg).substr(2) : io.arg,
                                starts_with(io.arg, "0x") ? 16 : 10))
             arg = *a;
-        e.body = IoctlEnter{io.fd, *io.cmd, arg};
+        IoctlEnter en{io.fd, *io.cmd, arg};
+        if (io.fd_path) en.fd_path = *io.fd_path;
+        e.body = std::move(en);
         s.events.push_back(e);
-        if (io.fd_path) s.fd_paths[{e.pid, io.fd}] = *io.fd_path;
+        any_ioctl = true;
         if (io.ret) {
-            e.body = IoctlExit{*io.ret};
+            IoctlExit x{*io.ret};
+            if (io.errno_name) x.errno_name = *io.errno_name;
+            if (io.errno_text) x.errno_text = *io.errno_text;
+            e.body = std::move(x);
             s.events.push_back(e);
         }
     }
-    if (s.events.empty())
+    bool any = any_ioctl;
+    for (const Item& it : items)
+        any = any || it.kind == 1 || it.kind == 2;
+    if (!any)
         return fail(Error::usage(
             fmt::format("{}: no complete ioctl call found in this strace output ({} lines)", file_name, log.lines)));
     return s;

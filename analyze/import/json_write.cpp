@@ -163,7 +163,9 @@ void append_string_map(Raw& out, const std::map<std::string, std::string>& m) {
 
 template <class Out>
 void call_body(Out& out, const Call& k) {
-    lit(out, "{\"comm\":");
+    lit(out, "{\"args\":");
+    append_opt_string(out, k.args);
+    lit(out, ",\"comm\":");
     str(out, k.comm);
     lit(out, ",\"cpu\":");
     append_int(out, k.cpu);
@@ -180,6 +182,8 @@ void call_body(Out& out, const Call& k) {
     lit(out, ",\"id\":");
     append_int(out, k.id);
     k.irq ? lit(out, ",\"irq\":true") : lit(out, ",\"irq\":false");
+    lit(out, ",\"kernel_depth\":");
+    append_opt(out, k.kernel_depth);
     lit(out, ",\"module\":");
     append_opt_string(out, k.module);
     lit(out, ",\"parent\":");
@@ -188,6 +192,8 @@ void call_body(Out& out, const Call& k) {
     append_opt_string(out, k.phase);
     lit(out, ",\"pid\":");
     append_int(out, k.pid);
+    lit(out, ",\"retaddr\":");
+    append_opt_string(out, k.retaddr);
     lit(out, ",\"retval\":");
     append_opt(out, k.retval);
     put(out, '}');
@@ -212,6 +218,10 @@ void ioctl_body(Out& out, const IoctlRecord& i) {
     append_opt_string(out, i.ctrl_class);
     lit(out, ",\"enter_ns\":");
     append_int(out, i.enter_ns);
+    lit(out, ",\"errno_name\":");
+    append_opt_string(out, i.errno_name);
+    lit(out, ",\"errno_text\":");
+    append_opt_string(out, i.errno_text);
     lit(out, ",\"exit_ns\":");
     append_opt(out, i.exit_ns);
     lit(out, ",\"fd\":");
@@ -323,14 +333,14 @@ void append_json_string(std::string& out, std::string_view s) {
 
 void append_call_json(std::string& out, const Call& k) {
     Raw raw(out, kKeysAndNumbers + string_bound(k.comm) + string_bound(k.function) + opt_string_bound(k.module) +
-                     opt_string_bound(k.phase));
+                     opt_string_bound(k.phase) + opt_string_bound(k.args) + opt_string_bound(k.retaddr));
     call_body(raw, k);
 }
 
 void append_ioctl_json(std::string& out, const IoctlRecord& i) {
     Raw raw(out, kKeysAndNumbers + 21 * i.calls.size() + string_bound(i.comm) + opt_string_bound(i.fd_path) +
                      opt_string_bound(i.name) + opt_string_bound(i.status) + opt_string_bound(i.ctrl_class) +
-                     opt_string_bound(i.phase));
+                     opt_string_bound(i.phase) + opt_string_bound(i.errno_name) + opt_string_bound(i.errno_text));
     ioctl_body(raw, i);
 }
 

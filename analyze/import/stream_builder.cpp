@@ -89,6 +89,8 @@ void StreamBuilder::pend(const LineCtx& ctx, bool irq, Pending::Kind kind, int d
     p.kind = kind;
     p.depth = depth;
     p.names = names;
+    p.args = b ? b->args : std::string_view();
+    p.retaddr = b ? b->retaddr : std::string_view();
     if (b) {
         p.has_duration = b->duration_ns.has_value();
         p.duration_ns = b->duration_ns.value_or(0);
@@ -143,11 +145,11 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
                 bool marked = irq || irq_marks(ctx.cpu) > 0;
                 if (b.kind == K::entry) {
                     t.open.push_back(b.depth);
-                    pend(c, marked, Pending::Kind::entry, b.depth, nullptr, names);
+                    pend(c, marked, Pending::Kind::entry, b.depth, &b, names);
                     return;
                 }
                 if (t.irq_floor == b.depth) t.irq_floor = -1;  // an interrupt that was a leaf
-                pend(c, marked, Pending::Kind::entry, b.depth, nullptr, names);
+                pend(c, marked, Pending::Kind::entry, b.depth, &b, names);
                 last_exit_ = size();
                 pend(c, marked, Pending::Kind::exit, b.depth, &b, names);
                 return;
@@ -165,6 +167,8 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
                 if (!b.module.empty()) e.module = clean(b.module);
             }
             e.depth = b.depth;
+            if (!b.args.empty()) e.args = clean(b.args);
+            if (!b.retaddr.empty()) e.retaddr = clean(b.retaddr);
             if (b.kind == K::entry) {
                 t.open.push_back(b.depth);
                 emplace(c, std::move(e), names);
@@ -220,8 +224,9 @@ void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
     }
 }
 
-void StreamBuilder::lost(const LineCtx& ctx, std::optional<std::uint64_t> count) {
-    push(ctx, LostEvents{count});
+void StreamBuilder::lost(const LineCtx& ctx, std::optional<std::uint64_t> count, LostEvents::Kind kind) {
+    push(ctx, LostEvents{count, kind});
+    if (kind == LostEvents::Kind::buffer_started) return;  // nothing was open on that CPU's data before it
     // Open frames are unreliable after a loss; which tasks ran on that CPU is not known here, so irq
     // detection forgets all of them (build_call_graph keeps its own stacks).
     for (auto& [key, t] : tasks_) {
@@ -251,12 +256,27 @@ bool StreamBuilder::overruns(std::uint64_t n) {
 
 void StreamBuilder::malformed(std::uint32_t line, std::string_view expected, std::string_view found) {
     std::string ex;
+    last_malformed_line_ = line;
     if (first_malformed_line_ == 0) {
         first_malformed_line_ = line;
         first_malformed_ = example(file_, line, expected, found);
         ex = first_malformed_;
     }
     count_diagnostic(stream_.diagnostics, "malformed_line", "error", ex);
+}
+
+void StreamBuilder::check_last_line(std::string_view text, std::uint32_t last_line) {
+    if (text.empty() || text.back() == '\n' || last_line == 0 || first_malformed_line_ == 0) return;
+    if (last_malformed_line_ != last_line) return;
+    count_diagnostic(stream_.diagnostics, "truncated_last_line", "data_loss",
+                     fmt::format("{}:{}: the last line ends without a newline and cannot be read", file_, last_line));
+}
+
+void StreamBuilder::header(std::string_view h) {
+    if (auto e = parse_entries_header(h)) {
+        stream_.entries_in_buffer = e->in_buffer;
+        stream_.entries_written = e->written;
+    }
 }
 
 void StreamBuilder::comm(int pid, std::string_view comm) {
@@ -305,6 +325,10 @@ void StreamBuilder::drain(std::size_t upto) {
             e.function.clear();
             e.module.reset();
             e.depth = p.depth;
+            e.args.clear();
+            e.retaddr.clear();
+            if (!p.args.empty()) append_utf8_clean(e.args, p.args);
+            if (!p.retaddr.empty()) append_utf8_clean(e.retaddr, p.retaddr);
         } else {
             auto& x = std::get<FuncExit>(ev.body);
             x.func_addr = 0;

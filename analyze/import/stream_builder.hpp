@@ -47,10 +47,15 @@ public:
     // Entry, leaf, exit, comment or irq marker. Comments become events (comment_event).
     void graph(const LineCtx& ctx, const GraphBody& body);
     void push(const LineCtx& ctx, EventBody body, const FuncNames& names = {});
-    void lost(const LineCtx& ctx, std::optional<std::uint64_t> count);
+    void lost(const LineCtx& ctx, std::optional<std::uint64_t> count, LostEvents::Kind kind = LostEvents::Kind::lost);
     // "(Overruns: N)" after a return line: belongs to the last FuncExit.
     bool overruns(std::uint64_t n);
     void malformed(std::uint32_t line, std::string_view expected, std::string_view found);
+    // After the last line: when it was malformed and the text does not end with a newline, it was cut off
+    // (a copy or a capture that stopped mid-line): the data_loss diagnostic "truncated_last_line".
+    void check_last_line(std::string_view text, std::uint32_t last_line);
+    // The "# entries-in-buffer/entries-written: A/B" header, when `header` (the text after '#') is one.
+    void header(std::string_view header);
     void comm(int pid, std::string_view comm);
 
     EventStream& stream() { return stream_; }
@@ -105,6 +110,7 @@ private:
         std::int64_t retval = 0;
         std::uint64_t overrun = 0;
         FuncNames names;
+        std::string_view args, retaddr;  // an entry's funcgraph-args and -retaddr text, views like names
         int cpu = -1;
         int pid = -1;
         std::uint32_t line = 0;
@@ -168,6 +174,7 @@ private:
     std::uint64_t drained_ts_ = 0;  // ts of the last drained event
     std::uint32_t first_unsorted_line_ = 0;
     std::uint32_t first_malformed_line_ = 0;
+    std::uint32_t last_malformed_line_ = 0;
     std::string first_malformed_;
 };
 

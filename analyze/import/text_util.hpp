@@ -91,6 +91,55 @@ inline std::optional<std::int64_t> parse_retval(std::string_view s) {
     return neg ? -static_cast<std::int64_t>(*v) : static_cast<std::int64_t>(*v);
 }
 
+// A return value as function_graph prints it: parse_retval's forms, and the BTF-typed booleans of
+// funcgraph-retval with BTF (>= 6.13, kernel/trace/trace_functions_graph.c print_graph_retval through
+// btf_type_is_bool): "true" -> 1, "false" -> 0.
+inline std::optional<std::int64_t> parse_graph_retval(std::string_view s) {
+    if (s == "true") return 1;
+    if (s == "false") return 0;
+    return parse_retval(s);
+}
+
+// The `trace` file header "entries-in-buffer/entries-written: 57813/70138   #P:12" (the text after '#';
+// kernel/trace/trace.c print_event_info): A and B, nullopt when the text is not that header.
+struct EntriesHeader {
+    std::uint64_t in_buffer = 0, written = 0;
+};
+inline std::optional<EntriesHeader> parse_entries_header(std::string_view h) {
+    constexpr std::string_view key = "entries-in-buffer/entries-written:";
+    if (!starts_with(h, key)) return std::nullopt;
+    h = ltrim(h.substr(key.size()));
+    std::size_t slash = h.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;
+    std::size_t end = slash + 1;
+    while (end < h.size() && is_digit(h[end]))
+        ++end;
+    auto a = parse_u64(h.substr(0, slash));
+    auto b = parse_u64(h.substr(slash + 1, end - slash - 1));
+    if (!a || !b) return std::nullopt;
+    return EntriesHeader{*a, *b};
+}
+
+// "##### CPU 2 buffer started ####" (kernel/trace/trace.c, test_cpu_buff_start: printed with the annotate
+// option when the buffer had overruns, before the first surviving event of each CPU but the first): the CPU.
+inline std::optional<int> parse_buffer_started(std::string_view t) {
+    if (!starts_with(t, "#####")) return std::nullopt;
+    t = ltrim(t.substr(5));
+    if (!starts_with(t, "CPU ")) return std::nullopt;
+    t = t.substr(4);
+    std::size_t n = 0;
+    while (n < t.size() && is_digit(t[n]))
+        ++n;
+    auto cpu = parse_int(t.substr(0, n));
+    if (!cpu || !starts_with(ltrim(t.substr(n)), "buffer started")) return std::nullopt;
+    return cpu;
+}
+
+// An elision row of an excerpt (" [..]", "[...]", "...", "…"): lines someone left out when copying a trace.
+inline bool is_elision_row(std::string_view t) {
+    return t == "[..]" || t == "[...]" || t == "..." || t == "\xE2\x80\xA6" || t == "[\xE2\x80\xA6]";
+}
+
 // "<int>[.<frac>]" with the integer part in `unit_ns` units (1000 for µs, 1e9 for seconds): fraction digits
 // beyond ns precision are dropped. "82.823" us -> 82823 ns, "33998.59" -> 33998590, "3594274" -> 3594274000.
 inline std::optional<std::uint64_t> parse_decimal_ns(std::string_view s, std::uint64_t unit_ns) {

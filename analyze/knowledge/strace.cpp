@@ -1,6 +1,7 @@
 // Reader of strace text: ioctl calls with their fds' paths (from -y, or from open/openat/close/dup lines).
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <map>
 
 #include <fmt/format.h>
@@ -231,9 +232,26 @@ std::optional<std::uint64_t> parse_request(std::string_view s) {
 
 struct CallResult {
     std::optional<std::int64_t> ret;
-    std::optional<std::string> error;
+    std::optional<std::string> error;  // everything after the value: "ENOTTY (Inappropriate ioctl for device)"
+    std::optional<std::string> errno_name, errno_text;
     std::optional<std::string> fd_path;  // -y on a returned fd: "= 15</dev/nvidiactl>"
+    std::optional<std::uint64_t> duration_ns;
 };
+
+// "ENOTTY (Inappropriate ioctl for device)", "ERESTARTSYS (To be restarted if SA_RESTART is set)",
+// "E??? (errno 530)": strace's xlat of the errno (strace src/syscall.c, print_err_ret) as name and text.
+void split_errno(std::string_view rest, CallResult& out) {
+    rest = trim(rest);
+    if (rest.empty()) return;
+    out.error = std::string(rest);
+    std::size_t sp = rest.find(' ');
+    std::string_view name = rest.substr(0, sp);
+    out.errno_name = std::string(name);
+    if (sp == std::string_view::npos) return;
+    std::string_view text = trim(rest.substr(sp + 1));
+    if (text.size() >= 2 && text.front() == '(' && text.back() == ')') text = text.substr(1, text.size() - 2);
+    out.errno_text = std::string(text);
+}
 
 CallResult parse_result(std::string_view r) {
     CallResult out;
@@ -249,51 +267,200 @@ CallResult parse_result(std::string_view r) {
         out.fd_path = fd->second;
         return out;
     }
-    out.ret = parse_int<std::int64_t>(num);
-    if (out.ret && *out.ret < 0 && !rest.empty()) out.error = std::string(rest);
+    out.ret = parse_int<std::int64_t>(num);  // "?" (the call did not return: exit_group, ERESTARTSYS): none
+    bool failed = (out.ret && *out.ret < 0) || num == "?";
+    // "= 0x7f0c (flags O_RDONLY)"-style decoded values follow a success: not an errno.
+    if (failed && !rest.empty()) split_errno(rest, out);
+    if (out.ret && *out.ret == -1 && !out.errno_name) {
+        out.errno_name = "unknown";  // never derived from -1 (that is libc's -1, not -errno)
+        out.errno_text = "strace printed no errno";
+    }
     return out;
 }
 
+// Go's time.Duration as gVisor prints it ("%v"): "21.883µs", "850ns", "1.5ms", "2.1s", "1m2.5s".
+std::optional<std::uint64_t> parse_go_duration(std::string_view s) {
+    s = trim(s);
+    if (s.empty()) return std::nullopt;
+    double total = 0;
+    while (!s.empty()) {
+        std::size_t n = 0;
+        while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) || s[n] == '.'))
+            ++n;
+        if (n == 0) return std::nullopt;
+        double v = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + n, v);
+        if (ec != std::errc() || p != s.data() + n) return std::nullopt;
+        s.remove_prefix(n);
+        double unit = 0;
+        for (auto [u, ns] : {std::pair<std::string_view, double>{"ns", 1},
+                             {"us", 1e3},
+                             {"\xC2\xB5s", 1e3},
+                             {"\xCE\xBCs", 1e3},
+                             {"ms", 1e6},
+                             {"s", 1e9},
+                             {"m", 60e9},
+                             {"h", 3600e9}}) {
+            if (starts_with(s, u) && !(u == "m" && starts_with(s, "ms"))) {
+                unit = ns;
+                s.remove_prefix(u.size());
+                break;
+            }
+        }
+        if (unit == 0) return std::nullopt;
+        total += v * unit;
+    }
+    return static_cast<std::uint64_t>(total + 0.5);
+}
+
+// -T's "<0.000012>" seconds at the end of a result.
+std::optional<std::uint64_t> parse_dash_t(std::string_view r) {
+    r = trim(r);
+    if (r.size() < 3 || r.back() != '>') return std::nullopt;
+    std::size_t lt = r.rfind('<');
+    if (lt == std::string_view::npos) return std::nullopt;
+    std::string_view v = r.substr(lt + 1, r.size() - lt - 2);
+    double secs = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
+    if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+    return static_cast<std::uint64_t>(secs * 1e9 + 0.5);
+}
+
+// ---- gVisor ----------------------------------------------------------------------------------------------
+
+// "I1229 09:57:11.030378   13265 strace.go:605] [   2:   2] python X ioctl(...) = 0 (0x0) (21.883µs)":
+// glog's header (severity, MMDD, time, thread, file:line]) and the task's "[tid: tgid] comm" (the sentry's
+// Task.Infof/Debugf prefix).
+struct GlogLine {
+    char severity = 'I';
+    std::string_view file;  // "strace.go"
+    std::optional<int> tid;
+    std::string_view msg;  // after "[tid: tgid] " (the comm still in front)
+};
+
+std::optional<GlogLine> parse_glog(std::string_view s) {
+    s = trim(s);
+    if (s.size() < 22 || std::string_view("IWEFD").find(s[0]) == std::string_view::npos) return std::nullopt;
+    for (int i = 1; i <= 4; ++i)
+        if (!std::isdigit(static_cast<unsigned char>(s[static_cast<std::size_t>(i)]))) return std::nullopt;
+    if (s[5] != ' ' || s[8] != ':' || s[11] != ':') return std::nullopt;
+    std::size_t close = s.find("] ");
+    if (close == std::string_view::npos) return std::nullopt;
+    std::string_view head = s.substr(0, close);  // "I1229 09:57:11.030378   13265 strace.go:605"
+    std::size_t sp = head.rfind(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    GlogLine g;
+    g.severity = s[0];
+    std::string_view fl = head.substr(sp + 1);
+    g.file = fl.substr(0, fl.find(':'));
+    std::string_view rest = trim(s.substr(close + 2));
+    if (starts_with(rest, "[")) {
+        std::size_t rb = rest.find(']');
+        std::size_t colon = rest.find(':');
+        if (rb != std::string_view::npos && colon != std::string_view::npos && colon < rb) {
+            g.tid = parse_int<int>(rest.substr(1, colon - 1));
+            rest = trim(rest.substr(rb + 1));
+        }
+    }
+    g.msg = rest;
+    return g;
+}
+
+// "0x3 /dev/nvidiactl" (gVisor's FD argument: the number in hex, then the path), "0xffffffffffffffff (bad FD)".
+std::pair<int, std::optional<std::string>> parse_gvisor_fd(std::string_view a) {
+    a = trim(a);
+    std::string_view num = a.substr(0, a.find(' '));
+    std::optional<std::string> path;
+    if (num.size() < a.size()) {
+        std::string_view p = trim(a.substr(num.size()));
+        if (!p.empty() && p.front() != '(') path = std::string(p);
+    }
+    auto v = parse_int<std::uint64_t>(num);
+    int fd = v ? static_cast<int>(static_cast<std::int32_t>(static_cast<std::uint32_t>(*v))) : -1;
+    return {fd, path};
+}
+
 }  // namespace
+
+bool is_accelerator_device_path(std::string_view p) {
+    return starts_with(p, "/dev/nvidia") || starts_with(p, "/dev/dri/") || starts_with(p, "/dev/accel/") ||
+           p == "/dev/kfd" || p == "/dev/gdrdrv";
+}
 
 StraceLog parse_strace(std::string_view text, std::string_view source) {
     StraceLog log;
     std::map<int, std::string> fds;      // fd -> path, as of the current line
     std::map<int, std::size_t> pending;  // pid (or -1) -> index of an unfinished ioctl
+    std::map<int, std::size_t> gv_open;  // gVisor: tid -> index of an ioctl whose E was seen, X not yet
     auto diag = [&](const char* name, const char* severity, std::uint32_t line, std::string_view what) {
         count_diagnostic(log.diagnostics, name, severity, fmt::format("{}:{}: {}", source, line, what));
     };
+    // A call line that did not close: the program's output may have been written into it (its rest then
+    // follows as ") = N"), or it is cut off. Held until the next line says which.
+    struct Partial {
+        std::string text;
+        std::uint32_t line = 0;
+        std::uint32_t output_lines = 0;
+    };
+    std::optional<Partial> partial;
+    std::uint32_t last_nonblank = 0, last_cut = 0, first_output_line = 0;
 
-    std::uint32_t lineno = 0;
-    std::size_t pos = 0;
-    bool last_truncated = false;
-    while (pos < text.size()) {
-        auto nl = text.find('\n', pos);
-        std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-        pos = nl == std::string_view::npos ? text.size() : nl + 1;
-        ++lineno;
-        if (trim(raw).empty()) continue;
-        last_truncated = false;
+    auto handle = [&](std::string_view raw, std::uint32_t lineno, bool joined) {
         auto l = tokenize(raw);
-        if (!l) continue;  // signals, "+++ exited", "--- SIGCHLD": not calls
+        if (!l) {
+            // "+++ exited with 1 +++", "+++ killed by SIGSEGV (core dumped) +++": how the traced task ended.
+            std::optional<int> pid;
+            std::string_view t = strip_prefix(raw, pid);
+            if (starts_with(t, "+++ ") && t.size() > 8 && t.substr(t.size() - 4) == " +++") {
+                std::string_view in = trim(t.substr(4, t.size() - 8));
+                StraceExit x;
+                x.line = lineno;
+                x.pid = pid;
+                if (starts_with(in, "exited with ")) {
+                    x.status = parse_int<int>(in.substr(12));
+                } else if (starts_with(in, "killed by ")) {
+                    std::string_view sig = in.substr(10);
+                    x.core_dumped = sig.find("(core dumped)") != std::string_view::npos;
+                    x.signal = std::string(sig.substr(0, sig.find(' ')));
+                }
+                if (x.status || x.signal) log.exits.push_back(std::move(x));
+            }
+            return;
+        }
         const bool truncated = !l->complete && !l->unfinished;
         if (truncated) {
-            last_truncated = true;
+            last_cut = lineno;
             diag("strace_truncated_line", "data_loss", lineno, "line ends mid-call");
         }
         auto args = split_args(l->args);
+        if (joined && !args.empty()) {
+            // The output was written right after the last argument: keep the argument's own number.
+            std::string_view a = args.back();
+            std::size_t n = 0;
+            if (starts_with(a, "0x"))
+                for (n = 2; n < a.size() && std::isxdigit(static_cast<unsigned char>(a[n]));)
+                    ++n;
+            else
+                while (n < a.size() && (std::isdigit(static_cast<unsigned char>(a[n])) || (n == 0 && a[n] == '-')))
+                    ++n;
+            if (n > 0 && n < a.size()) args.back() = a.substr(0, n);
+        }
         CallResult res = l->complete ? parse_result(l->result) : CallResult{};
+        if (l->complete) res.duration_ns = parse_dash_t(l->result);
 
         if (l->name == "ioctl") {
             if (l->resumed) {
                 auto it = pending.find(l->pid.value_or(-1));
-                if (it == pending.end()) continue;
+                if (it == pending.end()) return;
                 StraceIoctl& io = log.ioctls[it->second];
                 io.ret = res.ret;
                 io.error = res.error;
+                io.errno_name = res.errno_name;
+                io.errno_text = res.errno_text;
+                io.duration_ns = res.duration_ns;
                 io.truncated = truncated;
                 pending.erase(it);
-                continue;
+                return;
             }
             StraceIoctl io;
             io.line = lineno;
@@ -302,11 +469,11 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             auto fd = args.empty() ? std::nullopt : parse_fd(args[0]);
             if (!fd) {
                 diag("strace_malformed_ioctl", "error", lineno, "no fd in ioctl()");
-                continue;
+                return;
             }
             io.fd = fd->first;
             if (fd->second)
-                io.fd_path = fd->second;
+                io.fd_path = fd->second;  // -y: the path at this very call
             else if (auto it = fds.find(io.fd); it != fds.end())
                 io.fd_path = it->second;
             if (args.size() >= 2) {
@@ -318,21 +485,67 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (args.size() >= 3) io.arg = std::string(args[2]);
             io.ret = res.ret;
             io.error = res.error;
+            io.errno_name = res.errno_name;
+            io.errno_text = res.errno_text;
+            io.duration_ns = res.duration_ns;
             if (l->unfinished) pending[l->pid.value_or(-1)] = log.ioctls.size();
             log.ioctls.push_back(std::move(io));
-            continue;
+            return;
         }
-        if (!l->complete || !res.ret || *res.ret < 0) continue;
+        if (!l->complete) return;
         const std::string_view n = l->name;
         if (n == "open" || n == "openat" || n == "creat" || n == "openat2") {
             std::size_t path_arg = n == "openat" || n == "openat2" ? 1 : 0;
-            if (args.size() <= path_arg) continue;
+            if (args.size() <= path_arg) return;
             auto path = res.fd_path ? res.fd_path : parse_string(args[path_arg]);
-            if (!path) continue;
-            int fd = static_cast<int>(*res.ret);
-            fds[fd] = *path;
-            log.opens.push_back({lineno, fd, *path});
-        } else if (n == "close" && !args.empty()) {
+            if (!path) return;
+            StraceOpen o;
+            o.line = lineno;
+            o.path = *path;
+            o.syscall = std::string(n);
+            if (args.size() > path_arg + 1) o.flags = std::string(args[path_arg + 1]);
+            o.ret = res.ret;
+            o.errno_name = res.errno_name;
+            o.errno_text = res.errno_text;
+            o.pid = l->pid;
+            if (res.ret && *res.ret >= 0) {
+                o.fd = static_cast<int>(*res.ret);
+                fds[o.fd] = *path;
+                log.opens.push_back(std::move(o));
+            } else {
+                log.failed_opens.push_back(std::move(o));
+            }
+            return;
+        }
+        if (n == "write" && !args.empty()) {
+            if (auto fd = parse_fd(args[0])) log.writes.push_back({lineno, fd->first, res.ret});
+            return;
+        }
+        if ((n == "stat" || n == "lstat" || n == "newfstatat" || n == "fstatat64" || n == "statx" || n == "stat64") &&
+            res.ret && *res.ret == 0) {
+            // "st_rdev=makedev(237, 0)" (statx: "stx_rdev_major=237, stx_rdev_minor=0").
+            std::string_view all = l->args;
+            std::size_t path_arg = n == "newfstatat" || n == "fstatat64" || n == "statx" ? 1 : 0;
+            auto path = args.size() > path_arg ? parse_string(args[path_arg]) : std::nullopt;
+            std::optional<std::uint32_t> major, minor;
+            if (auto m = all.find("makedev("); m != std::string_view::npos) {
+                std::string_view in = all.substr(m + 8, all.find(')', m) - m - 8);
+                auto parts = split_args(in);
+                if (parts.size() == 2) {
+                    major = parse_int<std::uint32_t>(parts[0]);
+                    minor = parse_int<std::uint32_t>(parts[1]);
+                }
+            } else if (auto a = all.find("stx_rdev_major="); a != std::string_view::npos) {
+                auto b = all.find("stx_rdev_minor=");
+                major = parse_int<std::uint32_t>(all.substr(a + 15, all.find(',', a) - a - 15));
+                if (b != std::string_view::npos)
+                    minor = parse_int<std::uint32_t>(all.substr(b + 15, all.find_first_of(",}", b) - b - 15));
+            }
+            if (path && major && minor) log.device_nodes.push_back({lineno, *path, *major, *minor});
+            return;
+        }
+        if (!res.ret || *res.ret < 0) return;
+        if (n == "close" && !args.empty()) {
             if (auto fd = parse_fd(args[0])) fds.erase(fd->first);
         } else if ((n == "dup" || n == "dup2" || n == "dup3" ||
                     (n == "fcntl" && args.size() >= 2 && starts_with(args[1], "F_DUPFD"))) &&
@@ -344,9 +557,208 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                 if (path) fds[static_cast<int>(*res.ret)] = *path;
             }
         }
+    };
+
+    // gVisor: "name E ioctl(args)" and "name X ioctl(args) = 0 (0x0) (21.883µs)" / "= 0x0 errno=22 (invalid
+    // argument) (5µs)"; nvproxy's "frontend ioctl: nr = 0x2a, argSize = 0x20" and "control command 0x2080122b"
+    // belong to the ioctl the thread is in.
+    auto handle_gvisor = [&](const GlogLine& g, std::uint32_t lineno) {
+        std::string_view m = g.msg;
+        const int tid = g.tid.value_or(-1);
+        if (starts_with(m, "nvproxy: ")) {
+            auto it = gv_open.find(tid);
+            if (it == gv_open.end()) return;
+            StraceIoctl& io = log.ioctls[it->second];
+            std::string_view b = m.substr(9);
+            auto hexval = [](std::string_view v) { return parse_int<std::uint32_t>(trim(v.substr(0, v.find(',')))); };
+            if (starts_with(b, "frontend ioctl: ")) {
+                if (auto p = b.find("nr = "); p != std::string_view::npos) io.nvproxy_nr = hexval(b.substr(p + 5));
+                if (auto p = b.find("argSize = "); p != std::string_view::npos)
+                    io.nvproxy_arg_size = hexval(b.substr(p + 10));
+            } else if (starts_with(b, "control command ")) {
+                io.ctrl = hexval(b.substr(16));
+            }
+            return;
+        }
+        // "<comm> E name(" / "<comm> X name(": the comm may hold spaces, the name is an identifier.
+        std::size_t at = std::string_view::npos;
+        char half = 0;
+        for (std::size_t k = 0; k + 3 < m.size(); ++k) {
+            if (m[k] == ' ' && (m[k + 1] == 'E' || m[k + 1] == 'X') && m[k + 2] == ' ') {
+                std::size_t q = k + 3;
+                while (q < m.size() && (std::isalnum(static_cast<unsigned char>(m[q])) || m[q] == '_'))
+                    ++q;
+                if (q > k + 3 && q < m.size() && m[q] == '(') {
+                    at = k + 3;
+                    half = m[k + 1];
+                    break;
+                }
+            }
+        }
+        if (at == std::string_view::npos) return;
+        std::string_view call = m.substr(at);
+        std::size_t open = call.find('(');
+        std::string_view name = call.substr(0, open);
+        std::size_t close = matching_paren(call, open);
+        if (close == std::string_view::npos) {
+            diag("strace_truncated_line", "data_loss", lineno, "line ends mid-call");
+            last_cut = lineno;
+            return;
+        }
+        auto args = split_args(call.substr(open + 1, close - open - 1));
+        std::string_view rest = trim(call.substr(close + 1));
+        CallResult res;
+        if (half == 'X' && starts_with(rest, "=")) {
+            rest = trim(rest.substr(1));
+            std::string_view num = rest.substr(0, rest.find(' '));
+            res.ret = parse_int<std::int64_t>(num);
+            rest = trim(rest.substr(num.size()));
+            if (starts_with(rest, "(0x")) rest = trim(rest.substr(rest.find(')') + 1));  // "(0x0)": the same value
+            if (starts_with(rest, "errno=")) {
+                std::string_view e = rest.substr(6);
+                std::size_t sp = e.find(' ');
+                auto no = parse_int<int>(e.substr(0, sp));
+                rest = sp == std::string_view::npos ? std::string_view() : trim(e.substr(sp));
+                if (no) {
+                    res.ret = -*no;  // what the syscall returned to the application
+                    const char* nm = strerrorname_np(*no);
+                    res.errno_name = nm ? std::string(nm) : fmt::format("errno {}", *no);
+                }
+                if (starts_with(rest, "(")) {
+                    std::size_t rp = rest.find(')');
+                    if (rp != std::string_view::npos) {
+                        res.errno_text = std::string(rest.substr(1, rp - 1));
+                        res.error = *res.errno_name + " (" + *res.errno_text + ")";
+                        rest = trim(rest.substr(rp + 1));
+                    }
+                }
+            }
+            if (starts_with(rest, "(") && rest.back() == ')')
+                res.duration_ns = parse_go_duration(rest.substr(1, rest.size() - 2));
+        }
+        if (name != "ioctl") {
+            if ((name == "openat" || name == "open") && half == 'X' && res.ret && *res.ret < 0 && args.size() >= 2) {
+                StraceOpen o;
+                o.line = lineno;
+                o.syscall = std::string(name);
+                std::string_view pa = trim(args[name == "openat" ? 1 : 0]);
+                std::size_t sp = pa.find(' ');  // "0x7f... /dev/nvidia-uvm": the pointer, then the path
+                o.path = std::string(sp == std::string_view::npos ? pa : trim(pa.substr(sp)));
+                if (args.size() > (name == "openat" ? 2u : 1u)) o.flags = std::string(args[name == "openat" ? 2 : 1]);
+                o.ret = res.ret;
+                o.errno_name = res.errno_name;
+                o.errno_text = res.errno_text;
+                o.pid = g.tid;
+                log.failed_opens.push_back(std::move(o));
+            }
+            return;
+        }
+        auto [fd, path] =
+            args.empty() ? std::pair<int, std::optional<std::string>>{-1, std::nullopt} : parse_gvisor_fd(args[0]);
+        if (half == 'X') {
+            auto it = gv_open.find(tid);
+            if (it != gv_open.end()) {
+                StraceIoctl& io = log.ioctls[it->second];
+                io.ret = res.ret;
+                io.error = res.error;
+                io.errno_name = res.errno_name;
+                io.errno_text = res.errno_text;
+                io.duration_ns = res.duration_ns;
+                gv_open.erase(it);
+                return;
+            }
+        }
+        StraceIoctl io;
+        io.line = lineno;
+        io.pid = g.tid;
+        io.fd = fd;
+        io.fd_path = path;
+        io.entered = half == 'E';
+        if (args.size() >= 2) {
+            io.cmd_text = std::string(args[1]);
+            io.cmd = parse_request(args[1]);
+        }
+        if (args.size() >= 3) io.arg = std::string(args[2]);
+        if (half == 'X') {
+            io.ret = res.ret;
+            io.error = res.error;
+            io.errno_name = res.errno_name;
+            io.errno_text = res.errno_text;
+            io.duration_ns = res.duration_ns;
+        } else {
+            // A second E on a thread whose last call never exited: that one's X is not in the log.
+            gv_open[tid] = log.ioctls.size();
+        }
+        log.ioctls.push_back(std::move(io));
+    };
+
+    std::uint32_t lineno = 0;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        auto nl = text.find('\n', pos);
+        std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+        pos = nl == std::string_view::npos ? text.size() : nl + 1;
+        ++lineno;
+        if (trim(raw).empty()) continue;
+        last_nonblank = lineno;
+        if (auto g = parse_glog(raw)) {
+            log.gvisor = log.gvisor || g->file == "strace.go";
+            handle_gvisor(*g, lineno);
+            continue;
+        }
+        std::string_view t = trim(raw);
+        if (t == "..." || t == "[...]" || t == "[..]") {
+            log.elided_rows.push_back(lineno);
+            continue;
+        }
+        if (partial) {
+            // ") = 31" (with -T "<...>"): the rest of the held call; anything else in between was the program's.
+            if (starts_with(t, ")") && trim(t.substr(1)).substr(0, 1) == "=") {
+                std::string joined = partial->text + std::string(t);
+                log.program_output_lines += partial->output_lines + 1;
+                if (!first_output_line) first_output_line = partial->line;
+                std::uint32_t at = partial->line;
+                partial.reset();
+                handle(joined, at, true);
+                continue;
+            }
+            auto l = tokenize(raw);
+            if (!l) {
+                ++partial->output_lines;
+                continue;
+            }
+            Partial p = std::move(*partial);
+            partial.reset();
+            handle(p.text, p.line, false);  // cut off: a real call line came next
+        }
+        if (auto l = tokenize(raw); l && !l->complete && !l->unfinished && !l->resumed) {
+            partial = Partial{std::string(raw), lineno, 0};
+            continue;
+        }
+        handle(raw, lineno, false);
+    }
+    if (partial) handle(partial->text, partial->line, false);
+    if (log.program_output_lines)
+        count_diagnostic(log.diagnostics, "strace_program_output", "info",
+                         fmt::format("{}:{}: the program's output was written into the call line (not a cut-off line)",
+                                     source, first_output_line),
+                         log.program_output_lines);
+    // Calls whose other half is not in the log: the result (or the request) is not known.
+    std::vector<bool> open_at_end(log.ioctls.size(), false);
+    for (const auto& [pid, idx] : pending)
+        open_at_end[idx] = true;
+    for (const auto& [tid, idx] : gv_open)
+        open_at_end[idx] = true;
+    for (std::size_t i = 0; i < log.ioctls.size(); ++i) {
+        const StraceIoctl& io = log.ioctls[i];
+        if (!io.entered)
+            diag("strace_exit_without_entry", "data_loss", io.line, "an X (exit) line whose E line is not in the log");
+        else if (open_at_end[i] || (log.gvisor && !io.ret))
+            diag("strace_unfinished_call", "data_loss", io.line, "a call whose return is not in the log");
     }
     log.lines = lineno;
-    log.truncated = last_truncated;
+    // Only a cut in the last line says the input was cut off; an earlier one is a damaged line.
+    log.truncated = last_cut != 0 && last_cut == last_nonblank;
     return log;
 }
 
@@ -360,6 +772,9 @@ std::vector<IoctlRecord> strace_ioctl_records(const StraceLog& log) {
         r.cmd = io.cmd.value_or(0);
         if (io.cmd) r.name = describe_ioctl(*io.cmd, io.fd_path).name;
         r.ret = io.ret;
+        r.errno_name = io.errno_name;
+        r.errno_text = io.errno_text;
+        r.ctrl = io.ctrl;
         out.push_back(std::move(r));
     }
     return out;

@@ -23,6 +23,12 @@ struct FuncEntry {
     std::string function;               // bare symbol name, e.g. "null_queue_rq"
     std::optional<std::string> module;  // "null_blk" for "[null_blk]" symbols, nullopt for vmlinux
     int depth = 0;                      // nesting index the kernel recorded (0 = outermost traced call)
+    // function_graph text with funcgraph-args (>= 6.15, BTF): the argument list as printed inside the
+    // parentheses ("rq=0xffff888007949bc0, cpu=3"); empty when none was printed.
+    std::string args{};
+    // funcgraph-retaddr (>= 6.13): the caller's return address as printed, "__schedule+0x60b/0x700"
+    // (without "<-"); empty when none was printed.
+    std::string retaddr{};
 };
 
 // ftrace:funcgraph_exit. calltime/rettime are ns on the trace clock (0 when unknown, e.g. in text
@@ -47,9 +53,17 @@ struct IoctlEnter {
     int fd = -1;
     std::uint64_t cmd = 0;
     std::uint64_t arg = 0;
+    // The fd's path as the source printed it at this very call (strace -y "3</dev/nvidiactl>", gVisor's
+    // "0x3 /dev/nvidiactl"); preferred over any sample of /proc. Empty when the call did not say.
+    std::string fd_path{};
 };
 struct IoctlExit {
     std::int64_t ret = 0;
+    // The errno as the source printed it (strace "= -1 ENOTTY (Inappropriate ioctl for device)": name
+    // "ENOTTY", text "Inappropriate ioctl for device"; gVisor "errno=22 (invalid argument)"). Empty when the
+    // source printed none (the kernel's sys_exit_ioctl: ret itself is then -errno).
+    std::string errno_name{};
+    std::string errno_text{};
 };
 
 // ftrace:print, written through trace_marker (scenario phase markers, nvtrace's own start/end marks).
@@ -71,8 +85,14 @@ struct OtherEvent {
 
 // The kernel said events were lost on this CPU before this point (ring-buffer page header,
 // tep_record::missed_events). count is nullopt when the kernel did not say how many.
+// `kind` says what the source said: `lost` ("CPU:N [LOST M EVENTS]", a ring-buffer page's missed events),
+// `buffer_started` ("##### CPU N buffer started ####", kernel/trace/trace.c print_trace_line with the
+// annotate option: the CPU's older events were overwritten), `elided` (a " [..]" or "..." row of an excerpt:
+// lines left out by whoever copied the trace; cpu -1 when the row names none).
 struct LostEvents {
     std::optional<std::uint64_t> count;
+    enum class Kind : std::uint8_t { lost, buffer_started, elided };
+    Kind kind = Kind::lost;
 };
 
 using EventBody = std::variant<FuncEntry, FuncExit, IoctlEnter, IoctlExit, Marker, ConsoleLine, OtherEvent, LostEvents>;
@@ -135,6 +155,10 @@ struct EventStream {
     // The text file the events were read from, as named to the reader; empty for binary and live sources.
     // With Event::line it says where a diagnostic's first example is ("file:line").
     std::string file_name;
+    // The `trace` file header "# entries-in-buffer/entries-written: A/B" (kernel/trace/trace.c,
+    // print_event_info): A events in the buffer, B written since the last reset; B > A: B - A overwritten.
+    std::optional<std::uint64_t> entries_in_buffer;
+    std::optional<std::uint64_t> entries_written;
 };
 
 // Adds `count` to the diagnostic `name` (created with `severity` and `example` on first use).

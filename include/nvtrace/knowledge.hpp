@@ -303,40 +303,96 @@ constexpr std::uint32_t encode_ioc(unsigned dir, unsigned type, unsigned nr, uns
 
 // ---- strace output ------------------------------------------------------------------------------------------
 
-// One ioctl line of strace output, e.g.
+// One ioctl of strace output, e.g.
 //   ioctl(14, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0xce, 0x10), 0x7ffd23823b20) = 0
-// with or without -f pid prefixes, -t/-tt/-ttt timestamps, -T durations, -y fd paths, -X raw numbers,
-// symbolic requests (TCGETS, DRM_IOCTL_VERSION) and <unfinished ...>/<... ioctl resumed> pairs.
+// with or without -f pid prefixes, -t/-tt/-ttt timestamps, -T durations, -y/-yy fd paths, -X raw numbers,
+// symbolic requests (TCGETS, DRM_IOCTL_VERSION), the older "_IOC(0, ...)" spelling of _IOC_NONE, negative fds,
+// <unfinished ...>/<... ioctl resumed> pairs, and the program's own output written into a line
+// ("write(1, "x\n", 2x" then ") = 2" on the next line: strace(1), output of the traced program interleaves).
+// Also gVisor's strace (runsc --strace, pkg/sentry/strace/strace.go):
+//   I1229 09:57:11.030378   13265 strace.go:605] [   2:   2] python X ioctl(0x3 /dev/nvidiactl, 0xc020462a,
+//   0x7ebe51113480) = 0 (0x0) (21.883µs)
+// as E (enter) and X (exit) lines paired per thread, "errno=N (text)" on a failed exit, nvproxy debug lines
+// between them.
 struct StraceIoctl {
-    std::uint32_t line = 0;  // 1-based line of the call (of its first half when split)
-    std::optional<int> pid;
+    std::uint32_t line = 0;  // 1-based line of the call (of its first half when split; gVisor: of its E line)
+    std::optional<int> pid;  // strace -f's pid; gVisor's thread id
     int fd = -1;
     std::optional<std::uint64_t> cmd;  // nullopt when truncated, or symbolic and unknown to nvtrace
     std::string cmd_text;              // the request as strace printed it
     std::string arg;
-    std::optional<std::int64_t> ret;     // nullopt when not seen (truncated, unfinished)
-    std::optional<std::string> error;    // "EINVAL (Invalid argument)" when ret is -1
-    std::optional<std::string> fd_path;  // from -y, or from an earlier open/openat of that fd
-    bool truncated = false;              // the line ends mid-call
+    std::optional<std::int64_t> ret;   // nullopt when not seen (truncated, unfinished, "= ?"); gVisor: -errno on error
+    std::optional<std::string> error;  // "EINVAL (Invalid argument)" as printed after the return value
+    std::optional<std::string> errno_name;          // "EINVAL", "ERESTARTSYS", as printed (gVisor: named from errno=N)
+    std::optional<std::string> errno_text;          // "Invalid argument", as printed
+    std::optional<std::string> fd_path;             // -y/-yy at this call, or from an earlier open/openat of that fd
+    bool truncated = false;                         // the line ends mid-call
+    bool entered = true;                            // gVisor: false for an X line whose E is not in the log
+    std::optional<std::uint64_t> duration_ns;       // -T "<0.000012>", gVisor's "(21.883µs)"
+    std::optional<std::uint32_t> ctrl;              // gVisor nvproxy "control command 0x2080122b" between E and X
+    std::optional<std::uint32_t> nvproxy_nr;        // gVisor nvproxy "frontend ioctl: nr = 0x2a, argSize = 0x20"
+    std::optional<std::uint32_t> nvproxy_arg_size;  // the same line's argSize
 };
 
+// An open/openat/openat2/creat. `opens` holds the successful ones (fd >= 0); `failed_opens` the ones that
+// returned an error, with the errno as printed ("/dev/nvidia-uvm" = -1 EPERM explains why no ioctl followed).
 struct StraceOpen {
     std::uint32_t line = 0;
     int fd = -1;
     std::string path;
+    std::string syscall;  // "openat"
+    std::string flags;    // "O_RDWR|O_CLOEXEC", as printed
+    std::optional<std::int64_t> ret;
+    std::optional<std::string> errno_name, errno_text;
+    std::optional<int> pid;
+};
+
+// "+++ exited with N +++" / "+++ killed by SIGSEGV (core dumped) +++" (strace -f: with "[pid N] ").
+struct StraceExit {
+    std::uint32_t line = 0;
+    std::optional<int> pid;
+    std::optional<int> status;          // exited with
+    std::optional<std::string> signal;  // killed by
+    bool core_dumped = false;
+};
+
+// A stat/lstat/newfstatat/statx of a character or block device: "st_rdev=makedev(237, 0)" (major, minor as
+// strace prints them, decimal or hex). Says which driver a node belongs to (UVM's major is dynamic).
+struct StraceDeviceNode {
+    std::uint32_t line = 0;
+    std::string path;
+    std::uint32_t major = 0, minor = 0;
+};
+
+// A write(2): the fd and the count it returned (the program's output around it is not a syscall).
+struct StraceWrite {
+    std::uint32_t line = 0;
+    int fd = -1;
+    std::optional<std::int64_t> ret;
 };
 
 struct StraceLog {
     std::vector<StraceIoctl> ioctls;
-    std::vector<StraceOpen> opens;  // successful open/openat/creat calls, in order
+    std::vector<StraceDeviceNode> device_nodes;
+    std::vector<StraceWrite> writes;
+    std::vector<StraceOpen> opens;         // successful open/openat/creat calls, in order
+    std::vector<StraceOpen> failed_opens;  // failed ones, in order
+    std::vector<StraceExit> exits;
     std::uint32_t lines = 0;
-    bool truncated = false;               // the last line of the input is cut off mid-call
-    std::vector<Diagnostic> diagnostics;  // "strace_truncated_line", "strace_malformed_ioctl", ...
+    std::vector<std::uint32_t> elided_rows;  // lines of the "..." rows of an excerpt (lines left out)
+    std::uint32_t program_output_lines = 0;  // the traced program's output found inside call lines
+    bool truncated = false;                  // the last line of the input is cut off mid-call
+    bool gvisor = false;                     // the lines were gVisor's (runsc) strace
+    std::vector<Diagnostic> diagnostics;     // "strace_truncated_line", "strace_malformed_ioctl", ...
 };
 
 // Reads strace text. Never fails: lines it cannot use become diagnostics ("<source>:<line>: why").
 // Fds are tracked across threads and processes as one table (strace -f prints no fd-table ownership).
 StraceLog parse_strace(std::string_view text, std::string_view source = "strace");
+
+// True for the open of a device node whose failure explains a missing ioctl: /dev/nvidia*, /dev/dri/*,
+// /dev/accel/*, /dev/kfd, /dev/gdrdrv.
+bool is_accelerator_device_path(std::string_view path);
 
 // The ioctls as report rows, named from their fd path when known, else from the number.
 std::vector<IoctlRecord> strace_ioctl_records(const StraceLog& log);

@@ -30,11 +30,21 @@ struct Call {
     int pid = -1;
     std::string comm;
     int depth = 0;  // depth in the rebuilt tree (0 = root)
+    // The depth the source itself gave: funcgraph_entry/exit.depth of a capture or trace.dat, the indentation
+    // of function_graph text (kernel/trace/trace_functions_graph.c prints 2 spaces per level). An excerpt
+    // that starts inside a call tree keeps it (depth restarts at 0, kernel_depth does not); null when the
+    // source says none (the function tracer's hits).
+    std::optional<int> kernel_depth;
     std::string function;
     std::optional<std::string> module;
     std::optional<std::uint64_t> entry_ns;     // null for an orphan return whose entry time is unknown
     std::optional<std::uint64_t> duration_ns;  // null when the exit was not seen
-    std::optional<std::int64_t> retval;
+    std::optional<std::int64_t> retval;        // BTF-typed "ret=true"/"ret=false" (>= 6.13) are 1 / 0
+    // funcgraph-args: the argument list as printed ("prev=0xffff888007949bc0, next=0x..., sleep=0x1");
+    // funcgraph-retaddr: the return address into the caller as printed ("__schedule+0x60b/0x700").
+    // Null when the source printed none.
+    std::optional<std::string> args;
+    std::optional<std::string> retaddr;
     bool irq = false;
     bool entry_seen = true;
     bool exit_seen = true;
@@ -66,11 +76,29 @@ struct IoctlRecord {
     std::optional<std::uint32_t> ctrl;
     std::optional<std::string> ctrl_class;
     std::optional<std::int64_t> ret;  // null when the exit was not seen
+    // The errno as the source printed it, never derived from ret: strace "= -1 ENOTTY (Inappropriate ioctl
+    // for device)" gives ret -1, errno_name "ENOTTY", errno_text "Inappropriate ioctl for device" (kernel-internal
+    // codes as printed: "ERESTARTSYS"); gVisor "errno=22 (invalid argument)" gives "EINVAL" (the number
+    // named by the C library) and its text. Null for the kernel's own sys_exit_ioctl, whose ret is -errno.
+    std::optional<std::string> errno_name;
+    std::optional<std::string> errno_text;
     std::uint64_t enter_ns = 0;
     std::optional<std::uint64_t> exit_ns;
     std::optional<std::uint64_t> call;  // id of the first root call made inside this ioctl
     std::vector<std::uint64_t> calls;   // ids of every root call made inside this ioctl
     std::optional<std::string> phase;
+};
+
+// One place where the source says data is missing (docs/report-format.md, `completeness.gaps`).
+struct Gap {
+    // "lost_events": the kernel said events were lost here ("CPU:N [LOST M EVENTS]", a page's missed events);
+    // "buffer_started": "##### CPU N buffer started ####": the CPU's events before it were overwritten;
+    // "elided": a " [..]" / "..." row: lines left out of the excerpt.
+    std::string kind;
+    int cpu = -1;                        // -1: the source does not say (an elision row names no CPU)
+    std::optional<std::uint64_t> count;  // events, when the source says how many
+    std::optional<std::uint64_t> ts_ns;  // the time of the last event before the gap; null when unknown
+    std::optional<std::uint32_t> line;   // 1-based line of a text trace
 };
 
 struct Completeness {
@@ -81,7 +109,14 @@ struct Completeness {
     std::uint64_t overruns = 0;        // ring-buffer overrun (overwritten events), summed over CPUs
     std::uint64_t dropped_events = 0;  // ring-buffer dropped events, summed over CPUs
     std::uint64_t graph_overruns = 0;  // calls lost to a full return stack (funcgraph_exit.overrun)
-    std::vector<std::string> reasons;  // why complete is false, one line each
+    // The `trace` file header "# entries-in-buffer/entries-written: A/B"; B - A are overwritten and counted in
+    // `overruns`. Null when the source has no such header.
+    std::optional<std::uint64_t> entries_in_buffer;
+    std::optional<std::uint64_t> entries_written;
+    std::uint64_t elided_spans = 0;      // " [..]" / "..." rows of an excerpt (gaps of kind "elided")
+    std::uint64_t unreadable_lines = 0;  // lines of a text source that could not be read (malformed_line, ...)
+    std::vector<Gap> gaps;               // every loss mark, in stream order
+    std::vector<std::string> reasons;    // why complete is false, one line each
     std::vector<Diagnostic> diagnostics;
 };
 
@@ -156,6 +191,12 @@ struct Report {
     std::optional<KmsgClockOffset> kmsg_clock;  // from EventStream::kmsg_clock; null when not recorded
     std::optional<SourceLinks> source_links;    // null without --source
 };
+
+// The summary's one completeness line: "complete: yes", or "complete: no: " and the reasons joined by "; "
+// ("complete: no: 12,325 of 70,138 entries overwritten (the buffer wrapped); 2 elided spans").
+std::string completeness_line(const Completeness& c);
+// 70138 -> "70,138" (the counts of completeness reasons).
+std::string thousands(std::uint64_t n);
 
 // Builds the report from an event stream whose symbols are already resolved. Never fails: problems in
 // the data become diagnostics and make `completeness.complete` false.

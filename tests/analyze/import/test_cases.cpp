@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "nvtrace/import.hpp"
+#include "nvtrace/knowledge.hpp"
 #include "nvtrace/report.hpp"
 
 using namespace nvtrace;
@@ -23,8 +25,19 @@ struct Loaded {
     Report report;
 };
 
+std::string case_text(const std::string& name) {
+    std::ifstream in(kData + "/cases/" + name, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
 Loaded load(const std::string& name) {
-    auto r = import_file(kData + "/cases/" + name);
+    // Read as text named by the case (not this checkout's path): the readers' diagnostics name the file.
+    static std::map<std::string, std::string> texts;  // import_text's stream may view the text
+    auto& text = texts[name];
+    if (text.empty()) text = case_text(name);
+    auto r = import_text(text, name);
     if (!r) ADD_FAILURE() << r.error().message;
     Loaded l{r ? std::move(*r) : ImportResult{}, {}};
     l.in.stream.file_name = name;  // the goldens name the case, not this checkout's path
@@ -391,6 +404,309 @@ TEST(ImportCases, TraceCmdReportFgraphV6) {
     EXPECT_EQ(r.completeness.orphan_returns, 0u);
 }
 
+// ---- Added 2026-12-01 (../shared/cases/README.md, second round) ------------------------------------------
+
+namespace {
+
+std::string read_case(const std::string& name) {
+    return case_text(name);
+}
+
+std::vector<const Gap*> gaps(const Report& r, std::string_view kind) {
+    std::vector<const Gap*> v;
+    for (const Gap& g : r.completeness.gaps)
+        if (g.kind == kind) v.push_back(&g);
+    return v;
+}
+
+bool has_reason(const Report& r, std::string_view text) {
+    for (const auto& x : r.completeness.reasons)
+        if (x.find(text) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+// amd-gfx patch mail: every frame has an "[amdgpu]" module suffix, the mail quoting added a space before the
+// CPU column, and the author's " [..]" rows elide lines before and after the excerpt.
+TEST(ImportCases, AmdgpuDmubEmailIndent) {
+    auto l = load("fgraph-amdgpu-dmub-email-indent.txt");
+    const Report& r = l.report;
+    EXPECT_EQ(l.in.format, TraceFormat::fgraph_text);
+    EXPECT_EQ(cpus(l.in.stream), (std::set<int>{-1, 2}));  // -1: the two elision rows name no CPU
+    for (const Call& c : r.calls) {
+        EXPECT_EQ(c.module, "amdgpu") << c.function;
+        EXPECT_EQ(c.cpu, 2);
+    }
+    const Call* lock = call(r, "dcn10_lock_all_pipes");
+    ASSERT_TRUE(lock);
+    EXPECT_FALSE(lock->parent);
+    EXPECT_EQ(lock->kernel_depth, 3);  // as printed: the excerpt starts 3 levels down
+    EXPECT_EQ(lock->depth, 0);
+    EXPECT_FALSE(lock->exit_seen);
+    const Call* tg = call(r, "optc1_is_tg_enabled");
+    ASSERT_TRUE(tg);
+    EXPECT_EQ(tg->parent, lock->id);
+    EXPECT_EQ(tg->duration_ns, us(0.120));
+    const Call* pcl = call(r, "dcn20_pipe_control_lock");
+    ASSERT_TRUE(pcl);
+    EXPECT_FALSE(pcl->exit_seen);
+    EXPECT_EQ(call(r, "dc_dmub_srv_clear_inbox0_ack")->duration_ns, us(0.551));
+    EXPECT_EQ(call(r, "dc_dmub_srv_send_inbox0_cmd")->duration_ns, us(0.511));
+    const Call* wait = call(r, "dc_dmub_srv_wait_for_inbox0_ack");
+    ASSERT_TRUE(wait);
+    EXPECT_FALSE(wait->exit_seen);
+    int reads = 0;
+    for (const Call& c : r.calls)
+        if (c.function == "amdgpu_dm_dmub_reg_read") {
+            ++reads;
+            EXPECT_EQ(c.duration_ns, us(0.110));
+            EXPECT_EQ(c.parent, wait->id);
+        }
+    EXPECT_EQ(reads, 7);
+    EXPECT_EQ(max_depth(l.in.stream), 6);
+    // The elision rows are gaps, not malformed lines, and the report is not complete.
+    EXPECT_EQ(r.completeness.elided_spans, 2u);
+    EXPECT_EQ(gaps(r, "elided").size(), 2u);
+    EXPECT_EQ(gaps(r, "elided")[0]->line, 1u);
+    EXPECT_EQ(gaps(r, "elided")[1]->line, 19u);
+    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_TRUE(has_reason(r, "2 elided spans"));
+}
+
+// pengdonglin137/FuncGraph: funcgraph-args, funcgraph-retaddr and BTF-typed "ret=" retvals (>= 6.13).
+TEST(ImportCases, ArgsRetaddrRetvalBtf) {
+    auto l = load("fgraph-args-retaddr-retval-btf.txt");
+    const Report& r = l.report;
+    EXPECT_EQ(cpus(l.in.stream), std::set<int>{3});
+    auto sw = others(l.in.stream, "task_switch");
+    ASSERT_EQ(sw.size(), 1u);
+    EXPECT_EQ(sw[0]->fields, "prev_comm=bash prev_pid=431 next_comm=<idle> next_pid=0");
+    const Call* psi = call(r, "psi_task_switch");
+    ASSERT_TRUE(psi);
+    EXPECT_EQ(psi->kernel_depth, 5);
+    EXPECT_EQ(psi->duration_ns, us(3.250));
+    EXPECT_EQ(psi->args, "prev=0xffff888007949bc0, next=0xffff888006058000, sleep=0x1");
+    EXPECT_EQ(psi->retaddr, "__schedule+0x60b/0x700");
+    EXPECT_EQ(psi->pid, 431);
+    const double group[] = {0.501, 0.415, 0.384, 0.459};
+    for (int i = 0; i < 4; ++i) {
+        const Call* g = call(r, "psi_group_change", i);
+        ASSERT_TRUE(g);
+        EXPECT_EQ(g->duration_ns, us(group[i]));
+        EXPECT_EQ(g->parent, psi->id);
+        EXPECT_EQ(g->retaddr, "psi_task_switch+0x152/0x450");
+    }
+    EXPECT_EQ(call(r, "psi_group_change")->args,
+              "group=0xffff888101de6000, cpu=3, clear=0x14, set=0x0, now=0x15e09eb029, wake_clock=0x1");
+    // An argument named "ret" is an argument, not the return value: that one is the close's "ret=false".
+    const Call* held = call(r, "rcu_read_lock_held_common");
+    ASSERT_TRUE(held);
+    EXPECT_EQ(held->args, "ret=0xffffc900013f3d87");
+    EXPECT_EQ(held->retval, 0);
+    EXPECT_EQ(call(r, "rcu_read_lock_sched_held")->retval, 1);
+    EXPECT_EQ(call(r, "rcu_lockdep_current_cpu_online")->retval, 1);  // ret=true
+    const Call* rnp = call(r, "rcu_rnp_online_cpus");
+    ASSERT_TRUE(rnp);
+    EXPECT_EQ(rnp->retval, 0xff);
+    EXPECT_EQ(rnp->retaddr, "rcu_rdp_cpu_online.isra.0+0xe/0x20");
+    EXPECT_EQ(call(r, "rcu_rdp_cpu_online.isra.0")->retval, 1);
+    // After the switch: the idle task's roots.
+    const Call* fin = call(r, "finish_task_switch.isra.0");
+    ASSERT_TRUE(fin);
+    EXPECT_FALSE(fin->parent);
+    EXPECT_EQ(fin->pid, 0);
+    EXPECT_EQ(fin->duration_ns, us(1.175));
+    EXPECT_EQ(fin->retval, static_cast<std::int64_t>(0xffffffff81381f60ULL));
+    EXPECT_EQ(fin->kernel_depth, 0);
+    const Call* idle = call(r, "do_idle");
+    ASSERT_TRUE(idle);
+    EXPECT_FALSE(idle->parent);
+    EXPECT_FALSE(idle->exit_seen);
+    EXPECT_EQ(call(r, "ktime_get")->retval, 93933535693);
+    EXPECT_EQ(call(r, "can_stop_idle_tick")->retval, 1);
+    EXPECT_EQ(call(r, "report_idle_softirq")->retval, 0);
+    EXPECT_EQ(call(r, "cpuidle_not_available")->args, "drv=0x0, dev=0x0");
+    EXPECT_EQ(call(r, "local_touch_nmi")->args, std::nullopt);  // "()" prints no arguments
+    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+}
+
+// Kernel 5.3 boot trace of the function tracer: the header says 12,325 of 70,138 entries were overwritten and
+// CPU 2's buffer starts late; the excerpt ends with "...".
+TEST(ImportCases, FunctionTextAnnotateCpuBufferStarted) {
+    auto l = load("function-text-annotate-cpu-buffer-started.txt");
+    const Report& r = l.report;
+    EXPECT_EQ(l.in.format, TraceFormat::function_text);
+    EXPECT_EQ(r.completeness.entries_in_buffer, 57813u);
+    EXPECT_EQ(r.completeness.entries_written, 70138u);
+    EXPECT_EQ(r.completeness.overruns, 12325u);
+    std::vector<const Call*> cpu0, cpu2;
+    for (const Call& c : r.calls)
+        (c.cpu == 0 ? cpu0 : cpu2).push_back(&c);
+    ASSERT_EQ(cpu0.size(), 2u);
+    EXPECT_EQ(cpu0[0]->function, "pci_msi_create_irq_domain");
+    EXPECT_EQ(cpu0[0]->entry_ns, 155635000u);
+    auto hits = others(l.in.stream, "function");
+    ASSERT_EQ(hits.size(), 12u);
+    EXPECT_EQ(hits[0]->fields, "ip=pci_msi_create_irq_domain parent_ip=arch_init_msi_domain");
+    EXPECT_EQ(hits[1]->fields, "ip=pci_msi_create_irq_domain parent_ip=arch_create_remap_msi_irq_domain");
+    ASSERT_EQ(cpu2.size(), 10u);
+    for (const Call* c : cpu2) {
+        EXPECT_EQ(c->cpu, 2);
+        EXPECT_EQ(c->pid, 1);
+        EXPECT_EQ(c->comm, "swapper/0");
+    }
+    int reads = 0;
+    for (const auto* h : hits)
+        reads += h->fields == "ip=read_pci_config parent_ip=early_root_info_init";
+    EXPECT_EQ(reads, 5);
+    EXPECT_EQ(hits.back()->fields, "ip=early_pci_allowed parent_ip=amd_postcore_init");
+    EXPECT_EQ(cpu2.back()->entry_ns, 853975000u);
+    // "##### CPU 2 buffer started ####": CPU 2's events before its first surviving one (0.853238) are gone.
+    auto started = gaps(r, "buffer_started");
+    ASSERT_EQ(started.size(), 1u);
+    EXPECT_EQ(started[0]->cpu, 2);
+    EXPECT_EQ(started[0]->ts_ns, 853238000u);
+    EXPECT_EQ(started[0]->line, 14u);
+    auto elided = gaps(r, "elided");
+    ASSERT_EQ(elided.size(), 1u);
+    EXPECT_EQ(elided[0]->line, 25u);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(completeness_line(r.completeness),
+              "complete: no: 12,325 of 70,138 entries overwritten (the buffer wrapped); CPU 2 buffer started late "
+              "(older events overwritten); 1 elided span");
+    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+}
+
+// A k8s pod without access to /dev/nvidia-uvm: two failed opens (EPERM), then libcuda's ioctl on fd -1 (EBADF)
+// in strace's older "_IOC(0, ...)" spelling, and the program's stdout written into the write() lines.
+TEST(ImportCases, StraceUvmEpermIoc0StdoutInterleave) {
+    std::string text = read_case("strace-uvm-eperm-ioc0-stdout-interleave.txt");
+    StraceLog log = parse_strace(text, "strace-uvm-eperm-ioc0-stdout-interleave.txt");
+    ASSERT_EQ(log.device_nodes.size(), 2u);
+    EXPECT_EQ(log.device_nodes[0].path, "/dev/nvidia-uvm");
+    EXPECT_EQ(log.device_nodes[0].major, 237u);
+    EXPECT_EQ(log.device_nodes[0].minor, 0u);
+    EXPECT_EQ(log.device_nodes[1].path, "/dev/nvidia-uvm-tools");
+    EXPECT_EQ(log.device_nodes[1].minor, 1u);
+    ASSERT_EQ(log.failed_opens.size(), 2u);
+    EXPECT_EQ(log.failed_opens[0].path, "/dev/nvidia-uvm");
+    EXPECT_EQ(log.failed_opens[0].flags, "O_RDWR|O_CLOEXEC");
+    EXPECT_EQ(log.failed_opens[0].errno_name, "EPERM");
+    EXPECT_EQ(log.failed_opens[0].errno_text, "Operation not permitted");
+    EXPECT_EQ(log.failed_opens[1].flags, "O_RDWR");
+    EXPECT_EQ(log.failed_opens[1].errno_name, "EPERM");
+    ASSERT_EQ(log.ioctls.size(), 2u);
+    const StraceIoctl& uvm = log.ioctls[0];
+    EXPECT_EQ(uvm.fd, -1);
+    ASSERT_TRUE(uvm.cmd);
+    IocFields f = decode_ioc(*uvm.cmd);
+    EXPECT_EQ(f.dir, 0u);
+    EXPECT_EQ(f.type, 0u);
+    EXPECT_EQ(f.nr, 0x2u);
+    EXPECT_EQ(f.size, 0x3000u);
+    EXPECT_EQ(uvm.ret, -1);
+    EXPECT_EQ(uvm.errno_name, "EBADF");
+    EXPECT_EQ(uvm.errno_text, "Bad file descriptor");
+    const StraceIoctl& ctl = log.ioctls[1];
+    EXPECT_EQ(ctl.fd, 3);
+    f = decode_ioc(*ctl.cmd);
+    EXPECT_EQ(f.nr, 0x29u);
+    EXPECT_EQ(f.size, 0x10u);
+    EXPECT_EQ(ctl.ret, 0);
+    EXPECT_FALSE(ctl.errno_name);
+    // Three writes to fd 1; the text after each count is the program's stdout, not a cut-off line.
+    ASSERT_EQ(log.writes.size(), 3u);
+    const std::int64_t bytes[] = {31, 17, 14};
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(log.writes[i].fd, 1);
+        EXPECT_EQ(log.writes[i].ret, bytes[i]);
+    }
+    EXPECT_EQ(log.program_output_lines, 3u);
+    EXPECT_FALSE(log.truncated);
+    for (const auto& d : log.diagnostics)
+        EXPECT_NE(d.name, "strace_truncated_line");
+    ASSERT_EQ(log.exits.size(), 1u);
+    EXPECT_EQ(log.exits[0].status, 1);
+    EXPECT_EQ(log.elided_rows, std::vector<std::uint32_t>{1});
+
+    // The report: errnos as strace printed them (never EPERM made from -1), the failed opens as events.
+    auto l = load("strace-uvm-eperm-ioc0-stdout-interleave.txt");
+    const Report& r = l.report;
+    EXPECT_EQ(l.in.format, TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_EQ(r.ioctls[0].fd, -1);
+    EXPECT_EQ(r.ioctls[0].ret, -1);
+    EXPECT_EQ(r.ioctls[0].errno_name, "EBADF");
+    EXPECT_EQ(r.ioctls[0].errno_text, "Bad file descriptor");
+    EXPECT_EQ(r.ioctls[1].errno_name, std::nullopt);
+    std::vector<const EventRecord*> opens;
+    for (const EventRecord& e : r.events)
+        if (e.name == "strace:openat") opens.push_back(&e);
+    ASSERT_EQ(opens.size(), 2u);
+    ASSERT_TRUE(opens[0]->fields);
+    EXPECT_EQ(opens[0]->fields->at("path"), "/dev/nvidia-uvm");
+    EXPECT_EQ(opens[0]->fields->at("errno"), "EPERM");
+    EXPECT_EQ(opens[0]->fields->at("errno_text"), "Operation not permitted");
+    EXPECT_EQ(opens[0]->line, 8u);
+    EXPECT_EQ(opens[1]->fields->at("flags"), "O_RDWR");
+    const EventRecord* exit = nullptr;
+    for (const EventRecord& e : r.events)
+        if (e.name == "strace:exit") exit = &e;
+    ASSERT_TRUE(exit);
+    EXPECT_EQ(exit->text, "status=1");
+    EXPECT_EQ(r.completeness.elided_spans, 1u);  // the leading "..."
+    EXPECT_FALSE(r.completeness.complete);
+}
+
+// gVisor (runsc --strace) with nvproxy: E/X lines per call, debug lines between them, an X whose E is before
+// the excerpt and an E whose X is after it.
+TEST(ImportCases, StraceGvisorNvproxyExPairs) {
+    std::string text = read_case("strace-gvisor-nvproxy-ex-pairs.txt");
+    StraceLog log = parse_strace(text, "strace-gvisor-nvproxy-ex-pairs.txt");
+    EXPECT_TRUE(log.gvisor);
+    ASSERT_EQ(log.ioctls.size(), 4u);
+    for (const StraceIoctl& io : log.ioctls) {
+        EXPECT_EQ(io.fd, 3);
+        EXPECT_EQ(io.fd_path, "/dev/nvidiactl");
+        EXPECT_EQ(io.cmd, 0xc020462au);
+        EXPECT_EQ(io.pid, 2);
+    }
+    IocFields f = decode_ioc(0xc020462a);
+    EXPECT_EQ(f.dir, 3u);
+    EXPECT_EQ(f.type, 0x46u);
+    EXPECT_EQ(f.nr, 0x2au);
+    EXPECT_EQ(f.size, 0x20u);
+    EXPECT_FALSE(log.ioctls[0].entered);  // the orphan X first
+    EXPECT_EQ(log.ioctls[0].ret, 0);
+    EXPECT_EQ(log.ioctls[0].duration_ns, 21883u);
+    EXPECT_EQ(log.ioctls[1].duration_ns, 20731u);
+    EXPECT_EQ(log.ioctls[2].duration_ns, 22494u);
+    for (int i = 1; i <= 2; ++i) {
+        EXPECT_TRUE(log.ioctls[i].entered);
+        EXPECT_EQ(log.ioctls[i].ret, 0);
+        EXPECT_EQ(log.ioctls[i].nvproxy_nr, 0x2au);
+        EXPECT_EQ(log.ioctls[i].nvproxy_arg_size, 0x20u);
+        EXPECT_EQ(log.ioctls[i].ctrl, 0x2080122bu);
+    }
+    EXPECT_TRUE(log.ioctls[3].entered);  // the orphan E last: no exit
+    EXPECT_FALSE(log.ioctls[3].ret);
+    EXPECT_FALSE(log.ioctls[3].truncated);
+    EXPECT_FALSE(log.truncated);
+
+    auto l = load("strace-gvisor-nvproxy-ex-pairs.txt");
+    EXPECT_EQ(l.in.format, TraceFormat::strace);
+    const Report& r = l.report;
+    ASSERT_EQ(r.ioctls.size(), 4u);
+    for (const IoctlRecord& io : r.ioctls) {
+        EXPECT_EQ(io.fd_path, "/dev/nvidiactl");
+        EXPECT_EQ(io.name, "NV_ESC_RM_CONTROL");
+        EXPECT_EQ(io.pid, 2);
+    }
+    EXPECT_FALSE(r.ioctls[3].ret);
+}
+
 // Golden reports: the whole report JSON of each case.
 class ImportGolden : public ::testing::TestWithParam<std::string> {};
 
@@ -416,7 +732,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, ImportGolden,
                                            "fgraph-funcgraph-proc-column", "fgraph-irq-nested-module-suffix",
                                            "fgraph-overhead-markers-cpu-interleave", "fgraph-retval-merged-format",
                                            "fgraph-task-switch-mid-schedule", "function-text-stacktrace-rpi",
-                                           "trace-cmd-report-fgraph-v6"),
+                                           "trace-cmd-report-fgraph-v6", "fgraph-amdgpu-dmub-email-indent",
+                                           "fgraph-args-retaddr-retval-btf",
+                                           "function-text-annotate-cpu-buffer-started",
+                                           "strace-uvm-eperm-ioc0-stdout-interleave", "strace-gvisor-nvproxy-ex-pairs"),
                          [](const auto& param_info) {
                              std::string n = param_info.param;
                              std::replace(n.begin(), n.end(), '-', '_');

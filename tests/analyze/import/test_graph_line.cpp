@@ -199,9 +199,20 @@ TEST(GraphLine, RetvalSecondGenerationAndRetaddr) {
     auto entry = tokenize_fgraph_line(" 1)               |    f() { /* <-caller+0x1a/0x40 */");
     EXPECT_EQ(entry.cols.body.kind, K::entry);
     EXPECT_EQ(entry.cols.body.retaddr, "caller+0x1a/0x40");
+    // With BTF the retval is typed (>= 6.13, trace_functions_graph.c print_graph_retval): a bool prints as
+    // true/false, kept as 1/0; text that is no value stays out.
     auto typed = tokenize_fgraph_line(" 1)   0.380 us    |      f(); /* ret=true */");
     EXPECT_EQ(typed.cols.body.kind, K::leaf);
-    EXPECT_FALSE(typed.cols.body.retval);
+    EXPECT_EQ(typed.cols.body.retval, 1);
+    auto no = tokenize_fgraph_line(" 1)   0.376 us    |    } /* g ret=false */");
+    EXPECT_EQ(no.cols.body.function, "g");
+    EXPECT_EQ(no.cols.body.retval, 0);
+    auto dec = tokenize_fgraph_line(
+        " 3)   0.196 us    |        ktime_get(); /* <-tick_nohz_start_idle+0x4d/0xc0 ret=93933535693 */");
+    EXPECT_EQ(dec.cols.body.retaddr, "tick_nohz_start_idle+0x4d/0xc0");
+    EXPECT_EQ(dec.cols.body.retval, 93933535693);
+    auto junk = tokenize_fgraph_line(" 1)   0.380 us    |      f(); /* ret=(trunc) */");
+    EXPECT_FALSE(junk.cols.body.retval);
 }
 
 TEST(GraphLine, Args) {

@@ -348,9 +348,9 @@ TEST(StreamReport, NamesNeedingCleaningSameAsWholeFile) {
     auto st = report_streaming(path, std::nullopt, lines, kTmp);
     std::filesystem::remove(path);
     ASSERT_TRUE(st);
-    EXPECT_NE(
-        lines.str().find("\"function\":\"caf\xc3\xa9_leaf\",\"id\":2,\"irq\":false,\"module\":\"nv\xef\xbf\xbdidia\""),
-        std::string::npos)
+    EXPECT_NE(lines.str().find("\"function\":\"caf\xc3\xa9_leaf\",\"id\":2,\"irq\":false,\"kernel_depth\":1,\"module\":"
+                               "\"nv\xef\xbf\xbdidia\""),
+              std::string::npos)
         << lines.str();
 }
 

@@ -170,8 +170,8 @@ def build(roots, pid, comm, t0, driver, ioctl_names, klog=None):
         cid = len(calls) + 1
         calls.append({"id": cid, "parent": parent, "cpu": 2, "pid": pid, "comm": comm, "depth": depth,
                       "function": n["fn"], "module": n["module"], "entry_ns": start, "duration_ns": n["dur"],
-                      "retval": n["ret"], "irq": n["irq"], "entry_seen": True, "exit_seen": True,
-                      "phase": "cudaMalloc"})
+                      "retval": n["ret"], "kernel_depth": depth, "args": None, "retaddr": None, "irq": n["irq"],
+                      "entry_seen": True, "exit_seen": True, "phase": "cudaMalloc"})
         cur = start + 200
         for k in n["kids"]:
             emit(k, cid, depth + 1, cur)
@@ -184,7 +184,7 @@ def build(roots, pid, comm, t0, driver, ioctl_names, klog=None):
         exit_ns = t + 1000 + r["dur"] + 1000
         ioctls.append({"pid": pid, "comm": comm, "fd": 3 if "uvm" not in path else 4, "fd_path": path, "cmd": cmd,
                        "name": name, "hclass": None, "status": "NV_OK", "ctrl": None, "ctrl_class": None, "ret": 0,
-                       "enter_ns": enter,
+                       "errno_name": None, "errno_text": None, "enter_ns": enter,
                        "exit_ns": exit_ns, "call": cid, "calls": [cid], "phase": "cudaMalloc"})
         t = exit_ns + 5000
     log = []
@@ -197,7 +197,9 @@ def build(roots, pid, comm, t0, driver, ioctl_names, klog=None):
         "source": {"kind": "fixture", "command": "cuda_malloc 1MiB"},
         "environment": {"kernel": "6.1.0-18-amd64", "nvidia_driver_version": driver},
         "completeness": {"complete": True, "lost_events": 0, "orphan_returns": 0, "unclosed_calls": 0,
-                         "overruns": 0, "dropped_events": 0, "graph_overruns": 0, "reasons": [], "diagnostics": []},
+                         "overruns": 0, "dropped_events": 0, "graph_overruns": 0, "entries_in_buffer": None,
+                         "entries_written": None, "elided_spans": 0, "unreadable_lines": 0, "gaps": [],
+                         "reasons": [], "diagnostics": []},
         "calls": calls,
         "graph": aggregate(calls),
         "kernel_log": log,
