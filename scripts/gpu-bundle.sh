@@ -21,7 +21,9 @@
 #
 # Default: a Release build in build-bundle/ (configured here once; later runs rebuild what changed), bundle in
 # build-bundle/nvtrace-bundle. --from-build DIR lays out the bundle from an existing build tree instead (no build;
-# the tests use it on their own build: every binary is stripped at install, so no debug info is carried).
+# the tests use it on their own build: every binary is stripped at install, so no debug info is carried). Build from
+# a tree that builds and passes its tests: MANIFEST says when the tree had uncommitted changes, and ctest
+# bundle.isolated runs the bundled nvtrace on a real trace.
 # Exit: 0 bundle written; 1 a bundled binary resolves a library outside the bundle and glibc, or the archive is too
 # big; 2 usage, configure or build error.
 set -euo pipefail
@@ -56,8 +58,12 @@ if [ -z "$FROM" ]; then
         gen=()
         if command -v ninja >/dev/null; then gen=(-G Ninja); fi
         log "configuring $BUILD ($TYPE)"
-        cmake -S "$SRC" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE="$TYPE" -DBUILD_TESTING=OFF \
-            -DNVTRACE_WERROR=ON "${launcher[@]}" >/dev/null || { log "cmake configure failed"; exit 2; }
+        mkdir -p "$BUILD"
+        # Release at -O2, the optimisation the project's own builds and tests use: GCC 12 at -O3 raises false
+        # -Wrestrict/-Warray-bounds warnings inside libstdc++ (GCC PR 105329), which -Werror turns into errors.
+        cmake -S "$SRC" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE="$TYPE" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+            -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DBUILD_TESTING=OFF -DNVTRACE_WERROR=ON "${launcher[@]}" \
+            > "$BUILD/gpu-bundle-configure.log" 2>&1 || { log "cmake configure failed: $BUILD/gpu-bundle-configure.log"; exit 2; }
     fi
     targets="nvtrace nvtrace_preload"
     for s in $SCENARIOS; do
@@ -65,7 +71,11 @@ if [ -z "$FROM" ]; then
     done
     log "building $targets"
     # shellcheck disable=SC2086
-    cmake --build "$BUILD" --parallel "$JOBS" --target $targets >/dev/null || { log "build failed"; exit 2; }
+    cmake --build "$BUILD" --parallel "$JOBS" --target $targets > "$BUILD/gpu-bundle-build.log" 2>&1 || {
+        grep -m3 -A3 -E 'FAILED|error' "$BUILD/gpu-bundle-build.log" >&2
+        log "build failed: $BUILD/gpu-bundle-build.log"
+        exit 2
+    }
 fi
 [ -x "$BUILD/tracer/nvtrace" ] || { log "$BUILD/tracer/nvtrace is not built"; exit 2; }
 
