@@ -99,6 +99,8 @@ struct CallStream::Impl {
         std::size_t base = 0;
     };
     std::unordered_map<std::int64_t, Orphans> orphans;
+    static constexpr std::int64_t kNoKey = std::numeric_limits<std::int64_t>::min();
+    std::int64_t after_inferred_ = kNoKey;  // the stack whose last event was an inferred entry
     detail::PathTree paths;
     const std::map<int, std::string>* comms = nullptr;
 
@@ -260,8 +262,22 @@ struct CallStream::Impl {
         if (auto* e = std::get_if<FuncEntry>(&ev.body)) {
             std::int64_t key = stack_key(ev);
             auto& st = stack(key);
-            // An entry as deep as the waiting orphans is their sibling; a shallower one ends their parent.
-            if (const Orphans* o = waiting(key)) flush_if(key, st, e->depth < o->depth);
+            // An entry as deep as the waiting orphans is their sibling; a shallower one ends their parent, unless
+            // it is that parent: an inferred entry one level up over the same frame (FuncEntry::inferred).
+            bool adopts_waiting = false;
+            if (const Orphans* o = waiting(key)) {
+                std::size_t open_below = st.size();
+                while (open_below > 0 && st[open_below - 1].kernel_depth >= e->depth)
+                    --open_below;
+                // Inferred entries come outermost first: the frames opened since the orphans began waiting
+                // must all be inferred ones (entry not seen) for this one to be part of the same chain.
+                bool over_inferred = open_below >= o->base;
+                for (std::size_t k = o->base; over_inferred && k < open_below; ++k)
+                    over_inferred = !st[k].call.entry_seen;
+                bool chain = e->inferred && e->depth < o->depth && over_inferred;
+                adopts_waiting = chain && e->depth + 1 == o->depth;
+                flush_if(key, st, e->depth < o->depth && !chain);
+            }
             std::size_t keep = st.size();
             while (keep > 0 && st[keep - 1].kernel_depth >= e->depth)
                 --keep;
@@ -269,7 +285,16 @@ struct CallStream::Impl {
             int expected_depth = st.empty() ? 0 : st.back().kernel_depth + 1;
             // Deeper than expected: parent entries are missing, unless an interrupt nested into the open call
             // (text without irq markers shows it so), or the data starts in the middle of a tree.
-            if (e->depth > expected_depth) {
+            // Frames this reader inferred (FuncEntry::inferred) stand for calls outside the data: an entry
+            // on them alone still starts mid-tree; the inferred entries themselves are not counted.
+            // (The reader puts them right before the entry they were inferred for.)
+            bool on_inferred = after_inferred_ == key;
+            after_inferred_ = e->inferred ? key : kNoKey;
+            if (e->inferred) {
+            } else if (on_inferred && e->depth > 0) {
+                ++g.starts_mid_tree;
+                note(g.first_starts_mid_tree, place(ev, function));
+            } else if (e->depth > expected_depth) {
                 if (st.empty()) {
                     ++g.starts_mid_tree;
                     note(g.first_starts_mid_tree, place(ev, function));
@@ -279,13 +304,23 @@ struct CallStream::Impl {
                 }
             }
             Frame& f = st.spare();
+            if (e->inferred && function.empty()) function = "?";  // a bare "}" named nothing
             init_call(f.call, ev, *e, st, function, module);
             f.kernel_depth = e->depth;
             f.line = ev.line;
             f.func_addr = e->func_addr;
             f.child_ns = 0;
             f.node = node_for(st, function);
+            if (e->inferred) {
+                f.call.entry_seen = false;
+                f.call.entry_ns.reset();
+                f.line = 0;
+            }
             st.push();
+            if (adopts_waiting) {
+                orphans[key].base = st.size();  // the waiting orphans return into this frame
+                flush_orphans(key, st);
+            }
         } else if (auto* x = std::get_if<FuncExit>(&ev.body)) {
             std::int64_t key = stack_key(ev);
             auto& st = stack(key);
@@ -315,6 +350,11 @@ struct CallStream::Impl {
                 else
                     c.duration_ns.reset();
                 c.retval = x->retval;
+                if (!c.entry_seen) {  // an inferred entry: a return whose entry is not in the data
+                    if (ev.ts_known && has_duration && ev.ts_ns >= duration) c.entry_ns = ev.ts_ns - duration;
+                    ++g.orphan_returns;
+                    note(g.first_orphan_return, place(ev, c.function));
+                }
                 pop(st);
             } else {
                 // The entry is not in the data: keep the return, with what the exit itself says.

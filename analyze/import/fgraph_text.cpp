@@ -1,6 +1,7 @@
 // function_graph text: `trace`, `trace_pipe`, perf ftrace (ftrace-formats.md section 1).
 #include <algorithm>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -13,7 +14,48 @@ namespace nvtrace {
 using namespace import;
 
 namespace {
-constexpr std::size_t kDrainChunk = 1 << 16;  // events held before a drain
+constexpr std::size_t kDrainChunk = 1 << 16;       // events held before a drain
+constexpr std::size_t kParentLookahead = 1 << 16;  // lines looked at for the returns of an entry's missing parents
+
+struct MissingParent {
+    int depth;
+    std::string_view function;  // from the return's tail comment; empty for a bare "}"
+};
+
+// An entry at `depth` whose task has nothing open has its parents' entries outside the excerpt. The kernel
+// prints each return at its call's depth (trace_functions_graph.c), so scanning on from `from` on that CPU
+// (and task, `pid` >= 0, when the TASK/PID column is printed): the first line below `depth` is a "}" at
+// depth - 1 when the parent returns inside the excerpt, the next line below that a "}" at depth - 2 for the
+// grandparent, and so on. `out` gets those returns, innermost first; `stop` the line where the scan ended.
+void find_missing_parents(std::string_view text, std::size_t from, int cpu, int pid, int depth,
+                          std::vector<MissingParent>& out, const char*& stop) {
+    out.clear();
+    int level = depth - 1;
+    FgraphLine L;
+    std::size_t pos = from;
+    for (std::size_t n = 0; n < kParentLookahead && pos < text.size() && level >= 0; ++n) {
+        std::size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos) nl = text.size();
+        std::string_view line = text.substr(pos, nl - pos);
+        stop = line.data();
+        pos = nl + 1;
+        tokenize_fgraph_line(line, L);
+        if (L.kind == FgraphLine::Kind::elided) return;  // what the gap held is not known
+        if (L.cpu != cpu) continue;
+        if (L.kind == FgraphLine::Kind::banner || L.kind == FgraphLine::Kind::lost ||
+            L.kind == FgraphLine::Kind::annotation)
+            return;
+        if (L.kind != FgraphLine::Kind::graph) continue;
+        const GraphBody& b = L.cols.body;
+        if (pid >= 0 && L.cols.task && L.cols.task->pid != pid) continue;
+        if (b.kind != GraphBody::Kind::entry && b.kind != GraphBody::Kind::leaf && b.kind != GraphBody::Kind::exit)
+            continue;
+        if (b.depth > level) continue;
+        if (b.kind != GraphBody::Kind::exit || b.depth != level) return;
+        out.push_back({level, b.function});
+        --level;
+    }
+}
 // Events a CPU with no known pid may hold back (for backfill_pid at its first context-switch banner) before
 // they go on with the pid unknown: about 35 MB of pending records. Without the cap a CPU whose task never
 // switches would hold the rest of the file.
@@ -27,6 +69,8 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
         int pid = -1;                                 // from the last context-switch banner
         std::size_t first_unknown = std::size_t(-1);  // first event on this CPU with no pid, for backfill
         bool no_backfill = false;  // gave up waiting for a banner (kBackfillMax): pids stay unknown until one
+        int no_parent_depth = -1;  // an entry at this depth before no_parent_until found no parent's return
+        const char* no_parent_until = nullptr;
     };
     std::unordered_map<int, CpuState> cpus;
     CpuState* last_cs = nullptr;  // cpus[last_cpu]: lines of one CPU come in runs
@@ -44,6 +88,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
 
     LineSplitter lines(text);
     std::string_view line;
+    std::vector<MissingParent> parents;
     FgraphLine L;  // reused: tokenize_fgraph_line sets what each kind of line uses
     while (lines.next(line)) {
         tokenize_fgraph_line(line, L);
@@ -109,6 +154,18 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             ctx.pid = cs.pid;
         }
         if (!c.lat_flags.empty()) ctx.irq = lat_flags_irq(c.lat_flags);
+        if ((c.body.kind == GraphBody::Kind::entry || c.body.kind == GraphBody::Kind::leaf) && c.body.depth > 0 &&
+            b.nothing_open(ctx) && !(cs.no_parent_depth == c.body.depth && line.data() < cs.no_parent_until)) {
+            const char* stop = nullptr;
+            std::size_t next = static_cast<std::size_t>(line.data() - text.data()) + line.size() + 1;
+            find_missing_parents(text, next, L.cpu, c.task ? c.task->pid : -1, c.body.depth, parents, stop);
+            for (auto p = parents.rbegin(); p != parents.rend(); ++p)
+                b.inferred_entry(ctx, p->function, p->depth);
+            if (parents.empty()) {  // siblings before `stop` at this depth need not look again
+                cs.no_parent_depth = c.body.depth;
+                cs.no_parent_until = stop;
+            }
+        }
         std::size_t before = b.size();
         b.graph(ctx, c.body);
         if (ctx.pid < 0 && b.size() > before && cs.first_unknown == std::size_t(-1) && !cs.no_backfill)

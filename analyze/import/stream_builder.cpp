@@ -265,6 +265,20 @@ void StreamBuilder::malformed(std::uint32_t line, std::string_view expected, std
     count_diagnostic(stream_.diagnostics, "malformed_line", "error", ex);
 }
 
+void StreamBuilder::inferred_entry(const LineCtx& ctx, std::string_view function, int depth) {
+    TaskState& t = task(ctx);
+    while (!t.open.empty() && t.open.back() >= depth)
+        t.open.pop_back();
+    t.open.push_back(depth);
+    FuncEntry e;
+    e.function = clean(function);
+    e.depth = depth;
+    e.inferred = true;
+    LineCtx c = ctx;
+    c.irq = in_irq(ctx, t, depth, false);
+    emplace(c, std::move(e), FuncNames{});
+}
+
 void StreamBuilder::check_last_line(std::string_view text, std::uint32_t last_line) {
     if (text.empty() || text.back() == '\n' || last_line == 0 || first_malformed_line_ == 0) return;
     if (last_malformed_line_ != last_line) return;

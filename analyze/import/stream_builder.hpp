@@ -47,6 +47,10 @@ public:
     // Entry, leaf, exit, comment or irq marker. Comments become events (comment_event).
     void graph(const LineCtx& ctx, const GraphBody& body);
     void push(const LineCtx& ctx, EventBody body, const FuncNames& names = {});
+    // A FuncEntry{inferred} at `depth` named `function` (empty: unknown), opened on ctx's task.
+    void inferred_entry(const LineCtx& ctx, std::string_view function, int depth);
+    // Whether nothing is open on ctx's task (an entry there has no parent in the data).
+    bool nothing_open(const LineCtx& ctx) { return task(ctx).open.empty(); }
     void lost(const LineCtx& ctx, std::optional<std::uint64_t> count, LostEvents::Kind kind = LostEvents::Kind::lost);
     // "(Overruns: N)" after a return line: belongs to the last FuncExit.
     bool overruns(std::uint64_t n);

@@ -29,6 +29,10 @@ struct FuncEntry {
     // funcgraph-retaddr (>= 6.13): the caller's return address as printed, "__schedule+0x60b/0x700"
     // (without "<-"); empty when none was printed.
     std::string retaddr{};
+    // Not in the data: the reader inferred this entry from a return later in the text at this depth (an
+    // excerpt of function_graph text that starts inside a call whose "}" closes calls of the excerpt). The
+    // call it opens has entry_seen false; its return closes it as usual.
+    bool inferred = false;
 };
 
 // ftrace:funcgraph_exit. calltime/rettime are ns on the trace clock (0 when unknown, e.g. in text

@@ -296,7 +296,8 @@ TEST(ImportCases, OverheadMarkersCpuInterleave) {
     EXPECT_EQ(sch->parent, spd->id);
     const Call* sw = call(r, "__switch_to");
     ASSERT_TRUE(sw);
-    EXPECT_EQ(sw->depth, 4);
+    EXPECT_EQ(sw->kernel_depth, 4);
+    EXPECT_EQ(sw->depth, r.calls[*sw->parent - 1].depth + 1);
     const Call* ipi = call(r, "handle_IPI");
     ASSERT_TRUE(ipi);
     EXPECT_EQ(ipi->cpu, 2);
@@ -317,13 +318,20 @@ TEST(ImportCases, FuncgraphProcColumn) {
     EXPECT_EQ(call(r, "__call_rcu")->duration_ns, us(2.899));
     EXPECT_EQ(call(r, "d_free")->duration_ns, us(5.151));
     EXPECT_EQ(call(r, "d_free")->comm, "sh");
-    const Call& orphan = r.calls.back();
+    // The last line's "+ 49.370 us" return (depth 7) closes d_free's caller, whose entry is before the
+    // excerpt: it is d_free's parent, the one root (the reader infers its entry from the return).
+    const Call& orphan = r.calls.front();
     EXPECT_FALSE(orphan.entry_seen);
+    EXPECT_TRUE(orphan.exit_seen);
     EXPECT_EQ(orphan.duration_ns, us(49.370));
+    EXPECT_EQ(orphan.kernel_depth, 7);
+    EXPECT_FALSE(orphan.parent);
+    EXPECT_EQ(call(r, "d_free")->parent, orphan.id);
+    EXPECT_EQ(call(r, "d_free")->kernel_depth, 8);
     EXPECT_EQ(r.completeness.orphan_returns, 1u);
     int first_depth = -1;
     for (const Event& e : l.in.stream.events)
-        if (auto* x = std::get_if<FuncEntry>(&e.body)) {
+        if (auto* x = std::get_if<FuncEntry>(&e.body); x && !x->inferred) {
             first_depth = x->depth;
             break;
         }
