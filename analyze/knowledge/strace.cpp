@@ -258,9 +258,21 @@ CallResult parse_result(std::string_view r) {
     r = trim(r);
     std::string_view num = r;
     std::string_view rest;
-    if (auto sp = r.find(' '); sp != std::string_view::npos) {
-        num = r.substr(0, sp);
-        rest = trim(r.substr(sp + 1));
+    std::size_t end = r.find(' ');
+    if (auto lt = r.find('<'); lt != std::string_view::npos && lt < end) {
+        // -y/-yy on the returned fd: "5</dev/zero<char 1:5>>" holds spaces; its angle brackets nest.
+        int level = 0;
+        for (std::size_t i = lt; i < r.size(); ++i) {
+            if (r[i] == '<') ++level;
+            if (r[i] == '>' && --level == 0) {
+                end = i + 1;
+                break;
+            }
+        }
+    }
+    if (end != std::string_view::npos && end < r.size()) {
+        num = r.substr(0, end);
+        rest = trim(r.substr(end));
     }
     if (auto fd = parse_fd(num); fd && fd->second) {
         out.ret = fd->first;

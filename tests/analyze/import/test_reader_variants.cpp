@@ -1,0 +1,185 @@
+// Variants of the input kinds of issue 17/18 written from the formats' sources (not from the case files):
+// each test says where its lines' shape comes from.
+#include <gtest/gtest.h>
+
+#include "nvtrace/import.hpp"
+#include "nvtrace/knowledge.hpp"
+#include "nvtrace/report.hpp"
+
+using namespace nvtrace;
+
+namespace {
+
+Report report_of(std::string_view text, TraceFormat f, std::string_view name = "v.txt") {
+    auto in = import_text(text, name, f);
+    if (!in) {
+        ADD_FAILURE() << in.error().message;
+        return {};
+    }
+    return build_report(in->stream);
+}
+
+const Gap* gap(const Report& r, std::string_view kind, int nth = 0) {
+    for (const Gap& g : r.completeness.gaps)
+        if (g.kind == kind && nth-- == 0) return &g;
+    return nullptr;
+}
+
+}  // namespace
+
+// kernel/trace/trace.c: print_trace_line prints "CPU:%d [LOST %lu EVENTS]" before the first event after a
+// loss; the CPU must stay with the count.
+TEST(ReaderVariants, LostEventsKeepTheirCpu) {
+    const char* text =
+        "# tracer: function_graph\n"
+        " 4)   0.100 us    |  f();\n"
+        "CPU:4 [LOST 51128 EVENTS]\n"
+        " 4)   0.100 us    |  g();\n"
+        "CPU:1 [LOST 72 EVENTS]\n"
+        " 1)   0.100 us    |  h();\n";
+    Report r = report_of(text, TraceFormat::fgraph_text);
+    ASSERT_TRUE(gap(r, "lost_events", 1));
+    EXPECT_EQ(gap(r, "lost_events")->cpu, 4);
+    EXPECT_EQ(gap(r, "lost_events")->count, 51128u);
+    EXPECT_EQ(gap(r, "lost_events")->line, 3u);
+    EXPECT_EQ(gap(r, "lost_events", 1)->cpu, 1);
+    EXPECT_EQ(r.completeness.lost_events, 51200u);
+    EXPECT_EQ(completeness_line(r.completeness), "complete: no: 51,200 events lost (CPU 4: 51,128, CPU 1: 72)");
+}
+
+// The annotate option (Documentation/trace/ftrace.rst "annotate"; trace.c test_cpu_buff_start) in a
+// function_graph trace, the entries header of print_event_info, and "[...]" / "…" elisions an excerpt's
+// author writes.
+TEST(ReaderVariants, FgraphAnnotateHeaderAndElisions) {
+    const char* text =
+        "# tracer: function_graph\n"
+        "# entries-in-buffer/entries-written: 100/250   #P:4\n"
+        " 0)   0.100 us    |  f();\n"
+        "##### CPU 3 buffer started ####\n"
+        " 3)   0.100 us    |  g();\n"
+        "[...]\n"
+        " 3)   0.100 us    |  h();\n"
+        "\xE2\x80\xA6\n"
+        " 3)   0.100 us    |  k();\n";
+    Report r = report_of(text, TraceFormat::fgraph_text);
+    EXPECT_EQ(r.completeness.entries_written, 250u);
+    EXPECT_EQ(r.completeness.overruns, 150u);
+    ASSERT_TRUE(gap(r, "buffer_started"));
+    EXPECT_EQ(gap(r, "buffer_started")->cpu, 3);
+    EXPECT_EQ(r.completeness.elided_spans, 2u);
+    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+    EXPECT_EQ(r.calls.size(), 4u);
+}
+
+// A trace quoted in an e-mail reply (RFC 3676: "> " per quote level), as patch reviews on lkml quote them.
+TEST(ReaderVariants, FgraphQuotedInAMailReply) {
+    const char* text =
+        "> > # tracer: function_graph\n"
+        "> >  2)               |  outer [amdgpu]() {\n"
+        "> >  2)   0.120 us    |    inner [amdgpu]();\n"
+        "> >  2)   1.000 us    |  }\n";
+    Report r = report_of(text, TraceFormat::fgraph_text);
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(r.calls[1].parent, r.calls[0].id);
+    EXPECT_EQ(r.calls[0].duration_ns, 1000u);
+    EXPECT_EQ(r.calls[0].module, "amdgpu");
+    EXPECT_TRUE(r.completeness.complete);
+}
+
+// A last line cut off (a copy stopped mid-line): no newline at the end and not readable.
+TEST(ReaderVariants, FgraphCutOffLastLine) {
+    const char* text =
+        "# tracer: function_graph\n"
+        " 0)   0.100 us    |  f();\n"
+        " 0)   0.100 us    |  g(";
+    Report r = report_of(text, TraceFormat::fgraph_text);
+    bool cut = false;
+    for (const auto& d : r.completeness.diagnostics)
+        cut = cut || d.name == "truncated_last_line";
+    EXPECT_TRUE(cut);
+    EXPECT_EQ(r.completeness.unreadable_lines, 1u);
+    EXPECT_FALSE(r.completeness.complete);
+}
+
+// funcgraph-args prints the BTF-typed arguments inside the parentheses (kernel/trace/trace_functions_graph.c,
+// print_function_args): nested parentheses and commas stay in `args`; a leaf with funcgraph-retaddr and the
+// >= 6.13 "ret=" form after it.
+TEST(ReaderVariants, FgraphArgsWithParenthesesAndRetaddrLeaf) {
+    const char* text =
+        "# tracer: function_graph\n"
+        " 1)               |  vfs_read(file=0xffff8881, buf=0x7ffd (x), count=8) { /* <-ksys_read+0x6b/0xf0 */\n"
+        " 1)   0.080 us    |    rw_verify_area(read_write=0x0, file=0xffff8881); /* <-vfs_read+0x9c/0x1a0 ret=-14 */\n"
+        " 1)   0.500 us    |  } /* vfs_read ret=-14 */\n";
+    Report r = report_of(text, TraceFormat::fgraph_text);
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(r.calls[0].args, "file=0xffff8881, buf=0x7ffd (x), count=8");
+    EXPECT_EQ(r.calls[0].retaddr, "ksys_read+0x6b/0xf0");
+    EXPECT_EQ(r.calls[0].retval, -14);
+    EXPECT_EQ(r.calls[1].retaddr, "vfs_read+0x9c/0x1a0");
+    EXPECT_EQ(r.calls[1].retval, -14);
+}
+
+// strace(1): a call interrupted by a signal returns "= ? ERESTARTSYS (To be restarted if SA_RESTART is set)";
+// -yy prints the path of each call's fd at that call ("<char 195:0>" is -yy's device number, dropped); an fd
+// number reused for another file names each call's own file.
+TEST(ReaderVariants, StraceKernelInternalErrnoAndPerCallPaths) {
+    const char* text =
+        "ioctl(5</dev/nvidiactl<char 195:255>>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = ? ERESTARTSYS "
+        "(To be restarted if SA_RESTART is set)\n"
+        "close(5</dev/nvidiactl<char 195:255>>) = 0\n"
+        "openat(AT_FDCWD</home/u>, \"/dev/zero\", O_RDONLY) = 5</dev/zero<char 1:5>>\n"
+        "ioctl(5</dev/zero<char 1:5>>, TCGETS, 0x7ffd) = -1 ENOTTY (Inappropriate ioctl for device)\n"
+        "openat(AT_FDCWD, \"/dev/dri/renderD128\", O_RDWR|O_CLOEXEC) = -1 EACCES (Permission denied)\n"
+        "+++ killed by SIGSEGV (core dumped) +++\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 2u);
+    EXPECT_FALSE(log.ioctls[0].ret);
+    EXPECT_EQ(log.ioctls[0].errno_name, "ERESTARTSYS");
+    EXPECT_EQ(log.ioctls[0].errno_text, "To be restarted if SA_RESTART is set");
+    EXPECT_EQ(log.ioctls[0].fd_path, "/dev/nvidiactl");
+    EXPECT_EQ(log.ioctls[1].fd_path, "/dev/zero");
+    ASSERT_EQ(log.failed_opens.size(), 1u);
+    EXPECT_EQ(log.failed_opens[0].errno_name, "EACCES");
+    ASSERT_EQ(log.exits.size(), 1u);
+    EXPECT_EQ(log.exits[0].signal, "SIGSEGV");
+    EXPECT_TRUE(log.exits[0].core_dumped);
+    Report r = report_of(text, TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_EQ(r.ioctls[0].fd_path, "/dev/nvidiactl");
+    EXPECT_EQ(r.ioctls[1].fd_path, "/dev/zero");
+    EXPECT_EQ(r.ioctls[1].name, "TCGETS");
+    EXPECT_EQ(r.ioctls[1].ret, -1);
+    EXPECT_EQ(r.ioctls[1].errno_name, "ENOTTY");  // as printed, not EPERM from -1
+    int opens = 0;
+    for (const auto& e : r.events)
+        opens += e.name == "strace:openat";
+    EXPECT_EQ(opens, 1);
+}
+
+// gVisor pkg/sentry/strace/strace.go printExit: "%#x errno=%d (%s) (%v)" on failure; Go's Duration %v prints
+// ms and ns units; two task ids interleaved, each pairing its own E and X.
+TEST(ReaderVariants, GvisorErrnoDurationsAndInterleavedTasks) {
+    const char* text =
+        "I0102 10:00:00.000100    7 strace.go:567] [   5:   5] app E ioctl(0x4 /dev/nvidia-uvm, 0x30000001, 0x7f00)\n"
+        "I0102 10:00:00.000090    8 strace.go:567] [   6:   5] app E ioctl(0x3 /dev/nvidiactl, 0xc020462a, 0x7f10)\n"
+        "I0102 10:00:00.000300    7 strace.go:605] [   5:   5] app X ioctl(0x4 /dev/nvidia-uvm, 0x30000001, 0x7f00) = "
+        "0x0 errno=22 (invalid argument) (1.5ms)\n"
+        "I0102 10:00:00.000200    8 strace.go:605] [   6:   5] app X ioctl(0x3 /dev/nvidiactl, 0xc020462a, 0x7f10) = 0 "
+        "(0x0) (850ns)\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 2u);
+    EXPECT_EQ(log.ioctls[0].pid, 5);
+    EXPECT_EQ(log.ioctls[0].ret, -22);
+    EXPECT_EQ(log.ioctls[0].errno_name, "EINVAL");
+    EXPECT_EQ(log.ioctls[0].errno_text, "invalid argument");
+    EXPECT_EQ(log.ioctls[0].duration_ns, 1500000u);
+    EXPECT_EQ(log.ioctls[1].pid, 6);
+    EXPECT_EQ(log.ioctls[1].ret, 0);
+    EXPECT_EQ(log.ioctls[1].duration_ns, 850u);
+    EXPECT_EQ(detect_format(text), TraceFormat::strace);
+    Report r = report_of(text, TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_EQ(r.ioctls[0].fd_path, "/dev/nvidia-uvm");
+    EXPECT_EQ(r.ioctls[0].errno_name, "EINVAL");
+    EXPECT_TRUE(r.completeness.complete);
+}
