@@ -5,6 +5,8 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -83,7 +85,19 @@ std::optional<PreloadMarker> parse_preload_marker(std::string_view text) {
             m.cmd = *v;
             have_cmd = true;
         } else if (key == "dev") {
-            m.dev = std::string(val);
+            // The preload library writes space, backslash and non-printable bytes as \xHH (put_path).
+            std::string dev;
+            for (std::size_t i = 0; i < val.size(); ++i) {
+                unsigned byte = 0;
+                if (val[i] == '\\' && i + 3 < val.size() && val[i + 1] == 'x' &&
+                    std::from_chars(val.data() + i + 2, val.data() + i + 4, byte, 16).ptr == val.data() + i + 4) {
+                    dev.push_back(static_cast<char>(byte));
+                    i += 3;
+                } else {
+                    dev.push_back(val[i]);
+                }
+            }
+            if (!dev.empty()) m.dev = std::move(dev);
         } else if (key == "name") {
             m.name = std::string(val);
         } else if (key == "ret") {
@@ -117,20 +131,294 @@ std::string status_text(std::uint32_t v) {
     return "0x" + std::string(buf, p);
 }
 
-// (pid, fd) -> paths ordered by since_ns.
+// (pid, fd) -> entries ordered by since_ns.
 using FdHistory = std::map<std::pair<int, int>, std::vector<const FdPath*>>;
 
-std::optional<std::string> path_at(const FdHistory& h, int pid, int fd, std::uint64_t ts_ns) {
+// The path of (pid, fd) at ts_ns, else why it is not known (FdPath in nvtrace/ioctl.hpp).
+void path_at(const FdHistory& h, int pid, int fd, std::uint64_t ts_ns, const std::string& no_entry, IoctlRecord& r) {
     auto it = h.find({pid, fd});
-    if (it == h.end()) return std::nullopt;
-    const FdPath* best = nullptr;
-    for (const FdPath* p : it->second)
-        if (p->since_ns <= ts_ns) best = p;
-    if (!best) return std::nullopt;
-    return best->path;
+    if (it == h.end()) {
+        r.fd_path_unknown = no_entry;
+        return;
+    }
+    const auto& v = it->second;
+    auto after =
+        std::upper_bound(v.begin(), v.end(), ts_ns, [](std::uint64_t t, const FdPath* p) { return t < p->since_ns; });
+    if (after == v.begin()) {
+        r.fd_path_unknown = no_entry;
+        return;
+    }
+    const FdPath* best = *std::prev(after);
+    if (best->until_ns && ts_ns >= *best->until_ns) {
+        r.fd_path_unknown = "unknown: the fd changed during this ioctl";
+        return;
+    }
+    if (best->path.empty()) {
+        r.fd_path_unknown = best->unknown.empty() ? no_entry : best->unknown;
+        return;
+    }
+    r.fd_path = best->path;
+}
+
+// The call that changes fds, by the syscall's name (x86-64 and the generic table; include/linux/syscalls.h).
+enum class FdChange { none, new_fd, dup_to_ret, dup_to_newfd, fcntl, close, close_range, exec };
+
+FdChange fd_change_of(std::string_view name) {
+    static constexpr std::string_view new_fd[] = {
+        "open",         "openat",          "openat2",        "creat",         "open_by_handle_at", "socket",
+        "accept",       "accept4",         "epoll_create",   "epoll_create1", "eventfd",           "eventfd2",
+        "memfd_create", "memfd_secret",    "timerfd_create", "inotify_init",  "inotify_init1",     "fanotify_init",
+        "userfaultfd",  "perf_event_open", "io_uring_setup", "pidfd_open",    "pidfd_getfd",       "fsopen",
+        "fsmount",      "fspick",          "open_tree",      "signalfd",      "signalfd4"};
+    for (auto n : new_fd)
+        if (name == n) return FdChange::new_fd;
+    if (name == "dup") return FdChange::dup_to_ret;
+    if (name == "dup2" || name == "dup3") return FdChange::dup_to_newfd;
+    if (name == "fcntl") return FdChange::fcntl;
+    if (name == "close") return FdChange::close;
+    if (name == "close_range") return FdChange::close_range;
+    if (name == "execve" || name == "execveat") return FdChange::exec;
+    return FdChange::none;
+}
+
+std::uint64_t arg_of(const FdCall& c, const char* name) {
+    auto it = c.args.find(name);
+    return it == c.args.end() ? ~std::uint64_t{0} : it->second;
 }
 
 }  // namespace
+
+std::vector<FdPath> fd_paths_of(const EventStream& stream) {
+    std::vector<FdPath> fds;
+    if (stream.fd_lifetimes_recorded) {
+        fds.reserve(stream.fd_lifetimes.size());
+        for (const FdLifetime& l : stream.fd_lifetimes)
+            fds.push_back({l.pid, l.fd, l.from_ns.value_or(0), l.path.value_or(""), l.until_ns,
+                           l.path ? std::string() : (l.unknown.empty() ? "unknown: no sample" : l.unknown)});
+        return fds;
+    }
+    fds.reserve(stream.fd_paths.size() + stream.fd_paths_reused.size());
+    for (const auto& [key, path] : stream.fd_paths)
+        fds.push_back({key.first, key.second, 0, path});
+    for (const auto& [key, paths] : stream.fd_paths_reused)
+        fds.push_back(
+            {key.first, key.second, 0, "", std::nullopt, "unknown: fd reused during the run (several files seen)"});
+    return fds;
+}
+
+std::string fd_path_unknown_default(const EventStream& stream) {
+    if (stream.fd_lifetimes_recorded) return "unknown: not seen opened or sampled";
+    if (!stream.fd_paths.empty() || !stream.fd_paths_reused.empty()) return "unknown: no sample of this fd";
+    return "unknown: the source records no fd paths";
+}
+
+std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
+    auto process = [&](int tid) {
+        auto it = in.process_of.find(tid);
+        return it == in.process_of.end() ? tid : it->second;
+    };
+    auto placed = [&](int tid) { return in.process_of.count(tid) != 0; };
+    struct Change {
+        std::uint64_t enter_ns = 0, exit_ns = 0;
+        const FdCall* call = nullptr;
+        std::optional<int> dup_from;  // the source fd of a dup
+    };
+    using Key = std::pair<int, int>;             // (process, fd)
+    std::map<Key, std::vector<Change>> changes;  // per (process, fd), in call order
+    std::set<Key> keys;
+    // Whole-process changes (execve, close_range) and changes by threads not placed in a process: applied to
+    // every (process, fd) they may concern once all keys are known.
+    struct Wide {
+        Change ch;
+        std::optional<int> process;        // nullopt: any process (a thread not placed)
+        std::optional<int> fd;             // nullopt: every fd
+        std::uint64_t lo = 0, hi = ~0ull;  // close_range's [fd, max_fd]
+    };
+    std::vector<Wide> wide;
+    for (const FdCall& c : in.calls) {
+        FdChange kind = fd_change_of(c.name);
+        if (kind == FdChange::none) continue;
+        Change ch{c.enter_ns, c.exit_ns, &c, std::nullopt};
+        std::optional<int> fd;
+        switch (kind) {
+            case FdChange::new_fd:
+                // signalfd on an existing fd changes its mask only; it returns that same fd.
+                if (c.ret < 0 || ((c.name == "signalfd" || c.name == "signalfd4") &&
+                                  static_cast<std::int64_t>(static_cast<int>(arg_of(c, "ufd"))) == c.ret))
+                    continue;
+                fd = static_cast<int>(c.ret);
+                break;
+            case FdChange::dup_to_ret:
+                if (c.ret < 0) continue;
+                fd = static_cast<int>(c.ret);
+                ch.dup_from = static_cast<int>(arg_of(c, "fildes"));
+                break;
+            case FdChange::dup_to_newfd: {
+                const int oldfd = static_cast<int>(arg_of(c, "oldfd")), newfd = static_cast<int>(arg_of(c, "newfd"));
+                if (c.ret < 0 || oldfd == newfd) continue;  // dup2(fd, fd) changes nothing
+                fd = newfd;
+                ch.dup_from = oldfd;
+                break;
+            }
+            case FdChange::fcntl: {
+                const std::uint64_t cmd = arg_of(c, "cmd");
+                if (c.ret < 0 || (cmd != 0 /* F_DUPFD */ && cmd != 1030 /* F_DUPFD_CLOEXEC */)) continue;
+                fd = static_cast<int>(c.ret);
+                ch.dup_from = static_cast<int>(arg_of(c, "fd"));
+                break;
+            }
+            case FdChange::close:
+                if (c.ret == -9) continue;  // EBADF: there was nothing to close (any other result closed it)
+                fd = static_cast<int>(arg_of(c, "fd"));
+                break;
+            case FdChange::close_range: {
+                if (c.ret != 0 || (arg_of(c, "flags") & 4u) != 0) continue;  // CLOSE_RANGE_CLOEXEC closes nothing yet
+                Wide w{ch, placed(c.pid) ? std::optional<int>(process(c.pid)) : std::nullopt, std::nullopt,
+                       arg_of(c, "fd") & 0xffffffffu, arg_of(c, "max_fd") & 0xffffffffu};
+                wide.push_back(w);
+                continue;
+            }
+            case FdChange::exec:
+                if (c.ret != 0) continue;  // a failed execve changes no fd
+                wide.push_back({ch, placed(c.pid) ? std::optional<int>(process(c.pid)) : std::nullopt, std::nullopt});
+                continue;
+            case FdChange::none:
+                continue;
+        }
+        if (fd && *fd >= 0) {
+            if (placed(c.pid) || c.pid <= 0) {
+                changes[{process(c.pid), *fd}].push_back(ch);
+                keys.insert({process(c.pid), *fd});
+            } else {
+                // Its own process is not known: the change is its own (pid, fd), and a split of that number in
+                // every other process (added below).
+                changes[{c.pid, *fd}].push_back(ch);
+                keys.insert({c.pid, *fd});
+                wide.push_back({ch, std::nullopt, *fd});
+            }
+        }
+    }
+    for (const FdSample& smp : in.samples)
+        if (smp.fd >= 0) keys.insert({process(smp.pid), smp.fd});
+    for (const Wide& w : wide)
+        for (const Key& k : keys) {
+            if (w.process && *w.process != k.first) continue;
+            if (w.fd && *w.fd != k.second) continue;
+            if (static_cast<std::uint64_t>(k.second) < w.lo || static_cast<std::uint64_t>(k.second) > w.hi) continue;
+            auto& v = changes[k];
+            // An unplaced thread's change already recorded under its own (pid, fd) is not added twice.
+            if (!w.process && w.fd && k.first == w.ch.call->pid) continue;
+            v.push_back(w.ch);
+        }
+    // Spans between consecutive changes.
+    struct Span {
+        FdLifetime life;
+        std::optional<int> dup_from;
+        std::uint64_t dup_at = 0;
+        std::set<std::string> paths;  // from samples
+        std::string path_from;
+    };
+    std::map<Key, std::vector<Span>> spans;
+    for (const Key& k : keys) {
+        auto& v = changes[k];
+        std::stable_sort(v.begin(), v.end(), [](const Change& a, const Change& b) { return a.enter_ns < b.enter_ns; });
+        auto& out = spans[k];
+        Span first;
+        first.life.pid = k.first;
+        first.life.fd = k.second;
+        out.push_back(first);
+        for (const Change& ch : v) {
+            out.back().life.until_ns = ch.enter_ns;
+            Span next;
+            next.life.pid = k.first;
+            next.life.fd = k.second;
+            next.life.from_ns = std::max(ch.exit_ns, ch.enter_ns);
+            next.life.opened_by = ch.call->name;
+            next.dup_from = ch.dup_from;
+            next.dup_at = ch.enter_ns;
+            out.push_back(next);
+        }
+    }
+    auto span_at = [&](const Key& k, std::uint64_t begin, std::uint64_t end) -> Span* {
+        auto it = spans.find(k);
+        if (it == spans.end()) return nullptr;
+        auto& v = it->second;
+        // The last span starting at or before `begin` (the first one starts before the run).
+        auto pos = std::upper_bound(v.begin() + 1, v.end(), begin,
+                                    [](std::uint64_t t, const Span& sp) { return t < *sp.life.from_ns; });
+        Span& sp = *std::prev(pos);
+        if (sp.life.from_ns && begin < *sp.life.from_ns) return nullptr;
+        if (sp.life.until_ns && end >= *sp.life.until_ns) return nullptr;  // reaches into the next change
+        return &sp;
+    };
+    if (!in.changes_may_be_missing)
+        for (const FdSample& smp : in.samples) {
+            if (smp.fd < 0 || smp.path.empty()) continue;
+            Span* sp = span_at({process(smp.pid), smp.fd}, smp.begin_ns, std::max(smp.begin_ns, smp.end_ns));
+            if (!sp) continue;
+            if (sp->paths.insert(smp.path).second && sp->paths.size() == 1) sp->path_from = smp.source;
+        }
+    // Paths: samples first, then dups from their source's span at the call, in time order (a source began earlier).
+    std::vector<Span*> by_time;
+    for (auto& [k, v] : spans)
+        for (Span& sp : v) {
+            by_time.push_back(&sp);
+            if (sp.paths.size() == 1) {
+                sp.life.path = *sp.paths.begin();
+                sp.life.path_from = sp.path_from;
+            }
+        }
+    std::stable_sort(by_time.begin(), by_time.end(), [](const Span* a, const Span* b) {
+        return a->life.from_ns.value_or(0) < b->life.from_ns.value_or(0);
+    });
+    for (Span* sp : by_time) {
+        if (sp->life.path || !sp->paths.empty() || !sp->dup_from || in.changes_may_be_missing) continue;
+        if (Span* src = span_at({sp->life.pid, *sp->dup_from}, sp->dup_at, sp->dup_at); src && src->life.path) {
+            sp->life.path = src->life.path;
+            sp->life.path_from = "dup";
+        }
+    }
+    // Why the others have none.
+    for (auto& [k, v] : spans) {
+        bool named_before = false;
+        for (Span& sp : v) {
+            if (!sp.life.path) {
+                if (in.changes_may_be_missing)
+                    sp.life.unknown = "unknown: events were lost, a change of this fd may be missing";
+                else if (sp.paths.size() > 1)
+                    sp.life.unknown = "unknown: samples of this span name different files";
+                else if (!sp.life.from_ns)
+                    sp.life.unknown = "unknown: opened before the run";
+                else if (named_before)
+                    sp.life.unknown = "unknown: fd reused since the last sample";
+                else
+                    sp.life.unknown = "unknown: no sample while it was open";
+            }
+            named_before = named_before || sp.life.path.has_value();
+        }
+    }
+    // One row per thread id of the process (and the process id itself).
+    std::map<int, std::vector<int>> threads;
+    for (const auto& [tid, pid] : in.process_of)
+        threads[pid].push_back(tid);
+    std::vector<FdLifetime> out;
+    for (auto& [k, v] : spans) {
+        std::vector<int> ids = threads.count(k.first) ? threads[k.first] : std::vector<int>{};
+        if (std::find(ids.begin(), ids.end(), k.first) == ids.end()) ids.push_back(k.first);
+        for (int id : ids)
+            for (const Span& sp : v) {
+                out.push_back(sp.life);
+                out.back().pid = id;
+            }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const FdLifetime& a, const FdLifetime& b) {
+        return std::make_tuple(a.pid, a.fd, a.from_ns.value_or(0)) <
+               std::make_tuple(b.pid, b.fd, b.from_ns.value_or(0));
+    });
+    return out;
+}
+
+namespace {}  // namespace
 
 namespace {
 
@@ -225,7 +513,8 @@ struct IoctlCollector::State {
     };
     Held* at(std::uint64_t seq) { return seq >= base && seq - base < held.size() ? &held[seq - base] : nullptr; }
 
-    State(const std::map<int, std::string>& c, Sink s) : comms(c), sink(std::move(s)) {}
+    State(const std::map<int, std::string>& c, Sink s, std::string n)
+        : comms(c), sink(std::move(s)), no_entry(std::move(n)) {}
     const std::map<int, std::string>& comms;
     FdHistory history;
     Sink sink;
@@ -235,12 +524,14 @@ struct IoctlCollector::State {
     int last_pid = 0;
     Pid* last = nullptr;
     NameCache names;
+    std::string no_entry;               // fd_path_unknown of an fd without entries
     std::optional<int> comm_pid;        // the pid whose comm `comm` is
     const std::string* comm = nullptr;  // comms[*comm_pid], null when it has none
 };
 
-IoctlCollector::IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink)
-    : s_(std::make_unique<State>(comms, std::move(sink))) {
+IoctlCollector::IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink,
+                               std::string no_entry)
+    : s_(std::make_unique<State>(comms, std::move(sink), std::move(no_entry))) {
     for (const FdPath& p : fd_paths)
         s_->history[{p.pid, p.fd}].push_back(&p);
     for (auto& [key, v] : s_->history)
@@ -288,12 +579,18 @@ void IoctlCollector::add(const Event& ev) {
         if (s.comm) r.comm = *s.comm;
         r.fd = e->fd;
         r.cmd = e->cmd;
-        if (!s.history.empty()) r.fd_path = path_at(s.history, ev.pid, e->fd, ev.ts_ns);
-        if (!e->fd_path.empty()) r.fd_path = e->fd_path;  // printed at this call (strace -y): no sample needed
+        path_at(s.history, ev.pid, e->fd, ev.ts_ns, s.no_entry, r);
+        if (!e->fd_path.empty()) {  // printed at this call (strace -y): no sample needed
+            r.fd_path = e->fd_path;
+            r.fd_path_unknown.reset();
+        }
         auto& v = p.pending;
         for (auto m = v.rbegin(); m != v.rend(); ++m) {
             if (m->fd != e->fd || m->cmd != static_cast<std::uint32_t>(e->cmd)) continue;
-            if (m->dev) r.fd_path = m->dev;  // read at the call itself: better than a /proc poll
+            if (m->dev) {  // read at the call itself: better than any sample
+                r.fd_path = m->dev;
+                r.fd_path_unknown.reset();
+            }
             r.hclass = m->hclass;
             r.ctrl = m->ctrl;
             if (m->ctrl)  // NVXXXX_CTRL_CMD(class, category, index): the class is bits 31..16
@@ -351,7 +648,9 @@ std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::ve
                                         const std::vector<FdPath>& fd_paths) {
     std::vector<IoctlRecord> out;
     {
-        IoctlCollector c(stream.comms, fd_paths, [&](IoctlRecord&& r) { out.push_back(std::move(r)); });
+        IoctlCollector c(
+            stream.comms, fd_paths, [&](IoctlRecord&& r) { out.push_back(std::move(r)); },
+            fd_path_unknown_default(stream));
         for (const Event& ev : stream.events)
             c.add(ev);
         c.finish();

@@ -132,17 +132,15 @@ ReportBuilder::ReportBuilder(const EventStream& side, Sinks sinks)
     : side_(side),
       sinks_(std::move(sinks)),
       fd_paths_(fd_paths_of(side)),
-      ioctls_(side.comms, fd_paths_, [this](IoctlRecord&& io) { take_ioctl(std::move(io)); }),
+      ioctls_(
+          side.comms, fd_paths_, [this](IoctlRecord&& io) { take_ioctl(std::move(io)); },
+          fd_path_unknown_default(side)),
       phases_(std::make_unique<detail::Phases>()) {}
 
 ReportBuilder::~ReportBuilder() = default;
 
 std::vector<FdPath> ReportBuilder::fd_paths_of(const EventStream& side) {
-    std::vector<FdPath> fds;
-    fds.reserve(side.fd_paths.size());
-    for (const auto& [key, path] : side.fd_paths)
-        fds.push_back({key.first, key.second, 0, path});
-    return fds;
+    return nvtrace::fd_paths_of(side);  // nvtrace/ioctl.hpp: lifetimes, else /proc samples
 }
 
 void ReportBuilder::take_ioctl(IoctlRecord&& io) {

@@ -89,7 +89,16 @@ json log_json(const KernelLogMessage& m) {
             {"trace_ts", opt(m.trace_ts_ns)}};
 }
 
+json ioctl_fields_json(const IoctlRecord& i);
+
 json ioctl_json(const IoctlRecord& i) {
+    json j = ioctl_fields_json(i);
+    // Only when known: reports written before the key existed round-trip unchanged (docs/report-format.md).
+    if (i.fd_path_unknown) j["fd_path_unknown"] = *i.fd_path_unknown;
+    return j;
+}
+
+json ioctl_fields_json(const IoctlRecord& i) {
     return {{"pid", i.pid},
             {"comm", i.comm},
             {"fd", i.fd},

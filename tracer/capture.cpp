@@ -20,13 +20,19 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include <fmt/format.h>
+
+extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its own
+#include <kbuffer.h>
+}
 
 #include "cleanup.hpp"
 #include "clock_offset.hpp"
 #include "kmsg_reader.hpp"
 #include "nvtrace/capture_dir.hpp"
+#include "nvtrace/ioctl.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/report_fold.hpp"
 #include "nvtrace/report_stream.hpp"
@@ -493,6 +499,222 @@ tep_handle* load_event_formats(const char* tracing_dir, const std::vector<std::s
     return tep;
 }
 
+// The syscalls that give, copy or end fds with the fd number in their record (the argument or the return value):
+// FdCall in nvtrace/ioctl.hpp. pipe, pipe2 and socketpair are not among them: they write their two fds into user
+// memory, which the tracepoint does not record; the lifetimes account for such fds filling free numbers.
+constexpr const char* kFdSyscalls[] = {"open",
+                                       "openat",
+                                       "openat2",
+                                       "creat",
+                                       "open_by_handle_at",
+                                       "close",
+                                       "close_range",
+                                       "dup",
+                                       "dup2",
+                                       "dup3",
+                                       "fcntl",
+                                       "socket",
+                                       "accept",
+                                       "accept4",
+                                       "eventfd",
+                                       "eventfd2",
+                                       "memfd_create",
+                                       "memfd_secret",
+                                       "signalfd",
+                                       "signalfd4",
+                                       "timerfd_create",
+                                       "epoll_create",
+                                       "epoll_create1",
+                                       "inotify_init",
+                                       "inotify_init1",
+                                       "fanotify_init",
+                                       "userfaultfd",
+                                       "perf_event_open",
+                                       "io_uring_setup",
+                                       "pidfd_open",
+                                       "pidfd_getfd",
+                                       "fsopen",
+                                       "fsmount",
+                                       "fspick",
+                                       "open_tree",
+                                       "execve",
+                                       "execveat"};
+
+// The fd lifetimes of the capture (EventStream::fd_lifetimes, build_fd_lifetimes) from a first pass over the
+// saved pages: the fd syscalls, the poll brackets (trace_marker_raw of nvtrace's own pid) and the preload's enter
+// markers (its readlink at each ioctl). Without fd events or timed polls, the polls' paths are recorded as before
+// (add_fd_path: an fd seen naming several files is named nowhere). Returns fd_paths.json (docs/formats.md).
+nlohmann::json fd_lifetimes(RawRecorder& raw, tep_handle* tep, const std::vector<std::string>& fd_events,
+                            const FdPollLog& polls, bool timed_polls, bool loss, EventStream& st) {
+    std::map<int, std::vector<int>> threads;
+    for (const auto& [tid, pid] : polls.process_of)
+        threads[pid].push_back(tid);
+    if (fd_events.empty() || !timed_polls) {
+        nlohmann::json fds = nlohmann::json::array();
+        for (const auto& run : polls.runs)
+            for (int tid : threads[run.pid]) {
+                add_fd_path(st, tid, run.fd, run.path);
+                fds.push_back({tid, run.fd, run.path});
+            }
+        return fds;
+    }
+    // The records are read with kbuffer and their fields with tep_get_field_val (libtraceevent's printed text of a
+    // field follows the print fmt: "id=000a", "fd=00000004", without the "0x" outside the conversion). Each page is
+    // first checked and decoded by PageDecoder (lost-event marks, the preload's markers); a page it refuses is
+    // skipped, and then a change may be missing.
+    RawEventDecoder dec(tep);
+    PageDecoder pages(tep, dec);
+    FdLifetimeInput in;
+    in.process_of = polls.process_of;
+    in.changes_may_be_missing = loss;
+    struct Rec {
+        std::uint64_t ts = 0;
+        int pid = -1;
+        int kind = 0;  // 0 raw_data, 1 sys_enter, 2 sys_exit
+        std::string name;
+        std::map<std::string, std::uint64_t> fields;
+    };
+    std::vector<Rec> recs;
+    std::set<std::string> wanted(fd_events.begin(), fd_events.end());
+    const int self = static_cast<int>(::getpid());
+    kbuffer* kb = kbuffer_alloc(tep_get_long_size(tep) == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
+                                tep_is_file_bigendian(tep) ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
+    struct KbFree {
+        kbuffer* k;
+        ~KbFree() {
+            if (k) kbuffer_free(k);
+        }
+    } kb_guard{kb};
+    std::vector<Event> scratch;
+    for (const auto& src : raw.sources()) {
+        std::FILE* f = std::fopen(src.path.c_str(), "rb");
+        if (!f || !kb) {
+            in.changes_may_be_missing = true;
+            if (f) std::fclose(f);
+            continue;
+        }
+        std::vector<unsigned char> page(src.page_size + PageDecoder::kPageSlack, 0);
+        while (std::fread(page.data(), 1, src.page_size, f) == src.page_size) {
+            scratch.clear();
+            if (!pages.decode(page.data(), src.page_size, src.cpu, scratch) ||
+                kbuffer_load_subbuffer(kb, page.data()) < 0) {
+                in.changes_may_be_missing = true;
+                continue;
+            }
+            for (const Event& ev : scratch) {
+                if (std::holds_alternative<LostEvents>(ev.body)) in.changes_may_be_missing = true;
+                if (const auto* mk = std::get_if<Marker>(&ev.body))
+                    if (auto m = parse_preload_marker(mk->text); m && m->half == PreloadMarker::Half::enter && m->dev)
+                        in.samples.push_back({ev.pid, m->fd, ev.ts_ns, ev.ts_ns, *m->dev, "preload"});
+            }
+            unsigned long long ts = 0;
+            for (void* ptr = kbuffer_read_event(kb, &ts); ptr; ptr = kbuffer_next_event(kb, &ts)) {
+                tep_record rec;
+                std::memset(&rec, 0, sizeof rec);
+                rec.ts = ts;
+                rec.size = kbuffer_event_size(kb);
+                rec.cpu = src.cpu;
+                rec.data = ptr;
+                rec.ref_count = 1;
+                if (rec.size < 8) continue;
+                tep_event* e = tep_find_event(tep, tep_data_type(tep, &rec));
+                if (!e || !e->system || !e->name) continue;
+                const std::string sys = e->system, name = e->name;
+                Rec r;
+                if (sys == "ftrace" && name == "raw_data") {
+                    r.kind = 0;
+                } else if (sys == "syscalls" && name.rfind("sys_enter_", 0) == 0 && wanted.count(name.substr(10))) {
+                    r.kind = 1;
+                    r.name = name.substr(10);
+                } else if (sys == "syscalls" && name.rfind("sys_exit_", 0) == 0 && wanted.count(name.substr(9))) {
+                    r.kind = 2;
+                    r.name = name.substr(9);
+                } else {
+                    continue;
+                }
+                r.ts = rec.ts;
+                r.pid = tep_data_pid(tep, &rec);
+                if (r.kind == 0 && r.pid != self) continue;
+                for (tep_format_field* fl = e->format.fields; fl; fl = fl->next) {
+                    unsigned long long v = 0;
+                    if ((fl->flags & TEP_FIELD_IS_ARRAY) || fl->offset + fl->size > rec.size) continue;
+                    if (tep_read_number_field(fl, rec.data, &v) == 0) {
+                        // Signed fields (ret) are sign-extended from their size.
+                        if ((fl->flags & TEP_FIELD_IS_SIGNED) && fl->size < 8 && fl->size > 0 &&
+                            (v >> (fl->size * 8 - 1)) & 1)
+                            v |= ~0ull << (fl->size * 8);
+                        r.fields[fl->name] = v;
+                    }
+                }
+                recs.push_back(std::move(r));
+            }
+        }
+        std::fclose(f);
+    }
+    std::stable_sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) { return a.ts < b.ts; });
+    std::vector<std::uint64_t> poll_begin(polls.polls, 0), poll_end(polls.polls, 0);
+    std::vector<std::uint8_t> poll_seen(polls.polls, 0);  // bit 0: begin, bit 1: end
+    std::unordered_map<int, FdCall> entered;              // thread id -> its fd syscall in progress
+    for (Rec& r : recs) {
+        if (r.kind == 0) {
+            auto id = r.fields.find("id");
+            if (id == r.fields.end() || id->second / 2 >= polls.polls) continue;
+            const std::size_t n = id->second / 2;
+            (id->second % 2 ? poll_end : poll_begin)[n] = r.ts;
+            poll_seen[n] |= static_cast<std::uint8_t>(id->second % 2 ? 2 : 1);
+        } else if (r.kind == 1) {
+            entered[r.pid] = FdCall{r.pid, r.name, r.ts, r.ts, std::move(r.fields), 0};
+        } else {
+            auto it = entered.find(r.pid);
+            if (it == entered.end() || it->second.name != r.name) continue;
+            FdCall c = std::move(it->second);
+            entered.erase(it);
+            if (auto ret = r.fields.find("ret"); ret != r.fields.end()) {
+                c.exit_ns = r.ts;
+                c.ret = static_cast<std::int64_t>(ret->second);
+                in.calls.push_back(std::move(c));
+            }
+        }
+    }
+    // A call whose exit is not in the data (the run ended inside it, or events were lost) may have changed its fd.
+    for (auto& [tid, c] : entered) {
+        (void)tid;
+        in.changes_may_be_missing = true;
+    }
+    nlohmann::json samples = nlohmann::json::array();
+    for (const auto& run : polls.runs) {
+        samples.push_back({run.pid, run.fd, run.path, run.first_poll, run.last_poll});
+        for (std::uint32_t k = run.first_poll; k <= run.last_poll; ++k)
+            if (poll_seen[k] == 3)
+                in.samples.push_back({run.pid, run.fd, poll_begin[k], poll_end[k], run.path, "poll"});
+    }
+    st.fd_lifetimes = build_fd_lifetimes(in);
+    st.fd_lifetimes_recorded = true;
+    nlohmann::json lifetimes = nlohmann::json::array();
+    auto opt_ns = [](const std::optional<std::uint64_t>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+    };
+    for (const FdLifetime& l : st.fd_lifetimes)
+        lifetimes.push_back({{"pid", l.pid},
+                             {"fd", l.fd},
+                             {"from_ns", opt_ns(l.from_ns)},
+                             {"until_ns", opt_ns(l.until_ns)},
+                             {"opened_by", l.opened_by},
+                             {"path", l.path ? nlohmann::json(*l.path) : nlohmann::json(nullptr)},
+                             {"path_from", l.path_from},
+                             {"unknown", l.unknown}});
+    nlohmann::json times = nlohmann::json::array();
+    for (std::size_t k = 0; k < poll_begin.size(); ++k)
+        times.push_back(poll_seen[k] == 3 ? nlohmann::json::array({poll_begin[k], poll_end[k]})
+                                          : nlohmann::json(nullptr));
+    return {{"format", 2},
+            {"fd_events", fd_events},
+            {"changes_may_be_missing", in.changes_may_be_missing},
+            {"lifetimes", lifetimes},
+            {"polls", times},
+            {"samples", samples}};
+}
+
 }  // namespace
 
 void take_held_signal(CaptureResult& cap) {
@@ -652,6 +874,18 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     // Event formats: the ftrace system (function_graph, print, stacks), the two ioctl events, and the user's
     // (load_event_formats).
     std::vector<std::string> formats{"ftrace:*", "syscalls:sys_enter_ioctl", "syscalls:sys_exit_ioctl"};
+    std::vector<std::string> fd_syscalls;
+    // Test hook (docs/testing.md): a run with only the ioctl events and nvtrace's markers in the buffer.
+    const char* no_fd = std::getenv("NVTRACE_TEST_NO_FD_EVENTS");
+    const bool fd_events_on = !(no_fd && std::string(no_fd) == "1");
+    for (const char* name : kFdSyscalls)
+        if (fd_events_on)
+            if (event_exists(tracing_dir, "syscalls", (std::string("sys_enter_") + name).c_str()) &&
+                event_exists(tracing_dir, "syscalls", (std::string("sys_exit_") + name).c_str())) {
+                fd_syscalls.emplace_back(name);
+                formats.push_back(std::string("syscalls:sys_enter_") + name);
+                formats.push_back(std::string("syscalls:sys_exit_") + name);
+            }
     std::vector<std::string> kept_events = opts.events;
     for (const auto& e : opts.events) {
         auto colon = e.find(':');
@@ -681,6 +915,16 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         return fail(
             Error::environment("cannot enable syscalls:sys_enter_ioctl/sys_exit_ioctl (no syscall tracepoints?)"));
     if (xid_event) tracefs_event_enable(inst.get(), "nvidia", "nvidia_dev_xid");
+    // The fd changes (fd_lifetime_events), where this kernel has both halves: an ioctl is named only from a sample
+    // taken in the same lifetime of its fd (FdLifetime in nvtrace/event.hpp).
+    std::vector<std::string> fd_events;
+    for (const std::string& name : fd_syscalls)
+        if (tracefs_event_enable(inst.get(), "syscalls", ("sys_enter_" + name).c_str()) == 0 &&
+            tracefs_event_enable(inst.get(), "syscalls", ("sys_exit_" + name).c_str()) == 0)
+            fd_events.push_back(name);
+        else
+            tracefs_event_disable(inst.get(), "syscalls", ("sys_enter_" + name).c_str());
+    meta["fd_events"] = fd_events;
     meta["printk_console"] = console;
     for (const auto& e : opts.events) {
         auto colon = e.find(':');
@@ -844,7 +1088,32 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     auto drain = [&] { raw.drain(); };
     // Processes whose open files are followed: the program's process tree (not nvtrace itself).
     ProcessTree tree(child.pid());
-    std::map<std::pair<int, int>, std::vector<std::string>> fd_paths;
+    FdPollLog fd_polls;
+    // Each poll between two trace_marker_raw records (ids 2N, 2N + 1) of nvtrace's own pid: its interval on the
+    // trace clock (fd_lifetimes below). Without the file, polls have no time and fds are named as before.
+    int poll_marker_fd =
+        fd_events.empty() ? -1 : tracefs_instance_file_open(inst.get(), "trace_marker_raw", O_WRONLY | O_CLOEXEC);
+    struct PollMarkerClose {
+        int& fd;
+        ~PollMarkerClose() {
+            if (fd >= 0) ::close(fd);
+        }
+    } poll_marker_guard{poll_marker_fd};
+    auto poll_fds = [&] {
+        auto mark = [&](std::uint32_t id) {
+            if (poll_marker_fd < 0) return;
+            struct {
+                std::uint32_t id;
+                char tag[8];
+            } rec{id, {'n', 'v', 'f', 'd', 'p', 'o', 'l', 'l'}};
+            ssize_t w = ::write(poll_marker_fd, &rec, sizeof rec);
+            (void)w;
+        };
+        mark(2 * fd_polls.polls);
+        const std::uint32_t n = fd_polls.polls;
+        poll_fd_paths(tree.refresh(), fd_polls);
+        mark(2 * n + 1);
+    };
 
     if (opts.drain_while_running) raw.start();
     tracefs_trace_on(inst.get());
@@ -869,7 +1138,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
         if (kill_deadline && Clock::now() > *kill_deadline) child.kill_group(SIGKILL);
         if (opts.drain_while_running) drain();
-        poll_fd_paths(tree.refresh(), fd_paths);
+        poll_fds();
         kmsg.poll();
         status = child.poll_exit();
         if (auto stop = child.take_stop()) {
@@ -896,6 +1165,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
     }
     child.give_back_terminal();
+    const bool timed_polls = poll_marker_fd >= 0;
+    if (poll_marker_fd >= 0) ::close(poll_marker_fd);  // an open file of the instance keeps it from being removed
+    poll_marker_fd = -1;
     // A signal that arrived while the last iteration ran (the program ended meanwhile) still counts.
     if (!res.interrupted_by) {
         timespec zero{0, 0};
@@ -959,10 +1231,14 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     };
     // fd paths before the events: a streamed report names each ioctl's device as it folds it.
     EventStream& st = res.stream;
-    // In the order fd_paths.json lists them, so that read_capture_dir rebuilds the same maps.
-    for (const auto& [key, paths] : fd_paths)
-        for (const auto& path : paths)
-            add_fd_path(st, key.first, key.second, path);
+    const bool fd_loss =
+        !raw.write_error.empty() || std::any_of(stats_after.begin(), stats_after.end(), [&](const CpuBufferStats& a) {
+            for (const auto& b : stats_before)
+                if (b.cpu == a.cpu && b.buffer == a.buffer)
+                    return a.overrun > b.overrun || a.dropped_events > b.dropped_events;
+            return a.overrun > 0 || a.dropped_events > 0;
+        });
+    nlohmann::json fd_paths_json = fd_lifetimes(raw, tep, fd_events, fd_polls, timed_polls, fd_loss, st);
     std::vector<Event> decoded;
     if (opts.stream_report && !use_fgraph) {
         // The report is built as the pages are decoded (nvtrace/report_stream.hpp); a stream it refuses (times
@@ -970,6 +1246,8 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         EventStream side;
         side.fd_paths = st.fd_paths;
         side.fd_paths_reused = st.fd_paths_reused;
+        side.fd_lifetimes = st.fd_lifetimes;
+        side.fd_lifetimes_recorded = st.fd_lifetimes_recorded;
         if (auto rs = ReportStream::open(out_dir.string(), std::move(side)); rs) {
             ReportStream& r = **rs;
             if (opts.on_streamed_ioctl) r.on_ioctl(opts.on_streamed_ioctl);
@@ -1079,11 +1357,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         for (const auto& [pid, comm] : st.comms)
             comms[std::to_string(pid)] = comm;
         if (auto r = write_file(out_dir / "comms.json", dump_json(comms)); !r) return fail(r.error());
-        nlohmann::json fds = nlohmann::json::array();
-        for (const auto& [key, paths] : fd_paths)
-            for (const auto& path : paths)
-                fds.push_back({key.first, key.second, path});
-        if (auto r = write_file(out_dir / "fd_paths.json", dump_json(fds)); !r) return fail(r.error());
+        if (auto r = write_file(out_dir / "fd_paths.json", dump_json(fd_paths_json)); !r) return fail(r.error());
         nlohmann::json stats{{"before", stats_json(stats_before)}, {"after", stats_json(stats_after)}};
         if (auto r = write_file(out_dir / "buffer_stats.json", dump_json(stats)); !r) return fail(r.error());
         std::string kmsg_text;

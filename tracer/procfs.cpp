@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -119,29 +120,38 @@ const std::vector<int>& ProcessTree::refresh() {
     return members_;
 }
 
-void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::vector<std::string>>& paths) {
+void poll_fd_paths(const std::vector<int>& pids, FdPollLog& log) {
     const int self = static_cast<int>(::getpid());
+    const std::uint32_t poll = log.polls++;
     char path[64];
     for (int pid : pids) {
         if (pid == self) continue;
         std::snprintf(path, sizeof path, "/proc/%d/fd", pid);
         DIR* d = ::opendir(path);
         if (!d) continue;
-        std::vector<std::pair<int, std::string>> fds;
         while (dirent* e = ::readdir(d)) {
             if (e->d_name[0] == '.') continue;
             char target[PATH_MAX];
             ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
             if (n <= 0) continue;
-            fds.emplace_back(std::atoi(e->d_name), std::string(target, static_cast<std::size_t>(n)));
+            const int fd = std::atoi(e->d_name);
+            std::string_view t(target, static_cast<std::size_t>(n));
+            auto open = log.open_runs.find({pid, fd});
+            if (open != log.open_runs.end()) {
+                FdPollLog::Run& r = log.runs[open->second];
+                if (r.last_poll + 1 == poll && r.path == t) {
+                    r.last_poll = poll;
+                    continue;
+                }
+            }
+            log.runs.push_back({pid, fd, poll, poll, std::string(t)});
+            log.open_runs[{pid, fd}] = log.runs.size() - 1;
         }
         ::closedir(d);
+        log.process_of.emplace(pid, pid);
         std::snprintf(path, sizeof path, "/proc/%d/task", pid);
-        std::vector<int> tids = numeric_entries(path);
-        if (tids.empty()) tids.push_back(pid);
-        for (int tid : tids)
-            for (const auto& [fd, target] : fds)
-                if (auto& seen = paths[{tid, fd}]; seen.empty() || seen.back() != target) seen.push_back(target);
+        for (int tid : numeric_entries(path))
+            log.process_of.emplace(tid, pid);
     }
 }
 

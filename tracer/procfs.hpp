@@ -1,6 +1,7 @@
 // procfs.hpp: small readers of /proc and /sys files (kernel access: tracer/ only).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,10 +42,26 @@ private:
     std::vector<int> members_;
 };
 
-// (pid, fd) -> link targets of /proc/PID/fd/FD for every member of the tree, recorded under the id of every
-// thread of the process (/proc/PID/task/TID: trace events carry the thread id, and threads share the fd
-// table). A target different from the last one recorded for that (pid, fd) is appended: an fd closed and
-// opened again on another file between two polls keeps every path seen. Processes that are gone are skipped.
-void poll_fd_paths(const std::vector<int>& pids, std::map<std::pair<int, int>, std::vector<std::string>>& paths);
+// What the /proc/PID/fd polls of a capture saw. Polls are numbered 0, 1, ... in the order made; the capture
+// brackets poll N by two trace_marker_raw records (ids 2N and 2N + 1) so that each poll has an interval on the
+// trace clock. A run is one (pid, fd) naming the same link target in consecutive polls (a poll that did not see
+// the fd ends the run). Thread-safety: one thread.
+struct FdPollLog {
+    struct Run {
+        int pid = -1;  // process id
+        int fd = -1;
+        std::uint32_t first_poll = 0, last_poll = 0;
+        std::string path;
+    };
+    std::vector<Run> runs;
+    std::map<int, int> process_of;  // thread id -> process id (/proc/PID/task/TID), a process maps to itself
+    std::uint32_t polls = 0;        // polls made
+    std::map<std::pair<int, int>, std::size_t> open_runs;  // (pid, fd) -> its run in `runs` seen in the last poll
+};
+
+// One poll (number log.polls, which it then increments): the link targets of /proc/PID/fd/FD for every member
+// of the tree, and its threads (/proc/PID/task: trace events carry thread ids, threads share the fd table).
+// Processes that are gone are skipped.
+void poll_fd_paths(const std::vector<int>& pids, FdPollLog& log);
 
 }  // namespace nvtrace::tracer

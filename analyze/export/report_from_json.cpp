@@ -117,6 +117,7 @@ IoctlRecord ioctl_from(const json& o, const std::string& w) {
     i.comm = value_or<std::string>(o, "comm", w, "");
     i.fd = value_or<int>(o, "fd", w, -1);
     i.fd_path = maybe<std::string>(o, "fd_path", w);
+    i.fd_path_unknown = maybe<std::string>(o, "fd_path_unknown", w);
     i.cmd = need<std::uint64_t>(o, "cmd", w);
     i.name = maybe<std::string>(o, "name", w);
     i.hclass = maybe<std::uint32_t>(o, "hclass", w);

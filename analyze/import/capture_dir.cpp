@@ -624,8 +624,41 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
         const fs::path p = dir / "fd_paths.json";
         auto j = slurp_json(p);
         if (!j) return fail(j.error());
-        if (!j->is_array()) return fail(bad(p, "expected an array of [pid, fd, path]"));
-        for (const auto& e : *j) {
+        // Format 2 (captures that recorded the fd syscalls): {"format": 2, "lifetimes": [...], ...}, each lifetime
+        // as FdLifetime (nvtrace/event.hpp) names it; format 1: [[pid, fd, path], ...] as the polls saw them.
+        if (j->is_object()) {
+            if (j->value("format", 0) != 2 || !j->contains("lifetimes") || !(*j)["lifetimes"].is_array())
+                return fail(bad(p, "expected {\"format\": 2, \"lifetimes\": [...]} or an array of [pid, fd, path]"));
+            auto ns = [](const nlohmann::json& v, std::optional<std::uint64_t>& out) {
+                if (v.is_null()) return true;
+                if (!v.is_number_unsigned()) return false;
+                out = v.get<std::uint64_t>();
+                return true;
+            };
+            for (const auto& e : (*j)["lifetimes"]) {
+                FdLifetime l;
+                bool ok = e.is_object() && e.contains("pid") && e["pid"].is_number_integer() && e.contains("fd") &&
+                          e["fd"].is_number_integer() && e.contains("from_ns") && ns(e["from_ns"], l.from_ns) &&
+                          e.contains("until_ns") && ns(e["until_ns"], l.until_ns) && e.contains("path") &&
+                          (e["path"].is_null() || e["path"].is_string());
+                for (const char* k : {"opened_by", "path_from", "unknown"})
+                    ok = ok && e.contains(k) && e[k].is_string();
+                if (!ok)
+                    return fail(bad(p, "expected lifetimes of {pid, fd, from_ns, until_ns, opened_by, path, path_from, "
+                                       "unknown}"));
+                l.pid = e["pid"].get<int>();
+                l.fd = e["fd"].get<int>();
+                l.opened_by = e["opened_by"].get<std::string>();
+                if (e["path"].is_string()) l.path = e["path"].get<std::string>();
+                l.path_from = e["path_from"].get<std::string>();
+                l.unknown = e["unknown"].get<std::string>();
+                st.fd_lifetimes.push_back(std::move(l));
+            }
+            st.fd_lifetimes_recorded = true;
+        } else if (!j->is_array()) {
+            return fail(bad(p, "expected an array of [pid, fd, path]"));
+        }
+        for (const auto& e : j->is_array() ? *j : nlohmann::json::array()) {
             if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() || !e[1].is_number_integer() ||
                 !e[2].is_string())
                 return fail(bad(p, "expected an array of [pid, fd, path]"));

@@ -228,6 +228,10 @@ void ioctl_body(Out& out, const IoctlRecord& i) {
     append_int(out, i.fd);
     lit(out, ",\"fd_path\":");
     append_opt_string(out, i.fd_path);
+    if (i.fd_path_unknown) {  // only when known: reports written before it existed round-trip unchanged
+        lit(out, ",\"fd_path_unknown\":");
+        append_opt_string(out, i.fd_path_unknown);
+    }
     lit(out, ",\"hclass\":");
     append_opt(out, i.hclass);
     lit(out, ",\"name\":");
@@ -339,8 +343,9 @@ void append_call_json(std::string& out, const Call& k) {
 
 void append_ioctl_json(std::string& out, const IoctlRecord& i) {
     Raw raw(out, kKeysAndNumbers + 21 * i.calls.size() + string_bound(i.comm) + opt_string_bound(i.fd_path) +
-                     opt_string_bound(i.name) + opt_string_bound(i.status) + opt_string_bound(i.ctrl_class) +
-                     opt_string_bound(i.phase) + opt_string_bound(i.errno_name) + opt_string_bound(i.errno_text));
+                     opt_string_bound(i.fd_path_unknown) + opt_string_bound(i.name) + opt_string_bound(i.status) +
+                     opt_string_bound(i.ctrl_class) + opt_string_bound(i.phase) + opt_string_bound(i.errno_name) +
+                     opt_string_bound(i.errno_text));
     ioctl_body(raw, i);
 }
 

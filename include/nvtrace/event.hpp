@@ -141,6 +141,28 @@ struct KmsgClockOffset {
     std::string basis;  // "same_clock" (local/global/perf read local_clock), "measured", "unknown"
 };
 
+// One life of a file descriptor number in a live capture: the span between two recorded changes of (pid, fd)
+// (an open-type call that returned it, close, dup2/dup3 onto it, close_range over it, a successful execve of the
+// process; syscalls:sys_enter_X / sys_exit_X in the capture's instance), within which the number can name at most
+// one file: a file appears in a free slot only, and a slot is freed only by a recorded change. pipe2, socketpair
+// and SCM_RIGHTS fill free slots without saying which, which is why a span is not the same as "the open call".
+// `path` is the file when a sample of the fd fell inside the span (a /proc/PID/fd reading taken entirely inside
+// it, the preload library's readlink at an ioctl inside it, or the path of the fd it was duplicated from); else
+// null, with `unknown` saying why. Rows are recorded under every thread id of the process (events carry thread
+// ids; threads share the fd table). Built by build_fd_lifetimes (nvtrace/ioctl.hpp) from the capture's events;
+// saved in fd_paths.json (docs/formats.md). Times in ns on the trace clock.
+struct FdLifetime {
+    int pid = -1;  // thread id
+    int fd = -1;
+    std::optional<std::uint64_t> from_ns;   // exit of the change that began it; null: from before the run
+    std::optional<std::uint64_t> until_ns;  // enter of the change that ended it; null: to the end of the run
+    std::string opened_by;                  // "openat", "dup2", "fcntl", ..., "execve"; empty: before the run
+    std::optional<std::string> path;
+    std::string path_from;  // "poll", "preload", "dup" (from the source fd's span); empty without a path
+    std::string unknown;    // without a path: "unknown: opened before the run", "unknown: fd reused since the
+                            // last sample", "unknown: no sample while it was open"
+};
+
 struct EventStream {
     std::vector<Event> events;         // sorted by ts_ns (stable) before analysis
     std::map<int, std::string> comms;  // pid -> comm (saved_cmdlines, /proc)
@@ -155,6 +177,11 @@ struct EventStream {
     // (closed and opened again): which of them an ioctl used is not known, so such an fd is not in fd_paths and
     // its ioctls have no fd_path (the info diagnostic "fd_reused" lists them). add_fd_path fills both maps.
     std::map<std::pair<int, int>, std::vector<std::string>> fd_paths_reused;
+    // With fd_lifetimes_recorded (a live capture that recorded the fd syscalls), an ioctl's path comes from the
+    // lifetime its (pid, fd) was in at its time, and fd_paths / fd_paths_reused are not used: an fd with no
+    // lifetime at that time is unknown ("unknown: not seen opened or sampled"). Sorted by (pid, fd, from_ns).
+    std::vector<FdLifetime> fd_lifetimes;
+    bool fd_lifetimes_recorded = false;
     std::optional<KmsgClockOffset> kmsg_clock;  // set by a live capture; used to attach kmsg lines by time
     // The text file the events were read from, as named to the reader; empty for binary and live sources.
     // With Event::line it says where a diagnostic's first example is ("file:line").

@@ -35,14 +35,68 @@ IocFields decode_ioc(std::uint64_t cmd);
 // named only when exactly one family nvtrace knows claims it (describe_ioctl in knowledge.hpp explains more).
 std::optional<std::string> ioctl_name(std::uint64_t cmd, std::optional<std::string_view> device_path = std::nullopt);
 
-// What the tracer knows of a process's fds: `path` was behind (pid, fd) from `since_ns` on (a /proc/<pid>/fd
-// snapshot at start has since_ns 0; an openat seen in the trace has its exit time).
+// What the tracer knows of a process's fds: `path` was behind (pid, fd) from `since_ns` on (0: from the start),
+// until `until_ns` (exclusive; nullopt: to the end). An empty `path` with `unknown` set: nothing names the file in
+// that span, and why ("unknown: fd reused since the last sample"). An ioctl takes the entry of its (pid, fd) with
+// the latest since_ns at or before its time; at or past that entry's until_ns (the fd was being changed: a call
+// of another thread) it has no path ("unknown: the fd changed during this ioctl").
 struct FdPath {
     int pid = -1;
     int fd = -1;
     std::uint64_t since_ns = 0;
     std::string path;
+    std::optional<std::uint64_t> until_ns{};
+    std::string unknown{};
 };
+
+// The entries the ioctls of `stream` are named from: its fd_lifetimes when fd_lifetimes_recorded, else fd_paths
+// (since 0, open-ended) and fd_paths_reused (no path: "unknown: fd reused during the run (several files seen)").
+std::vector<FdPath> fd_paths_of(const EventStream& stream);
+// Why an ioctl on an fd without any entry has no path: "unknown: not seen opened or sampled" with recorded
+// lifetimes, "unknown: no sample of this fd" with /proc samples only, "unknown: the source records no fd paths"
+// without either.
+std::string fd_path_unknown_default(const EventStream& stream);
+
+// ---- fd lifetimes of a live capture (EventStream::fd_lifetimes) -------------------------------------------
+
+// A call that changes a process's fd table: syscalls:sys_enter_NAME (its fields by name, as the tracepoint's
+// format names them: include/trace/events/syscalls.h, kernel/trace/trace_syscalls.c) and the next
+// sys_exit_NAME of the same thread (ret).
+struct FdCall {
+    int pid = -1;      // thread id
+    std::string name;  // "openat", "close", "dup2", "fcntl", "close_range", "execve", ...
+    std::uint64_t enter_ns = 0;
+    std::uint64_t exit_ns = 0;
+    std::map<std::string, std::uint64_t> args;  // "fd", "oldfd", "newfd", "fildes", "cmd", "max_fd", "flags", ...
+    std::int64_t ret = 0;
+};
+// An fd seen naming `path` at one moment within [begin_ns, end_ns]: a /proc/PID/fd poll (bracketed by two
+// trace_marker_raw records nvtrace wrote around it), or the preload library's readlink at an ioctl (the
+// time of its enter marker).
+struct FdSample {
+    int pid = -1;  // process id (poll) or thread id (preload)
+    int fd = -1;
+    std::uint64_t begin_ns = 0;
+    std::uint64_t end_ns = 0;
+    std::string path;
+    std::string source;  // "poll", "preload"
+};
+struct FdLifetimeInput {
+    std::vector<FdCall> calls;
+    std::vector<FdSample> samples;
+    std::map<int, int> process_of;  // thread id -> process id, as the polls saw them (a process maps to itself)
+    // Events were lost (ring-buffer overrun, missed-event marks, pages not saved): a change of an fd may be
+    // missing, so no sample names a span ("unknown: events were lost, a change of this fd may be missing").
+    bool changes_may_be_missing = false;
+};
+// The spans of every (process, fd) the calls change or the samples name (FdLifetime in nvtrace/event.hpp),
+// one row per thread id of the process, sorted by (pid, fd, from_ns). Calls of a thread the polls never placed
+// in a process (it ended between two polls) could have changed that fd number in any process of the tree: they
+// split the spans of that number everywhere. A sample whose interval is not entirely inside one span names none;
+// samples of one span that disagree leave it unnamed ("unknown: samples of this span name different files").
+// A span begun by dup, dup2, dup3 or fcntl(F_DUPFD, F_DUPFD_CLOEXEC) takes the path of the source fd's span at
+// that call. O((calls + samples) log).
+std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in);
 
 // One line written by libnvtrace_preload.so (docs/preload.md):
 //   nvtrace-ioctl enter fd=5 dev=/dev/nvidiactl cmd=0xc020462b name=NV_ESC_RM_ALLOC hclass=0xa06f
@@ -70,8 +124,8 @@ std::optional<PreloadMarker> parse_preload_marker(std::string_view text);
 // command (IoctlRecord::ctrl, and ctrl_class from the class table). Markers without a kernel record add no
 // record. `stream.events` sorted by ts_ns; `calls` from build_call_graph. Names come from the number alone.
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls);
-// The same, with fd paths: each record gets the latest path of its (pid, fd) at or before its entry, and
-// its name from that device.
+// The same, with fd paths: each record gets the path of the entry of its (pid, fd) at its entry (FdPath), or
+// fd_path_unknown saying why not, and its name from that device.
 std::vector<IoctlRecord> collect_ioctls(const EventStream& stream, const std::vector<Call>& calls,
                                         const std::vector<FdPath>& fd_paths);
 
@@ -94,7 +148,10 @@ class IoctlCollector {
 public:
     using Sink = std::function<void(IoctlRecord&&)>;
     static constexpr std::size_t kHeldRecords = 4096;
-    IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink);
+    // `no_entry`: the fd_path_unknown of an ioctl whose (pid, fd) has no entry in `fd_paths`
+    // (fd_path_unknown_default).
+    IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink,
+                   std::string no_entry = "unknown: no sample of this fd");
     ~IoctlCollector();
     IoctlCollector(const IoctlCollector&) = delete;
     IoctlCollector& operator=(const IoctlCollector&) = delete;

@@ -67,6 +67,9 @@ struct IoctlRecord {
     std::string comm;
     int fd = -1;
     std::optional<std::string> fd_path;
+    // Without fd_path: why the file is not known ("unknown: fd reused since the last sample", "unknown: opened
+    // before the run", ...; FdPath in nvtrace/ioctl.hpp). Null when fd_path is set.
+    std::optional<std::string> fd_path_unknown;
     std::uint64_t cmd = 0;
     std::optional<std::string> name;      // decoded request name, when known
     std::optional<std::uint32_t> hclass;  // RM class, when the parameters carry one (issue 5)

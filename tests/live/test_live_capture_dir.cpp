@@ -98,6 +98,11 @@ TEST(LiveCaptureDir, TinyBufferWithoutDrainingKeptPlusOverrunIsEveryEvent) {
     auto before = tracefs_snapshot();
     const int n = 5000;
     const std::uint64_t expected = 2u * n + 2u;
+    // Only the ioctls and the two markers: no fd-syscall events and no poll brackets (a test hook, docs/testing.md).
+    ::setenv("NVTRACE_TEST_NO_FD_EVENTS", "1", 1);
+    struct Unset {
+        ~Unset() { ::unsetenv("NVTRACE_TEST_NO_FD_EVENTS"); }
+    } unset;
 
     std::string full = temp_dir();
     Ran r0 = run({NVTRACE_BIN, "run", "-q", "--no-preload", "--out", full, "--", FIONREAD_LOOP_BIN, std::to_string(n)});

@@ -58,6 +58,24 @@ static void put_str(struct buf* b, const char* s) {
         b->p[b->len++] = *s++;
 }
 
+// A path as one word of a marker: space, backslash and bytes outside 0x21..0x7e as \xHH (parse_preload_marker
+// in analyze/ioctl.cpp decodes them), so that a file name with a space cannot split the line.
+static void put_path(struct buf* b, const char* s) {
+    for (; *s && b->len < b->cap; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c > 0x20 && c < 0x7f && c != '\\') {
+            b->p[b->len++] = (char)c;
+        } else if (b->len + 4 <= b->cap) {
+            b->p[b->len++] = '\\';
+            b->p[b->len++] = 'x';
+            b->p[b->len++] = "0123456789abcdef"[c >> 4];
+            b->p[b->len++] = "0123456789abcdef"[c & 0xf];
+        } else {
+            break;
+        }
+    }
+}
+
 static void put_hex(struct buf* b, uint64_t v) {
     char tmp[16];
     int n = 0;
@@ -103,7 +121,7 @@ static int read_u32(uint64_t addr, uint32_t off, uint32_t* out) {
 // ---- device classification ---------------------------------------------------------------------------------
 
 enum dev_kind {
-    DEV_NONE = 0,  // not a GPU device: no markers
+    DEV_NONE = 0,  // not a GPU device: markers with the path only (no parameters decoded)
     DEV_NV_CTL,
     DEV_NV_GPU,
     DEV_NV_UVM,
@@ -212,13 +230,13 @@ static void lookup_fd(int fd, struct dev_info* out) {
     target[n] = '\0';
     memset(out->path, 0, sizeof out->path);
     out->kind = classify(target);
-    if (out->kind != DEV_NONE) {
-        if ((size_t)n >= sizeof out->path) {
-            out->kind = DEV_NONE;  // a device path longer than the cache slot: leave it alone
-        } else {
-            memcpy(out->path, target, (size_t)n + 1);
-        }
-    }
+    // Every fd's path, not only a GPU device's: the report names an ioctl's file from what was read at the call
+    // (a /proc poll may have seen another file under the same number). A path longer than the cache slot is
+    // not named (and a device with such a path not decoded).
+    if ((size_t)n >= sizeof out->path)
+        out->kind = DEV_NONE;
+    else
+        memcpy(out->path, target, (size_t)n + 1);
     cache_put(fd, &st, out);
 }
 
@@ -467,11 +485,11 @@ static void put_common(struct buf* b, const char* half, int fd) {
 }
 
 static void write_enter(int fd, const struct dev_info* dev, unsigned long cmd, const struct decoded* d) {
-    char line[400];
+    char line[1024];  // room for a whole escaped path (4 x 127 bytes): a cut dev= would name another file
     struct buf b = {line, 0, sizeof line - 1};
     put_common(&b, "enter", fd);
     put_str(&b, " dev=");
-    put_str(&b, dev->path);
+    put_path(&b, dev->path);
     put_str(&b, " cmd=");
     put_hex(&b, (uint32_t)cmd);
     if (d->name) {
@@ -534,7 +552,7 @@ NVP_EXPORT int ioctl(int fd, unsigned long request, ...) {
     int saved = errno;
     struct dev_info dev;
     lookup_fd(fd, &dev);
-    if (dev.kind == DEV_NONE || !marker_ok()) {
+    if (dev.path[0] == '\0' || !marker_ok()) {
         errno = saved;
         return call_real(fd, request, arg);
     }
