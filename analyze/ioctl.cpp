@@ -775,13 +775,17 @@ std::string format_ioctl_line(const IoctlRecord& io, const std::optional<IoctlKe
 }
 
 void IoctlSummary::add(const IoctlRecord& io, const std::optional<IoctlKernelCost>& cost) {
+    if (ioctls_ == 0)
+        first_pid_ = io.pid;
+    else if (io.pid != first_pid_)
+        several_tasks_ = true;
     ++ioctls_;
     if (options_.verbose) {
-        lines_.push_back(format_ioctl_line(io, cost));
+        lines_.push_back({io.pid, io.comm, format_ioctl_line(io, cost), 1});
         return;
     }
     std::string key = format_ioctl_line(io, std::nullopt);
-    if (run_count_ > 0 && key == run_key_) {
+    if (run_count_ > 0 && key == run_key_ && io.pid == run_pid_) {
         ++run_count_;
         if (run_cost_ && cost) {
             run_cost_->calls += cost->calls;
@@ -793,6 +797,8 @@ void IoctlSummary::add(const IoctlRecord& io, const std::optional<IoctlKernelCos
     }
     end_run();
     run_key_ = std::move(key);
+    run_pid_ = io.pid;
+    run_comm_ = io.comm;
     run_count_ = 1;
     run_cost_ = cost;
 }
@@ -800,8 +806,8 @@ void IoctlSummary::add(const IoctlRecord& io, const std::optional<IoctlKernelCos
 void IoctlSummary::end_run() {
     if (run_count_ == 0) return;
     if (folded_lines_ < options_.max_lines)
-        lines_.push_back(
-            fmt::format("{:>6}x {}{}", run_count_, run_key_, run_cost_ ? " " + kernel_part(*run_cost_) : ""));
+        lines_.push_back({run_pid_, run_comm_,
+                          fmt::format("{}{}", run_key_, run_cost_ ? " " + kernel_part(*run_cost_) : ""), run_count_});
     else
         hidden_ioctls_ += run_count_;
     ++folded_lines_;
@@ -810,7 +816,16 @@ void IoctlSummary::end_run() {
 
 std::vector<std::string> IoctlSummary::lines() {
     end_run();
-    std::vector<std::string> out = lines_;
+    std::vector<std::string> out;
+    out.reserve(lines_.size() + 1);
+    for (const Line& l : lines_) {
+        std::string task =
+            several_tasks_ ? fmt::format("{}/{}: ", l.comm.empty() ? std::string("?") : l.comm, l.pid) : "";
+        if (options_.verbose)
+            out.push_back(task + l.text);
+        else
+            out.push_back(fmt::format("{:>6}x {}{}", l.count, task, l.text));
+    }
     if (!options_.verbose && folded_lines_ > options_.max_lines)
         out.push_back(fmt::format("   ... {} more line(s) ({} ioctls); -v prints every ioctl",
                                   folded_lines_ - options_.max_lines, hidden_ioctls_));

@@ -205,7 +205,9 @@ std::vector<std::string> summarize_ioctls(const std::vector<IoctlRecord>& ioctls
 
 // summarize_ioctls one record at a time (a streamed report hands its ioctls out as they complete): add() every
 // record in order with its cost (nullopt without function tracing), then lines(). Holds the lines printed
-// (every line with `verbose`), not the records.
+// (every line with `verbose`), not the records. When the ioctls come from more than one task (pid as ftrace
+// records it, a thread id), each line starts with the task's `comm/pid` (`python3/4242: nvidiactl ...`, `?/pid`
+// when the comm is not known) and only ioctls of the same task fold together; from one task, lines are as above.
 class IoctlSummary {
 public:
     explicit IoctlSummary(IoctlSummaryOptions options) : options_(options) {}
@@ -214,10 +216,19 @@ public:
     std::vector<std::string> lines();  // the lines so far, as summarize_ioctls gives them
 
 private:
+    struct Line {
+        int pid;
+        std::string comm, text;
+        std::uint64_t count = 1;  // ioctls folded into the line (1 with verbose)
+    };
     void end_run();
     IoctlSummaryOptions options_;
-    std::vector<std::string> lines_;
+    std::vector<Line> lines_;
     std::string run_key_;  // the line of the run of equal lines being folded
+    int run_pid_ = -1;
+    std::string run_comm_;
+    int first_pid_ = -1;
+    bool several_tasks_ = false;
     std::uint64_t run_count_ = 0;
     std::optional<IoctlKernelCost> run_cost_;
     std::uint64_t folded_lines_ = 0, hidden_ioctls_ = 0, ioctls_ = 0;

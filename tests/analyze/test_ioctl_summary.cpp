@@ -145,6 +145,36 @@ TEST(IoctlSummary, ConsecutiveEqualLinesFoldWithSummedCosts) {
               "     2x nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0");
 }
 
+// An ioctl-only run of a program with several processes printed the ioctls of all of them as one list: which
+// process asked for what was in the JSON only. With more than one task each line names it, and only ioctls of
+// one task fold; with one task the lines are unchanged.
+TEST(IoctlSummary, IoctlsOfSeveralTasksNameTheirTaskAndFoldPerTask) {
+    std::vector<IoctlRecord> io(4, rm_alloc());
+    for (auto& r : io)
+        r.comm = "python3", r.pid = 100;
+    io[2].pid = 101, io[2].comm = "pt_main_thread";
+    io[3].pid = 102, io[3].comm.clear();
+    IoctlSummaryOptions o;
+    o.kernel_traced = false;
+    auto lines = summarize_ioctls(io, {}, o);
+    ASSERT_EQ(lines.size(), 3u);
+    EXPECT_EQ(lines[0],
+              "     2x python3/100: nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0");
+    EXPECT_EQ(lines[1],
+              "     1x pt_main_thread/101: nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0");
+    EXPECT_EQ(lines[2], "     1x ?/102: nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0");
+    o.verbose = true;
+    lines = summarize_ioctls(io, {}, o);
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[2],
+              "pt_main_thread/101: nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0");
+    // One task: no task column.
+    io.resize(2);
+    o.verbose = false;
+    EXPECT_EQ(summarize_ioctls(io, {}, o)[0],
+              "     2x nvidiactl NV_ESC_RM_ALLOC hClass=NV01_ROOT_CLIENT(0x41) status=NV_OK ret=0");
+}
+
 TEST(IoctlSummary, LongRunsStopAtTheLimitAndVerbosePrintsEveryIoctl) {
     // 100 ioctls alternating between two requests: nothing folds.
     std::vector<IoctlRecord> io;
