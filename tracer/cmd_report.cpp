@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "capture.hpp"
 #include "commands.hpp"
@@ -204,10 +205,19 @@ int reemit_report_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_
         if (j.contains("kernel_log") && j["kernel_log"].is_array())
             fmt::print("kernel log: {} message(s)\n", j["kernel_log"].size());
         const auto& c = j.value("completeness", nlohmann::json::object());
-        if (c.value("complete", false))
+        if (c.value("complete", false)) {
             fmt::print("complete: yes\n");
-        else
-            fmt::print("complete: NO\n");
+        } else {
+            // The saved report's own reasons, in the one-line form the other routes print.
+            std::vector<std::string> reasons;
+            if (auto r = c.find("reasons"); r != c.end() && r->is_array())
+                for (const auto& x : *r)
+                    if (x.is_string()) reasons.push_back(x.get<std::string>());
+            if (reasons.empty())
+                fmt::print("complete: no\n");
+            else
+                fmt::print("complete: no: {}\n", fmt::join(reasons, "; "));
+        }
     }
     return 0;
 }

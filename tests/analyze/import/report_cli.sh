@@ -159,6 +159,21 @@ directory_without_meta)
     rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] || fail "--reemit --source: exit $rc, expected 2"
     ;;
+reemit_of_incomplete_report_names_the_reasons)
+    # --reemit of an incomplete saved report printed a bare "complete: NO", dropping the reasons it holds.
+    cp -r "$cases/../capture_dir/fionread20" "$tmp/inc"
+    python3 - "$tmp/inc/report.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+r = json.load(open(p))
+r["completeness"]["complete"] = False
+r["completeness"]["reasons"] = ["overrun: 7 events overwritten", "1 elided span"]
+json.dump(r, open(p, "w"))
+PY
+    "$nv" report "$tmp/inc" --reemit -o "$tmp/inc.json" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; fail "exit $?"; }
+    cat "$tmp/out"
+    grep -qx 'complete: no: overrun: 7 events overwritten; 1 elided span' "$tmp/out" || fail "reasons not named"
+    ;;
 diff_without_calls)
     # Two events-only reports (200000 vs 5 ioctls) printed "no change": nothing had been compared.
     r=$cases/../capture_dir/fionread20/report.json
