@@ -113,6 +113,7 @@ bool is_text_line(std::string_view t) {
 Result<EventStream> read_strace_text(std::string_view text, std::string_view file_name) {
     StraceLog log = parse_strace(text, file_name);
     EventStream s;
+    s.file_name = std::string(file_name);  // a gap's first example is "file:line", as for the other text readers
     s.diagnostics = std::move(log.diagnostics);
     // Everything in file order: ioctls, failed device opens and exits interleaved by line.
     struct Item {

@@ -666,6 +666,14 @@ TEST(ImportCases, StraceUvmEpermIoc0StdoutInterleave) {
     EXPECT_EQ(exit->text, "status=1");
     EXPECT_EQ(r.completeness.elided_spans, 1u);  // the leading "..."
     EXPECT_FALSE(r.completeness.complete);
+    // The gap's first example names the file and line (it said "cpu -1" for strace input).
+    bool named = false;
+    for (const Diagnostic& d : r.completeness.diagnostics)
+        if (d.name == "elided_span") {
+            EXPECT_EQ(d.first_example, "strace-uvm-eperm-ioc0-stdout-interleave.txt:1");
+            named = true;
+        }
+    EXPECT_TRUE(named);
 }
 
 // gVisor (runsc --strace) with nvproxy: E/X lines per call, debug lines between them, an X whose E is before
