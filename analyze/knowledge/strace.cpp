@@ -401,7 +401,26 @@ bool is_accelerator_device_path(std::string_view p) {
 
 StraceLog parse_strace(std::string_view text, std::string_view source) {
     StraceLog log;
-    std::map<int, std::string> fds;      // fd -> path, as of the current line
+    // fd -> path as of the current line, one table per process: with -f each task's fds are its process's, and
+    // a child made by clone/fork starts with a copy of its parent's table (the same table with CLONE_FILES).
+    // strace prints no "[pid N]" prefix before a second task exists, so the first prefixed task that no clone
+    // named is the one that ran unprefixed (pid -1).
+    std::vector<std::map<int, std::string>> fd_tables(1);
+    std::map<int, std::size_t> table_of{{-1, 0}};  // task (or -1) -> index in fd_tables
+    std::map<int, bool> clone_shares_files;        // task -> CLONE_FILES of its unfinished clone
+    bool first_task_named = false;
+    auto table_for = [&](std::optional<int> pid) -> std::map<int, std::string>& {
+        const int t = pid.value_or(-1);
+        if (auto it = table_of.find(t); it != table_of.end()) return fd_tables[it->second];
+        if (!first_task_named) {
+            first_task_named = true;
+            table_of[t] = 0;
+            return fd_tables[0];
+        }
+        table_of[t] = fd_tables.size();  // a task whose start is not in the log: its fds are not known
+        fd_tables.emplace_back();
+        return fd_tables.back();
+    };
     std::map<int, std::size_t> pending;  // pid (or -1) -> index of an unfinished ioctl
     std::map<int, std::size_t> gv_open;  // gVisor: tid -> index of an ioctl whose E was seen, X not yet
     auto diag = [&](const char* name, const char* severity, std::uint32_t line, std::string_view what) {
@@ -484,6 +503,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                 return;
             }
             io.fd = fd->first;
+            auto& fds = table_for(l->pid);
             if (fd->second)
                 io.fd_path = fd->second;  // -y: the path at this very call
             else if (auto it = fds.find(io.fd); it != fds.end())
@@ -504,8 +524,26 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             log.ioctls.push_back(std::move(io));
             return;
         }
-        if (!l->complete) return;
         const std::string_view n = l->name;
+        if (n == "clone" || n == "clone3" || n == "fork" || n == "vfork") {
+            const int parent = l->pid.value_or(-1);
+            if (!l->resumed) clone_shares_files[parent] = l->args.find("CLONE_FILES") != std::string_view::npos;
+            if (!l->complete || !res.ret || *res.ret <= 0) return;
+            table_for(l->pid);  // the parent's table exists before the child's is made from it
+            bool share = clone_shares_files[parent];
+            clone_shares_files.erase(parent);
+            const int child = static_cast<int>(*res.ret);
+            if (share) {
+                table_of[child] = table_of[parent];
+            } else {
+                auto copy = fd_tables[table_of[parent]];
+                table_of[child] = fd_tables.size();
+                fd_tables.push_back(std::move(copy));
+            }
+            return;
+        }
+        if (!l->complete) return;
+        auto& fds = table_for(l->pid);
         if (n == "open" || n == "openat" || n == "creat" || n == "openat2") {
             std::size_t path_arg = n == "openat" || n == "openat2" ? 1 : 0;
             if (args.size() <= path_arg) return;

@@ -156,6 +156,42 @@ TEST(ReaderVariants, StraceKernelInternalErrnoAndPerCallPaths) {
     EXPECT_EQ(opens, 1);
 }
 
+// strace -f (strace(1): "-f Trace child processes"; the "[pid N]" prefix appears once a second task exists): an
+// fd number is per process. Two processes each with their own fd 3 named one another's device; a forked child
+// starts with a copy of its parent's table, a CLONE_FILES thread shares it, and a later close in the child leaves
+// the parent's fd alone.
+TEST(ReaderVariants, StraceFdTablesArePerProcessUnderFollowForks) {
+    const char* unrelated =
+        "[pid   100] openat(AT_FDCWD, \"/dev/nvidiactl\", O_RDWR|O_CLOEXEC) = 3\n"
+        "[pid   200] openat(AT_FDCWD, \"/dev/nvidia-uvm\", O_RDWR|O_CLOEXEC) = 3\n"
+        "[pid   100] ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffc) = 0\n"
+        "[pid   200] ioctl(3, _IOC(_IOC_NONE, 0, 0x1, 0x3000), 0x7ffc) = 0\n";
+    StraceLog a = parse_strace(unrelated, "v.txt");
+    ASSERT_EQ(a.ioctls.size(), 2u);
+    EXPECT_EQ(a.ioctls[0].fd_path, "/dev/nvidiactl");
+    EXPECT_EQ(a.ioctls[1].fd_path, "/dev/nvidia-uvm");
+
+    const char* forked =
+        "openat(AT_FDCWD, \"/dev/nvidiactl\", O_RDWR|O_CLOEXEC) = 3\n"
+        "clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x7f) = 301\n"
+        "[pid   300] clone(child_stack=0x7f00, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD "
+        "<unfinished ...>\n"
+        "[pid   301] close(3)                    = 0\n"
+        "[pid   301] openat(AT_FDCWD, \"/dev/nvidia0\", O_RDWR|O_CLOEXEC) = 3\n"
+        "[pid   300] <... clone resumed>, parent_tid=[302], tls=0x7f, child_tidptr=0x7f) = 302\n"
+        "[pid   302] ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffc) = 0\n"
+        "[pid   301] ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x4e, 0x38), 0x7ffc) = 0\n"
+        "[pid   300] ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffc) = 0\n";
+    StraceLog b = parse_strace(forked, "v.txt");
+    ASSERT_EQ(b.ioctls.size(), 3u);
+    EXPECT_EQ(b.ioctls[0].fd_path, "/dev/nvidiactl");  // thread 302 shares its process's table
+    EXPECT_EQ(b.ioctls[1].fd_path, "/dev/nvidia0");    // the child's own reopened fd 3
+    EXPECT_EQ(b.ioctls[2].fd_path, "/dev/nvidiactl");  // the parent's fd 3, untouched by the child's close
+    Report r = report_of(forked, TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 3u);
+    EXPECT_EQ(r.ioctls[2].name, "NV_ESC_RM_ALLOC");
+}
+
 // gVisor pkg/sentry/strace/strace.go printExit: "%#x errno=%d (%s) (%v)" on failure; Go's Duration %v prints
 // ms and ns units; two task ids interleaved, each pairing its own E and X.
 TEST(ReaderVariants, GvisorErrnoDurationsAndInterleavedTasks) {
