@@ -820,7 +820,9 @@ std::vector<std::string> IoctlSummary::lines() {
     out.reserve(lines_.size() + 1);
     for (const Line& l : lines_) {
         std::string task =
-            several_tasks_ ? fmt::format("{}/{}: ", l.comm.empty() ? std::string("?") : l.comm, l.pid) : "";
+            several_tasks_
+                ? fmt::format("{}/{}: ", l.comm.empty() || l.comm == "<...>" ? std::string("?") : l.comm, l.pid)
+                : "";
         if (options_.verbose)
             out.push_back(task + l.text);
         else

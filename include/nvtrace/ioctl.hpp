@@ -207,7 +207,8 @@ std::vector<std::string> summarize_ioctls(const std::vector<IoctlRecord>& ioctls
 // record in order with its cost (nullopt without function tracing), then lines(). Holds the lines printed
 // (every line with `verbose`), not the records. When the ioctls come from more than one task (pid as ftrace
 // records it, a thread id), each line starts with the task's `comm/pid` (`python3/4242: nvidiactl ...`, `?/pid`
-// when the comm is not known) and only ioctls of the same task fold together; from one task, lines are as above.
+// when the comm is not known: empty, or ftrace's "<...>" for a pid missing from saved_cmdlines) and only ioctls of the
+// same task fold together; from one task, lines are as above.
 class IoctlSummary {
 public:
     explicit IoctlSummary(IoctlSummaryOptions options) : options_(options) {}

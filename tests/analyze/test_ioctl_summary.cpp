@@ -153,7 +153,7 @@ TEST(IoctlSummary, IoctlsOfSeveralTasksNameTheirTaskAndFoldPerTask) {
     for (auto& r : io)
         r.comm = "python3", r.pid = 100;
     io[2].pid = 101, io[2].comm = "pt_main_thread";
-    io[3].pid = 102, io[3].comm.clear();
+    io[3].pid = 102, io[3].comm = "<...>";  // ftrace's name for a pid not in saved_cmdlines: not a comm
     IoctlSummaryOptions o;
     o.kernel_traced = false;
     auto lines = summarize_ioctls(io, {}, o);
