@@ -155,6 +155,73 @@ namespace {
 constexpr std::size_t kMaxLine = 64 * 1024;     // longer physical lines are cut (diagnostic long_line)
 constexpr std::size_t kMaxMessage = 64 * 1024;  // joined text beyond this is dropped (message_too_long)
 
+// A printed wall-clock time as seconds on one scale, for telling whether two lines of one log lie within a
+// second of each other: ctime ("Fri Aug 30 11:43:09 2024", dmesg -T), syslog and journal short/short-precise
+// ("Jun 30 11:07:05", "Dec 01 10:00:02.000001"), ISO-8601/RFC 3339 with '.' or ',' before the fraction (rsyslog,
+// journal short-iso-precise, dmesg --time-format iso) and journal short-unix ("1701234567.123456"). Month and day
+// place the time of day (the year and the UTC offset are ignored: lines compared come from one log); nullopt
+// when no hh:mm:ss is found.
+std::optional<double> wall_seconds(std::string_view w) {
+    auto digits = [](std::string_view t, std::size_t at, std::size_t n) -> std::optional<int> {
+        if (at + n > t.size()) return std::nullopt;
+        int v = 0;
+        for (std::size_t k = at; k < at + n; ++k) {
+            if (!std::isdigit(static_cast<unsigned char>(t[k]))) return std::nullopt;
+            v = v * 10 + (t[k] - '0');
+        }
+        return v;
+    };
+    auto fraction = [&](std::string_view t, std::size_t at) {
+        double f = 0, scale = 0.1;
+        if (at < t.size() && (t[at] == '.' || t[at] == ','))
+            for (std::size_t k = at + 1; k < t.size() && std::isdigit(static_cast<unsigned char>(t[k])); ++k) {
+                f += (t[k] - '0') * scale;
+                scale /= 10;
+            }
+        return f;
+    };
+    std::size_t c = w.find(':');
+    if (c == std::string_view::npos) {  // short-unix: seconds since the epoch
+        std::size_t n = 0;
+        while (n < w.size() && std::isdigit(static_cast<unsigned char>(w[n])))
+            ++n;
+        if (n == 0) return std::nullopt;
+        double v = 0;
+        for (std::size_t k = 0; k < n; ++k)
+            v = v * 10 + (w[k] - '0');
+        return v + fraction(w, n);
+    }
+    if (c < 2) return std::nullopt;
+    auto h = digits(w, c - 2, 2), mi = digits(w, c + 1, 2), se = digits(w, c + 4, 2);
+    if (!h || !mi || !se || c + 3 >= w.size() || w[c + 3] != ':') return std::nullopt;
+    double day_s = *h * 3600.0 + *mi * 60.0 + *se + fraction(w, c + 6);
+    int month = 0, day = 0;
+    std::string_view date = w.substr(0, c - 2);
+    static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    for (int m = 0; m < 12; ++m)
+        if (auto at = date.find(kMonths[m]); at != std::string_view::npos) {
+            month = m + 1;
+            std::size_t k = at + 3;
+            while (k < date.size() && date[k] == ' ')
+                ++k;
+            day = digits(date, k, 2).value_or(digits(date, k, 1).value_or(0));
+            break;
+        }
+    if (month == 0 && date.size() >= 10 && date[4] == '-' && date[7] == '-') {  // ISO date
+        month = digits(date, 5, 2).value_or(0);
+        day = digits(date, 8, 2).value_or(0);
+    }
+    return ((month * 31.0) + day) * 86400.0 + day_s;
+}
+
+bool wall_times_close(const std::string& a, const std::string& b) {
+    if (a.empty() || b.empty()) return false;
+    if (a == b) return true;
+    auto x = wall_seconds(a), y = wall_seconds(b);
+    return x && y && (*x > *y ? *x - *y : *y - *x) < 1.0;
+}
+
 bool valid_utf8(std::string_view s) {
     for (std::size_t i = 0; i < s.size();) {
         auto c = static_cast<unsigned char>(s[i]);
@@ -260,7 +327,7 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
     auto same_stream = [&](int idx) { return msgs_[static_cast<std::size_t>(idx)].format == p.format; };
     auto same_time = [&](const KernelLogMessage& m) {
         if (m.ts_ns && p.ts_ns) return *m.ts_ns == *p.ts_ns;
-        return !m.ts_ns && !p.ts_ns && m.wall_time == p.wall_time && !p.wall_time.empty();
+        return !m.ts_ns && !p.ts_ns && wall_times_close(m.wall_time, p.wall_time);
     };
     if (preset_source.empty() && open_oops_ >= 0 && same_stream(open_oops_)) {
         auto& ob = msgs_[static_cast<std::size_t>(open_oops_)];
@@ -510,7 +577,7 @@ std::string detail_of(const KernelLogMessage& m) {
 bool close_in_time(const KernelLogMessage& a, const KernelLogMessage& b) {
     if (a.ts_ns && b.ts_ns)
         return (*b.ts_ns >= *a.ts_ns ? *b.ts_ns - *a.ts_ns : *a.ts_ns - *b.ts_ns) < 1'000'000'000ull;
-    return a.wall_time == b.wall_time;
+    return a.wall_time == b.wall_time || wall_times_close(a.wall_time, b.wall_time);
 }
 
 std::string field(const KernelLogMessage& m, const std::string& k) {

@@ -250,3 +250,42 @@ TEST(KlogPrefix, NotPrefixes) {
 }
 
 }  // namespace
+
+// Lines of one event printed with sub-second wall clocks (journalctl -o short-precise / short-iso-precise, rsyslog
+// RFC 3339 with microseconds: journalctl(1) OUTPUT OPTIONS, rsyslog's RSYSLOG_FileFormat template) differ in
+// their stamps by microseconds. They were joined only when the printed strings were equal, so one RmInitAdapter
+// failure, or an Xid 79 and the line that repeats it, came out as two events. Within a second they are one.
+TEST(KlogFormat, SubSecondWallClocksJoinLinesOfOneEvent) {
+    const std::string rm =
+        "Dec 01 10:00:02.000001 host1 kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:667)\n"
+        "Dec 01 10:00:02.000002 host1 kernel: NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor "
+        "number 0\n";
+    auto p = read_kernel_log(rm, "t.log");
+    std::size_t failed = 0;
+    for (const auto& m : p.messages)
+        failed += m.kind == "rm_init_adapter_failed";
+    EXPECT_EQ(failed, 1u);
+
+    const std::string xid =
+        "2024-04-05T21:29:39.100001+00:00 host1 kernel: NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', "
+        "name=<unknown>, GPU has fallen off the bus.\n"
+        "2024-04-05T21:29:39.100050+00:00 host1 kernel: NVRM: GPU 0000:a1:00.0: GPU has fallen off the bus.\n";
+    p = read_kernel_log(xid, "t.log");
+    std::size_t xids = 0, fob = 0;
+    for (const auto& m : p.messages) {
+        xids += m.kind == "xid";
+        fob += m.kind == "fallen_off_bus";
+    }
+    EXPECT_EQ(xids, 1u);
+    EXPECT_EQ(fob, 0u);
+
+    // Two seconds apart they stay two events.
+    const std::string apart =
+        "Dec 01 10:00:02.000001 host1 kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:667)\n"
+        "Dec 01 10:00:04.000002 host1 kernel: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:667)\n";
+    p = read_kernel_log(apart, "t.log");
+    failed = 0;
+    for (const auto& m : p.messages)
+        failed += m.kind == "rm_init_adapter_failed";
+    EXPECT_EQ(failed, 2u);
+}
