@@ -357,6 +357,20 @@ std::optional<int> errno_by_name(std::string_view name) {
     return std::nullopt;
 }
 
+namespace {
+// Words a kernel message uses when it reports a failure (dev_err/pr_err texts: "failed", "Failed to", "error",
+// "unable to", "cannot", "can't", "could not", "timed out"), compared without case.
+bool speaks_of_failure(std::string_view t) {
+    std::string low(t);
+    for (char& ch : low)
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (std::string_view w : {"fail", "error", "err ", "unable", "cannot", "can't", "could not", "couldn't",
+                               "timed out", "timeout", "refused", "denied", "invalid"})
+        if (low.find(w) != std::string::npos) return true;
+    return false;
+}
+}  // namespace
+
 void errno_fields(std::string_view text, Fields& f) {
     if (auto it = f.find("errno"); it != f.end()) {
         int e = 0;
@@ -394,10 +408,26 @@ void errno_fields(std::string_view text, Fields& f) {
         std::string_view before = text.substr(0, at);
         bool paren = !before.empty() && before.back() == '(' && j < text.size() && text[j] == ')';
         bool after_word = false;
-        for (std::string_view w : {"error ", "err ", "errno ", "returned ", "ret ", "rc ", "=", "= ", "status "})
+        for (std::string_view w : {"error ", "err ", "errno ", "returned ", "ret ", "rc ", "status "})
             if (before.size() >= w.size() && before.substr(before.size() - w.size()) == w) after_word = true;
+        // "KEY=-N" / "KEY = -N" only for keys that hold a return code: "temp=-5" or "offset=-1" is a value.
+        if (!after_word && !before.empty() &&
+            (before.back() == '=' || (before.size() >= 2 && before.ends_with("= ")))) {
+            std::string_view k = before.substr(0, before.find_last_of('='));
+            while (!k.empty() && k.back() == ' ')
+                k.remove_suffix(1);
+            std::size_t b = k.size();
+            while (b > 0 && is_ident(k[b - 1]))
+                --b;
+            std::string key(k.substr(b));
+            for (char& ch : key)
+                ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            for (std::string_view w : {"ret", "rc", "err", "error", "errno", "status", "result", "retval", "rv"})
+                if (key == w) after_word = true;
+        }
+        // "...: -N" at the end only when the message says something failed: "temperature: -5" is a reading.
         bool colon_end = before.size() >= 2 && before.substr(before.size() - 2) == ": " &&
-                         (j == text.size() || text[j] == ' ' || text[j] == ',');
+                         (j == text.size() || text[j] == ' ' || text[j] == ',') && speaks_of_failure(before);
         if (!(paren || after_word || colon_end)) continue;
         int e = 0;
         std::from_chars(text.data() + at + 1, text.data() + j, e);

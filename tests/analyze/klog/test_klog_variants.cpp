@@ -329,3 +329,20 @@ TEST(KlogVariants, FallenOffTheBusIsOneEventPerGpu) {
 }
 
 }  // namespace
+
+// A negative reading after ": " or "KEY=" was taken for an errno ("temperature: -5" became EIO). A number there
+// is an errno only when the message speaks of a failure, or the key holds a return code (ret=, err=, status=).
+TEST(KlogVariants, NegativeReadingsAreNotErrnos) {
+    auto p = read_kernel_log(
+        "[    1.000000] thermal thermal_zone3: temperature: -5\n"
+        "[    1.100000] ACPI: _OSC: adjustment: -1\n"
+        "[    1.200000] foo 0000:00:01.0: offset=-12 ok\n"
+        "[    1.300000] intel_vpu 0000:00:0b.0: Failed to request firmware: -2\n"
+        "[    1.400000] mydrv: setup done, ret=-5\n",
+        "t.log");
+    ASSERT_EQ(p.messages.size(), 5u);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(p.messages[i].fields.count("errno"), 0u) << p.messages[i].text;
+    EXPECT_EQ(p.messages[3].fields.at("errno_name"), "ENOENT");
+    EXPECT_EQ(p.messages[4].fields.at("errno_name"), "EIO");
+}
