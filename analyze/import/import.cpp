@@ -115,6 +115,8 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
     EventStream s;
     s.file_name = std::string(file_name);  // a gap's first example is "file:line", as for the other text readers
     s.diagnostics = std::move(log.diagnostics);
+    for (Diagnostic& d : s.diagnostics)
+        d.first_example = clean(d.first_example);  // it quotes the input's bytes
     // Everything in file order: ioctls, failed device opens and exits interleaved by line.
     struct Item {
         std::uint32_t line;
@@ -170,14 +172,14 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
                                starts_with(io.arg, "0x") ? 16 : 10))
             arg = *a;
         IoctlEnter en{io.fd, *io.cmd, arg};
-        if (io.fd_path) en.fd_path = *io.fd_path;
+        if (io.fd_path) en.fd_path = clean(*io.fd_path);  // strace prints a path's bytes as they are
         e.body = std::move(en);
         s.events.push_back(e);
         any_ioctl = true;
         if (io.ret) {
             IoctlExit x{*io.ret};
-            if (io.errno_name) x.errno_name = *io.errno_name;
-            if (io.errno_text) x.errno_text = *io.errno_text;
+            if (io.errno_name) x.errno_name = clean(*io.errno_name);
+            if (io.errno_text) x.errno_text = clean(*io.errno_text);
             e.body = std::move(x);
             s.events.push_back(e);
         }

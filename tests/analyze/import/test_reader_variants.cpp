@@ -219,3 +219,19 @@ TEST(ReaderVariants, GvisorErrnoDurationsAndInterleavedTasks) {
     EXPECT_EQ(r.ioctls[0].errno_name, "EINVAL");
     EXPECT_TRUE(r.completeness.complete);
 }
+
+// strace prints a path's and an unknown request's bytes as they are (strace(1) -y; only -x/-xx escape them), and a
+// damaged log can hold any byte in the errno text. Invalid UTF-8 there made the report's JSON throw (fuzz_strace
+// found it): such bytes become U+FFFD, as in the other readers.
+TEST(ReaderVariants, StraceInvalidUtf8InPathsErrnoTextAndRequestsSerialises) {
+    const std::string text =
+        "ioctl(3</dev/nvidia\xff\xfe>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = -1 "
+        "EBADF (Bad file \xe3scriptor)\n"
+        "ioctl(4, WEIRD\xc3_REQ, 0x1) = 0\n"
+        "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffd) = 0\n";
+    Report r = report_of(text, TraceFormat::strace);
+    ASSERT_FALSE(r.ioctls.empty());
+    EXPECT_EQ(r.ioctls[0].errno_name, "EBADF");
+    EXPECT_EQ(r.ioctls[0].errno_text, "Bad file \xef\xbf\xbdscriptor");
+    EXPECT_NO_THROW((void)to_json(r).dump());
+}
