@@ -644,8 +644,9 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
                 for (const char* k : {"opened_by", "path_from", "unknown"})
                     ok = ok && e.contains(k) && e[k].is_string();
                 if (!ok)
-                    return fail(bad(p, "expected lifetimes of {pid, fd, from_ns, until_ns, opened_by, path, path_from, "
-                                       "unknown}"));
+                    return fail(bad(p,
+                                    "expected lifetimes of {pid, fd, from_ns, until_ns, opened_by, path, path_from, "
+                                    "unknown}"));
                 l.pid = e["pid"].get<int>();
                 l.fd = e["fd"].get<int>();
                 l.opened_by = e["opened_by"].get<std::string>();
