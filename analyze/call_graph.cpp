@@ -19,23 +19,6 @@ std::int64_t stack_key(const Event& ev) {
     return ev.pid >= 0 ? ev.pid : -2 - static_cast<std::int64_t>(ev.cpu);
 }
 
-// a == b for short names without a memcmp call: 8 bytes at a time, the last word overlapping.
-bool same_name(std::string_view a, std::string_view b) {
-    std::size_t n = a.size();
-    if (n != b.size()) return false;
-    if (n < 8) return a == b;
-    const char* p = a.data();
-    const char* q = b.data();
-    for (std::size_t i = 0;; i += 8) {
-        if (i + 8 > n) i = n - 8;
-        std::uint64_t x, y;
-        std::memcpy(&x, p + i, 8);
-        std::memcpy(&y, q + i, 8);
-        if (x != y) return false;
-        if (i + 8 == n) return true;
-    }
-}
-
 }  // namespace
 
 struct CallStream::Impl {
@@ -106,7 +89,7 @@ struct CallStream::Impl {
 
     bool same_function(const Frame& fr, const FuncExit& x, std::string_view function) const {
         if (fr.func_addr != 0 && x.func_addr != 0) return fr.func_addr == x.func_addr;
-        return function.empty() || same_name(fr.call.function, function);  // a bare "}" closes whatever is open
+        return function.empty() || detail::same_name(fr.call.function, function);  // a bare "}" closes whatever is open
     }
 
     // A final call: aggregated, its duration added to its parent's children (`parent`: the frame below
