@@ -283,8 +283,8 @@ public:
     KernelLogParse finish();
 
 private:
-    void diag(const std::string& name, const std::string& severity, std::uint32_t lineno, const std::string& what) {
-        count_diagnostic(out_.diagnostics, name, severity, fmt::format("{}:{}: {}", file_, lineno, what));
+    void diag(Diag d, std::uint32_t lineno, const std::string& what) {
+        count_diagnostic(out_.diagnostics, d, fmt::format("{}:{}: {}", file_, lineno, what));
     }
     void append(int idx, std::string_view body, std::uint32_t lineno);
     void record(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno,
@@ -305,7 +305,7 @@ void Reader::append(int idx, std::string_view body, std::uint32_t lineno) {
     auto& b = msgs_[static_cast<std::size_t>(idx)];
     std::string_view t = klog::trim(body);
     if (b.msg.text.size() + t.size() + 1 > kMaxMessage) {
-        diag("message_too_long", "data_loss", lineno,
+        diag(Diag::message_too_long, lineno,
              fmt::format("message continued past {} bytes; the rest is dropped", kMaxMessage));
         return;
     }
@@ -408,10 +408,10 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
     last_ = idx;
     if (std::find(formats_.begin(), formats_.end(), p.format) == formats_.end()) formats_.push_back(p.format);
     if (p.syslog_evidence) syslog_evidence_ = true;
-    if (p.quoted) diag("quoted_line", "info", lineno, "kernel log line quoted inside other output");
+    if (p.quoted) diag(Diag::quoted_line, lineno, "kernel log line quoted inside other output");
     if (!p.unknown_prefix.empty()) {
         msgs_.back().msg.fields["line_prefix"] = p.unknown_prefix;
-        diag("unknown_prefix", "info", lineno,
+        diag(Diag::unknown_prefix, lineno,
              fmt::format("text before the message start kept as field line_prefix: \"{}\"",
                          std::string_view(p.unknown_prefix).substr(0, 80)));
     }
@@ -431,10 +431,10 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
     ++out_.lines;
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
     if (raw.size() > kMaxLine) {
-        diag("long_line", "info", lineno, fmt::format("line of {} bytes cut to {}", raw.size(), kMaxLine));
+        diag(Diag::long_line, lineno, fmt::format("line of {} bytes cut to {}", raw.size(), kMaxLine));
         raw = raw.substr(0, kMaxLine);
     }
-    if (!valid_utf8(raw)) diag("invalid_utf8", "info", lineno, "bytes that are not UTF-8 (kept; replaced in JSON)");
+    if (!valid_utf8(raw)) diag(Diag::invalid_utf8, lineno, "bytes that are not UTF-8 (kept; replaced in JSON)");
     std::string_view t = klog::trim(raw);
     if (t.empty()) {
         last_ = -1;
@@ -443,7 +443,7 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
     if (looks_like_kmsg(raw)) {
         auto rec = parse_kmsg_record(raw);
         if (!rec) {
-            diag("malformed_kmsg_record", "error", lineno, rec.error().message);
+            diag(Diag::malformed_kmsg_record, lineno, rec.error().message);
             return;
         }
         if (rec->flags == '+' && last_ >= 0) {  // continuation fragment (LOG_CONT, kernels before 4.9)
@@ -491,7 +491,7 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         return;
     }
     if (klog::is_elision(t)) {
-        diag("elided_lines", "data_loss", lineno, fmt::format("'{}' stands for lines left out", t));
+        diag(Diag::elided_lines, lineno, fmt::format("'{}' stands for lines left out", t));
         last_ = -1;
         return;
     }
@@ -545,7 +545,7 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
     // An open report (an Oops printed by `dmesg -t`) takes its unprefixed body lines.
     last_ = -1;
     ++out_.unread_lines;
-    diag("non_log_line", "data_loss", lineno,
+    diag(Diag::non_log_line, lineno,
          fmt::format("expected a kernel log line (dmesg \"[seconds]\", dmesg -T, journalctl, syslog, /dev/kmsg record "
                      "or a kernel/driver message), found \"{}\"; the line is not read",
                      t.substr(0, 80)));

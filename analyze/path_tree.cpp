@@ -203,12 +203,12 @@ std::vector<GraphNode> aggregate_graph(const std::vector<Call>& calls, GraphStat
 
 void add_graph_cap_diagnostic(Completeness& c, const GraphStats& s) {
     if (s.beyond_calls == 0) return;
-    c.diagnostics.push_back(
-        {"graph_paths_capped", "info", s.beyond_calls,
-         fmt::format("calls past the first {} distinct call paths ({} MiB of path text at most) are aggregated "
-                     "by function in the graph rows '{} > FUNCTION'",
-                     s.max_paths, s.max_path_bytes >> 20,
-                     PathTree::beyond_row_prefix(static_cast<std::uint32_t>(s.max_paths)))});
+    c.diagnostics.push_back(make_diagnostic(
+        Diag::graph_paths_capped, s.beyond_calls,
+        fmt::format("calls past the first {} distinct call paths ({} MiB of path text at most) are aggregated "
+                    "by function in the graph rows '{} > FUNCTION'",
+                    s.max_paths, s.max_path_bytes >> 20,
+                    PathTree::beyond_row_prefix(static_cast<std::uint32_t>(s.max_paths)))));
 }
 
 }  // namespace nvtrace

@@ -16,9 +16,9 @@ namespace nvtrace {
 
 namespace {
 
-void add_diag(Completeness& c, std::string name, std::string severity, std::uint64_t count, std::string example) {
+void add_diag(Completeness& c, Diag d, std::uint64_t count, std::string example) {
     if (count == 0) return;
-    c.diagnostics.push_back({std::move(name), std::move(severity), count, std::move(example)});
+    c.diagnostics.push_back(make_diagnostic(d, count, std::move(example)));
 }
 
 bool is_ident(char c) {
@@ -355,25 +355,22 @@ Report ReportBuilder::finish(CallGraph&& g) {
             first_buffer_mark = where + fmt::format(": CPU {}", gp.cpu);
         if (gp.kind == "elided" && first_elided.empty()) first_elided = where;
     }
-    add_diag(cm, "lost_event_marks", "data_loss", loss_marks, first_loss_);
-    add_diag(cm, "buffer_started", "data_loss", buffer_marks, first_buffer_mark);
-    add_diag(cm, "elided_span", "data_loss", cm.elided_spans, first_elided);
-    add_diag(cm, "orphan_return", "data_loss", g.orphan_returns,
-             describe_place(g.first_orphan_return, stream.file_name));
-    add_diag(cm, "unclosed_call", "data_loss", g.unclosed_calls,
-             describe_place(g.first_unclosed_call, stream.file_name));
-    add_diag(cm, "depth_gap", "data_loss", g.depth_gaps, describe_place(g.first_depth_gap, stream.file_name));
-    add_diag(cm, "starts_mid_tree", "info", g.starts_mid_tree,
-             describe_place(g.first_starts_mid_tree, stream.file_name));
+    add_diag(cm, Diag::lost_event_marks, loss_marks, first_loss_);
+    add_diag(cm, Diag::buffer_started, buffer_marks, first_buffer_mark);
+    add_diag(cm, Diag::elided_span, cm.elided_spans, first_elided);
+    add_diag(cm, Diag::orphan_return, g.orphan_returns, describe_place(g.first_orphan_return, stream.file_name));
+    add_diag(cm, Diag::unclosed_call, g.unclosed_calls, describe_place(g.first_unclosed_call, stream.file_name));
+    add_diag(cm, Diag::depth_gap, g.depth_gaps, describe_place(g.first_depth_gap, stream.file_name));
+    add_diag(cm, Diag::starts_mid_tree, g.starts_mid_tree, describe_place(g.first_starts_mid_tree, stream.file_name));
     if (g.depth_gaps)
         cm.reasons.push_back(fmt::format("{} calls whose parent entries are missing (depth gaps)", g.depth_gaps));
-    add_diag(cm, "malformed_kmsg_record", "error", bad_kmsg, first_bad_kmsg);
+    add_diag(cm, Diag::malformed_kmsg_record, bad_kmsg, first_bad_kmsg);
     for (const auto& d : stream.diagnostics) {
         cm.diagnostics.push_back(d);
         if (d.severity == "data_loss")
             cm.reasons.push_back(fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
         // A line that could not be read may have held anything: what it held is missing.
-        if (d.name == "malformed_line" || d.name == "strace_malformed_ioctl") {
+        if (const DiagnosticInfo* info = find_diagnostic(d.name); info && info->unreadable) {
             cm.unreadable_lines += d.count;
             cm.reasons.push_back(fmt::format("{} line{} could not be read (first: {})", thousands(d.count),
                                              d.count == 1 ? "" : "s", d.first_example));

@@ -216,7 +216,7 @@ public:
             // in zeroes), reported as such; the other pages are still read: refusing the capture would lose them.
             ++file_.damaged;
             count_diagnostic(
-                problems_.diagnostics, "damaged_page", "data_loss",
+                problems_.diagnostics, Diag::damaged_page,
                 damaged_page_example(file_.buffer, file_.cpu, file_.pages * file_.page_size, r.error().message));
         }
         file_.records += dec.records() - before;
@@ -723,7 +723,7 @@ Result<void> CaptureDirReader::after_pages(PageFileProblems& problems) {
     // In the order the live capture adds them: damaged pages, pages not saved, reused fds.
     EventStream& st = m.side;
     st.diagnostics = std::move(problems.diagnostics);
-    if (m.write_error) count_diagnostic(st.diagnostics, "pages_not_saved", "data_loss", *m.write_error);
+    if (m.write_error) count_diagnostic(st.diagnostics, Diag::pages_not_saved, *m.write_error);
     note_reused_fds(st);
     return {};
 }

@@ -176,7 +176,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             for (auto& [cpu, st] : cpus) {
                 if (st.pid >= 0 || st.first_unknown == std::size_t(-1)) continue;
                 if (b.size() - st.first_unknown > kBackfillMax) {
-                    count_diagnostic(b.stream().diagnostics, "pid_backfill_limit", "info",
+                    count_diagnostic(b.stream().diagnostics, Diag::pid_backfill_limit,
                                      fmt::format("{}:{}: cpu {}: no context-switch banner within {} events of its "
                                                  "first line; its lines until one keep the pid unknown",
                                                  b.stream().file_name, n, cpu, kBackfillMax));

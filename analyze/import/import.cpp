@@ -199,7 +199,7 @@ std::optional<Error> unusable(const EventStream& s, std::string_view file_name, 
     std::uint64_t bad = 0;
     std::string first;
     for (const auto& d : s.diagnostics)
-        if (d.name == "malformed_line") {
+        if (d.name == diagnostic_info(Diag::malformed_line).name) {
             bad = d.count;
             first = d.first_example;
         }

@@ -262,7 +262,7 @@ void StreamBuilder::malformed(std::uint32_t line, std::string_view expected, std
         first_malformed_ = example(file_, line, expected, found);
         ex = first_malformed_;
     }
-    count_diagnostic(stream_.diagnostics, "malformed_line", "error", ex);
+    count_diagnostic(stream_.diagnostics, Diag::malformed_line, ex);
 }
 
 void StreamBuilder::inferred_entry(const LineCtx& ctx, std::string_view function, int depth) {
@@ -282,7 +282,7 @@ void StreamBuilder::inferred_entry(const LineCtx& ctx, std::string_view function
 void StreamBuilder::check_last_line(std::string_view text, std::uint32_t last_line) {
     if (text.empty() || text.back() == '\n' || last_line == 0 || first_malformed_line_ == 0) return;
     if (last_malformed_line_ != last_line) return;
-    count_diagnostic(stream_.diagnostics, "truncated_last_line", "data_loss",
+    count_diagnostic(stream_.diagnostics, Diag::truncated_last_line,
                      fmt::format("{}:{}: the last line ends without a newline and cannot be read", file_, last_line));
 }
 
@@ -375,7 +375,7 @@ Result<EventStream> StreamBuilder::finish(std::string_view what) {
         pending_.reset();
         others_ = {};
         if (first_unsorted_line_)
-            count_diagnostic(stream_.diagnostics, "unsorted_timestamps", "info",
+            count_diagnostic(stream_.diagnostics, Diag::unsorted_timestamps,
                              fmt::format("{}:{}: timestamp goes back; streamed in file order, not sorted", file_,
                                          first_unsorted_line_));
         return std::move(stream_);
@@ -393,7 +393,7 @@ Result<EventStream> StreamBuilder::finish(std::string_view what) {
         for (std::size_t i = 1; i < evs.size() && first_line == 0; ++i)
             if (evs[i].ts_ns < evs[i - 1].ts_ns) first_line = evs[i].line;
         std::stable_sort(evs.begin(), evs.end(), [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
-        count_diagnostic(stream_.diagnostics, "unsorted_timestamps", "info",
+        count_diagnostic(stream_.diagnostics, Diag::unsorted_timestamps,
                          fmt::format("{}:{}: timestamp goes back; events were sorted by time", file_, first_line));
     }
     return std::move(stream_);

@@ -233,7 +233,7 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
         }
         if (!ih) {
             const char* name = tracecmd_buffer_instance_name(top.get(), i);
-            count_diagnostic(stream.diagnostics, "unreadable_instance", "data_loss",
+            count_diagnostic(stream.diagnostics, Diag::unreadable_instance,
                              fmt::format("{}: buffer instance '{}' could not be opened", path, name ? name : "?"));
             continue;
         }
@@ -241,7 +241,7 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
         close_in_library(ih);
     }
     if (undecodable)
-        count_diagnostic(stream.diagnostics, "undecodable_record", "error",
+        count_diagnostic(stream.diagnostics, Diag::undecodable_record,
                          fmt::format("{}: funcgraph/ioctl records whose format nvtrace does not understand", path),
                          undecodable);
     return {};

@@ -423,8 +423,8 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
     };
     std::map<int, std::size_t> pending;  // pid (or -1) -> index of an unfinished ioctl
     std::map<int, std::size_t> gv_open;  // gVisor: tid -> index of an ioctl whose E was seen, X not yet
-    auto diag = [&](const char* name, const char* severity, std::uint32_t line, std::string_view what) {
-        count_diagnostic(log.diagnostics, name, severity, fmt::format("{}:{}: {}", source, line, what));
+    auto diag = [&](Diag d, std::uint32_t line, std::string_view what) {
+        count_diagnostic(log.diagnostics, d, fmt::format("{}:{}: {}", source, line, what));
     };
     // A call line that did not close: the program's output may have been written into it (its rest then
     // follows as ") = N"), or it is cut off. Held until the next line says which.
@@ -461,7 +461,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         const bool truncated = !l->complete && !l->unfinished;
         if (truncated) {
             last_cut = lineno;
-            diag("strace_truncated_line", "data_loss", lineno, "line ends mid-call");
+            diag(Diag::strace_truncated_line, lineno, "line ends mid-call");
         }
         auto args = split_args(l->args);
         if (joined && !args.empty()) {
@@ -499,7 +499,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             io.truncated = truncated;
             auto fd = args.empty() ? std::nullopt : parse_fd(args[0]);
             if (!fd) {
-                diag("strace_malformed_ioctl", "error", lineno, "no fd in ioctl()");
+                diag(Diag::strace_malformed_ioctl, lineno, "no fd in ioctl()");
                 return;
             }
             io.fd = fd->first;
@@ -512,7 +512,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                 io.cmd_text = std::string(args[1]);
                 // A truncated line may cut the request itself: keep it only when it parsed whole.
                 if (!truncated || args.size() >= 3) io.cmd = parse_request(args[1]);
-                if (!io.cmd && !truncated) diag("strace_unknown_request", "info", lineno, io.cmd_text);
+                if (!io.cmd && !truncated) diag(Diag::strace_unknown_request, lineno, io.cmd_text);
             }
             if (args.size() >= 3) io.arg = std::string(args[2]);
             io.ret = res.ret;
@@ -651,7 +651,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         std::string_view name = call.substr(0, open);
         std::size_t close = matching_paren(call, open);
         if (close == std::string_view::npos) {
-            diag("strace_truncated_line", "data_loss", lineno, "line ends mid-call");
+            diag(Diag::strace_truncated_line, lineno, "line ends mid-call");
             last_cut = lineno;
             return;
         }
@@ -789,7 +789,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
     }
     if (partial) handle(partial->text, partial->line, false);
     if (log.program_output_lines)
-        count_diagnostic(log.diagnostics, "strace_program_output", "info",
+        count_diagnostic(log.diagnostics, Diag::strace_program_output,
                          fmt::format("{}:{}: the program's output was written into the call line (not a cut-off line)",
                                      source, first_output_line),
                          log.program_output_lines);
@@ -802,9 +802,9 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
     for (std::size_t i = 0; i < log.ioctls.size(); ++i) {
         const StraceIoctl& io = log.ioctls[i];
         if (!io.entered)
-            diag("strace_exit_without_entry", "data_loss", io.line, "an X (exit) line whose E line is not in the log");
+            diag(Diag::strace_exit_without_entry, io.line, "an X (exit) line whose E line is not in the log");
         else if (open_at_end[i] || (log.gvisor && !io.ret))
-            diag("strace_unfinished_call", "data_loss", io.line, "a call whose return is not in the log");
+            diag(Diag::strace_unfinished_call, io.line, "a call whose return is not in the log");
     }
     log.lines = lineno;
     // Only a cut in the last line says the input was cut off; an earlier one is a damaged line.

@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "nvtrace/diagnostics.hpp"
+
 namespace nvtrace {
 
 // ftrace:funcgraph_entry (kernel/trace/trace_entries.h). `function`/`module` are filled in by symbol
@@ -111,14 +113,6 @@ struct Event {
     std::uint32_t line = 0;  // 1-based line in the source file for text readers, 0 otherwise
 };
 
-// A named counter of something wrong with the data, with a severity and the first example.
-struct Diagnostic {
-    std::string name;      // e.g. "orphan_return", "lost_events", "malformed_line"
-    std::string severity;  // "info", "data_loss", "error"
-    std::uint64_t count = 0;
-    std::string first_example;  // "file:line: what" where a file is involved
-};
-
 // Per-CPU ring-buffer counters over the capture (deltas of per_cpu/cpuN/stats).
 struct CpuBufferStats {
     int cpu = -1;
@@ -192,7 +186,6 @@ struct EventStream {
     std::optional<std::uint64_t> entries_written;
 };
 
-// Adds `count` to the diagnostic `name` (created with `severity` and `example` on first use).
 // Records that /proc/PID/fd/FD named `path` (observations in the order they were made). The first path of a
 // (pid, fd) goes to fd_paths; a different later one moves the fd to fd_paths_reused with all its paths.
 inline void add_fd_path(EventStream& st, int pid, int fd, const std::string& path) {
@@ -207,16 +200,6 @@ inline void add_fd_path(EventStream& st, int pid, int fd, const std::string& pat
     st.fd_paths.erase(it);
 }
 
-inline void count_diagnostic(std::vector<Diagnostic>& d, const std::string& name, const std::string& severity,
-                             const std::string& example, std::uint64_t count = 1) {
-    for (auto& x : d)
-        if (x.name == name) {
-            x.count += count;
-            return;
-        }
-    d.push_back({name, severity, count, example});
-}
-
 // The info diagnostic "fd_reused" for st.fd_paths_reused (nothing when it is empty): count = the (pid, fd)
 // pairs, first_example "pid P fd F: PATH, PATH, ... (ioctls on it are not named by path)".
 inline void note_reused_fds(EventStream& st) {
@@ -226,7 +209,7 @@ inline void note_reused_fds(EventStream& st) {
     for (std::size_t i = 0; i < paths.size(); ++i)
         example += (i ? ", " : " ") + paths[i];
     example += " (ioctls on it are not named by path)";
-    count_diagnostic(st.diagnostics, "fd_reused", "info", example, st.fd_paths_reused.size());
+    count_diagnostic(st.diagnostics, Diag::fd_reused, example, st.fd_paths_reused.size());
 }
 
 }  // namespace nvtrace
