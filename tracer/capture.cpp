@@ -34,8 +34,6 @@ extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its ow
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
-#include "nvtrace/report_fold.hpp"
-#include "nvtrace/report_stream.hpp"
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
 #include "procfs.hpp"
@@ -55,7 +53,7 @@ namespace fs = std::filesystem;
 // decoded: a thread moves sub-buffers from per_cpu/cpuN/trace_pipe_raw to raw/<buffer>/cpuN every 5 ms,
 // spliced into a pipe per source, then read and written. The kernel (tracing_buffers_splice_read) hands over
 // only sub-buffers the writer has left, i.e. full ones, so a fast drain writes no half-empty pages. At the
-// end, flush() read()s what is left, partial pages too (zero-padded to page_size), and decode_all() decodes
+// end, flush() read()s what is left, partial pages too (zero-padded to page_size), and decode_merged() decodes
 // the files with PageDecoder, source by source (buffer, then CPU), the way the offline reader does.
 // libtracefs 1.6's tracefs_cpu_write() is not used: its pipe-to-file splice is non-blocking and may move
 // fewer bytes than it took from the ring buffer, leaving pages in its private pipe that tracefs_cpu_flush()
@@ -72,8 +70,8 @@ public:
         std::size_t pipe_size = 0;
         std::string error;  // its first I/O error (written by the mover thread while it runs)
         std::size_t page_size = 0;
-        std::uint64_t pages = 0;    // decode_all(): pages in the file
-        std::uint64_t records = 0;  // decode_all(): records decoded from them
+        std::uint64_t pages = 0;    // decode_merged(): pages in the file
+        std::uint64_t records = 0;  // decode_merged(): records decoded from them
         fs::path path;
     };
     RawRecorder() = default;
@@ -186,20 +184,9 @@ public:
         }
     }
 
-    // After close(): decodes every page file, counting its pages and records, into one vector merged by time
-    // (merge_segments, one segment per source in drain order), as read_capture_dir does.
-    // Every event of the page files (decode_page_files in nvtrace/capture_dir.hpp, as `nvtrace report DIR`
-    // reads them): counts, decode_error and diagnostics from that decoding.
-    std::vector<Event> decode_all(PageDecoder& dec) {
-        std::vector<PageFile> files = page_files();
-        PageFileProblems problems;
-        std::vector<Event> all = decode_page_files(dec, files, problems);
-        took(files, problems);
-        return all;
-    }
-
-    // decode_all's events handed to `sink` one at a time (decode_page_files_merged). false when `sink` refused
-    // one: then decode_all() starts over from the files.
+    // After close(): every event of the page files, merged by time as `nvtrace report DIR` reads them
+    // (decode_page_files_merged, nvtrace/capture_dir.hpp), handed to `sink` one at a time; counts each file's
+    // pages and records, decode_error and diagnostics. false when `sink` refused one.
     bool decode_merged(PageDecoder& dec, const std::function<bool(Event&)>& sink) {
         std::vector<PageFile> files = page_files();
         PageFileProblems problems;
@@ -211,7 +198,7 @@ public:
     std::vector<Source>& sources() { return sources_; }
     std::string write_error;  // the first read or write error of the drain: pages were lost
     std::string decode_error;
-    std::vector<Diagnostic> diagnostics;  // decode_all(): damaged pages (data_loss)
+    std::vector<Diagnostic> diagnostics;  // decode_merged(): damaged pages (data_loss)
 
 private:
     std::vector<PageFile> page_files() const {
@@ -304,20 +291,6 @@ private:
     std::thread mover_;
     std::atomic<bool> stop_{false};
 };
-
-// RawRecorder::decode_merged into `report`, on two threads (ReportFold, nvtrace/report_fold.hpp): this one
-// decodes the pages, the other folds the events into the report and writes it. libtraceevent is used by this
-// thread only: the comm of each pid is looked up here (`comm_of`). false when the report refused an event (the
-// caller decodes again whole).
-bool decode_into_report(RawRecorder& raw, PageDecoder& dec, const std::function<std::string(int)>& comm_of,
-                        ReportStream& report) {
-    ReportFold fold(report, [&](int pid) -> std::optional<std::string> {
-        if (pid <= 0) return std::nullopt;
-        return comm_of(pid);
-    });
-    bool all = raw.decode_merged(dec, [&](Event& ev) { return fold.add(std::move(ev)); });
-    return fold.finish() && all;
-}
 
 Result<void> write_file(const fs::path& p, const std::string& text) {
     std::FILE* f = std::fopen(p.c_str(), "wb");
@@ -1239,26 +1212,33 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             return a.overrun > 0 || a.dropped_events > 0;
         });
     nlohmann::json fd_paths_json = fd_lifetimes(raw, tep, fd_events, fd_polls, timed_polls, fd_loss, st);
-    std::vector<Event> decoded;
-    if (opts.stream_report && !use_fgraph) {
-        // The report is built as the pages are decoded (nvtrace/report_stream.hpp); a stream it refuses (times
-        // going back) is decoded again whole.
-        EventStream side;
-        side.fd_paths = st.fd_paths;
-        side.fd_paths_reused = st.fd_paths_reused;
-        side.fd_lifetimes = st.fd_lifetimes;
-        side.fd_lifetimes_recorded = st.fd_lifetimes_recorded;
-        if (auto rs = ReportStream::open(out_dir.string(), std::move(side)); rs) {
-            ReportStream& r = **rs;
-            if (opts.on_streamed_ioctl) r.on_ioctl(opts.on_streamed_ioctl);
-            bool whole = decode_into_report(raw, page_decoder, comm_of, r);
-            if (whole) {
-                res.report_stream = std::move(*rs);
-                st.comms = res.report_stream->side().comms;
-            }
-        }
+    // The pages are decoded once here for what the capture directory holds besides them: the comms of the pids
+    // in the events and, with function_graph, the kallsyms subset of the recorded addresses. The report is made
+    // afterwards from the directory (`nvtrace report DIR`), so no event is held.
+    std::optional<SymbolTable> syms;
+    if (use_fgraph) {
+        auto ks = read_file("/proc/kallsyms");
+        if (!ks) return fail(ks.error());
+        syms = SymbolTable::from_kallsyms(*ks);
     }
-    if (!res.report_stream) decoded = raw.decode_all(page_decoder);
+    std::map<std::uint64_t, const Symbol*> used;  // the symbol each recorded address resolved to
+    std::uint64_t unresolved = 0;                 // function events whose address no symbol covers
+    raw.decode_merged(page_decoder, [&](Event& ev) {
+        note_comm(st.comms, ev.pid);
+        if (!syms) return true;
+        std::uint64_t addr = 0;
+        if (const auto* e = std::get_if<FuncEntry>(&ev.body))
+            addr = e->func_addr;
+        else if (const auto* x = std::get_if<FuncExit>(&ev.body))
+            addr = x->func_addr;
+        else
+            return true;
+        if (const Symbol* sym = syms->has_addresses() ? syms->lookup(addr) : nullptr)
+            used.emplace(sym->addr, sym);
+        else
+            ++unresolved;
+        return true;
+    });
     res.stream.diagnostics = std::move(raw.diagnostics);
     // Pages the drain could not read or write are events lost: the report says so (read_capture_dir too).
     if (!raw.write_error.empty())
@@ -1308,37 +1288,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     st.kmsg = std::move(kmsg.records());
     st.kmsg_overwritten = kmsg.overwritten();
     note_reused_fds(st);
-    st.events = std::move(decoded);
-    for (const auto& ev : st.events)
-        note_comm(st.comms, ev.pid);
-    if (res.report_stream) {
-        // What the streamed report reads in finish(), as the whole stream holds it.
-        EventStream& side = res.report_stream->side();
-        side.diagnostics = st.diagnostics;
-        side.buffer_stats = st.buffer_stats;
-        side.kmsg = st.kmsg;
-        side.kmsg_overwritten = st.kmsg_overwritten;
-        side.kmsg_clock = st.kmsg_clock;
-    }
-
     if (use_fgraph) {
-        auto ks = read_file("/proc/kallsyms");
-        if (!ks) return fail(ks.error());
-        SymbolTable syms = SymbolTable::from_kallsyms(*ks);
-        meta["unresolved_functions"] = syms.resolve(st);
-        // The kallsyms subset: the symbol each recorded address resolved to (a lookup in the subset then
-        // finds the same symbol: it is the nearest one at or below the address in both tables).
-        std::map<std::uint64_t, const Symbol*> used;
-        for (const auto& ev : st.events) {
-            std::uint64_t addr = 0;
-            if (const auto* e = std::get_if<FuncEntry>(&ev.body))
-                addr = e->func_addr;
-            else if (const auto* x = std::get_if<FuncExit>(&ev.body))
-                addr = x->func_addr;
-            else
-                continue;
-            if (const Symbol* sym = syms.lookup(addr)) used.emplace(sym->addr, sym);
-        }
+        meta["unresolved_functions"] = unresolved;
+        // A lookup in the subset finds the same symbol: it is the nearest one at or below the address in both.
         std::string text;
         for (const auto& [addr, sym] : used)
             text += sym->module ? fmt::format("{:016x} t {}\t[{}]\n", addr, sym->name, *sym->module)

@@ -24,7 +24,6 @@
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/report.hpp"
-#include "nvtrace/report_stream.hpp"
 #include "runner.hpp"
 
 namespace nvtrace::tracer {
@@ -53,12 +52,6 @@ struct CaptureOptions {
     std::string out_dir;
     std::optional<int> buffer_size_kb;  // the instance's per-CPU buffer_size_kb (default: the kernel's)
     bool drain_while_running = true;    // false (tests only: NVTRACE_TEST_NO_DRAIN=1): read once, at the end
-    // Build the report while decoding, without holding the events (CaptureResult::report_stream), when the
-    // capture has no function-graph events (no --module, --filter, --graph-function); else, or when the stream
-    // cannot be streamed (nvtrace/report_stream.hpp), the events are in CaptureResult::stream.
-    bool stream_report = false;
-    // With stream_report: called with every ioctl record as the streamed report writes it (the run's summary).
-    std::function<void(const IoctlRecord&)> on_streamed_ioctl;
     // A successful capture() returns with SIGINT/SIGTERM/SIGHUP/SIGQUIT still blocked (CaptureResult::signals_held):
     // the caller writes the report, then takes what arrived (take_held_signal) so that a signal after the program ended
     // neither kills nvtrace before the report is saved nor goes unnoticed.
@@ -73,16 +66,13 @@ struct FilterCount {
 };
 
 struct CaptureResult {
-    EventStream stream;                         // sorted by ts_ns, symbols resolved
+    EventStream stream;                         // everything but the events (fd paths, kmsg, buffer stats, comms)
     nlohmann::json meta;                        // command, status, tracer mode, filters, clocks, times
     ExitStatus status;                          // the program's
     std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
     std::vector<std::string> restore_failures;  // top-level files that could not be restored
     std::optional<std::string> instance_left;   // why nvtrace-<pid> could not be removed (who holds it open)
     std::vector<FilterCount> filter_counts;
-    // With CaptureOptions::stream_report: the report built as the pages were decoded, finish() not yet called;
-    // `stream` then holds everything but the events. Null when the events are in `stream`.
-    std::unique_ptr<ReportStream> report_stream;
     // With CaptureOptions::hold_signals: the signals left blocked and the mask to restore.
     std::optional<sigset_t> signals_held;
     sigset_t signal_mask_before{};

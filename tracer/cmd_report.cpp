@@ -29,6 +29,8 @@
 #include "nvtrace/report_stream.hpp"
 #include "nvtrace/stream_report.hpp"
 #include "output_guard.hpp"
+#include "report_capture.hpp"
+#include "report_sinks.hpp"
 #include "stderr_note.hpp"
 #include "summary.hpp"
 
@@ -48,276 +50,18 @@ struct ReportArgs {
     bool verbose = false;     // -v: every ioctl and kernel-log line in the summary
 };
 
-std::string dump(const nlohmann::json& j, int indent) {
-    // Readers replace invalid UTF-8 already; `replace` keeps a stray byte from turning into an exception.
-    return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void print_summary(const Report& r, std::string_view input, std::string_view format, bool verbose = false) {
-    fmt::print("input: {} ({})\n", input, format);
-    print_report_body(r, true, true, verbose);
-}
-
-// The three outputs of every path: -o FILE (streamed), then --json on stdout or the text summary. `label` says
-// what the input was; `before_summary` may add what only the summary needs (the report files are written first).
-int write_and_print(Report& report, const ReportArgs& a, std::string_view label,
-                    const std::function<void(Report&)>& before_summary = {},
-                    const std::function<void()>& after_summary = {}) {
-    if (!a.out.empty()) {
-        std::ofstream out(a.out, std::ios::trunc);
-        if (out) write_json(report, out);
-        if (!out || !out.flush()) {
-            tracer::note("nvtrace report: cannot write {}: {}\n", a.out, std::strerror(errno));
-            return static_cast<int>(ExitCode::environment);
-        }
-    }
-    if (a.json) {
-        write_json(report, std::cout);
-        std::cout.flush();
-        return 0;
-    }
-    if (before_summary) before_summary(report);
-    print_summary(report, a.input, label, a.verbose);
-    if (after_summary) after_summary();
-    if (!a.out.empty()) fmt::print("report: {}\n", a.out);
-    return 0;
-}
-
-// Where a streamed report (nvtrace/report_stream.hpp) writes its JSON for these arguments, and its temporary
-// files: with -o FILE a temporary file in FILE's directory (write_to() then links it as FILE; --json copies it to
-// stdout), with --json alone straight to stdout, with neither nowhere (the summary only counts the records).
-// `may_refuse`: the stream can still be refused part way (the caller then reads the input whole), so nothing may
-// reach stdout before the end: --json alone then goes through a temporary file too. The events and markers go to
-// temporary files in -o's directory or $TMPDIR. Empty temp_dir: no place for them.
-ReportStream::Options streamed_output(const ReportArgs& a, bool may_refuse, std::string& temp_dir) {
-    ReportStream::Options o;
-    std::error_code ec;
-    temp_dir = std::filesystem::temp_directory_path(ec).string();
-    if (!a.out.empty()) {
-        std::filesystem::path parent = std::filesystem::path(a.out).parent_path();
-        temp_dir = parent.empty() ? "." : parent.string();
-    } else if (a.json && !may_refuse) {
-        std::cout.flush();
-        o.json = ReportStream::Json::direct;
-        o.direct_fd = STDOUT_FILENO;
-    } else if (!a.json) {
-        o.json = ReportStream::Json::none;
-    }
-    return o;
-}
-
-// The summary's ioctl lines of a streamed report (no "(kernel: ...)" part: streamed reports hold no calls).
-std::unique_ptr<IoctlSummary> streamed_ioctl_summary(const ReportArgs& a) {
-    IoctlSummaryOptions o;
-    o.verbose = a.verbose;
-    o.kernel_traced = false;
-    return std::make_unique<IoctlSummary>(o);
-}
-
-// A ReportStream for `a` (streamed_output) whose ioctl records also go to `summary` (when a summary is printed).
-// nullopt when there is no place for its temporary files: the caller reads the input whole.
-std::optional<std::unique_ptr<ReportStream>> open_streamed(const ReportArgs& a, EventStream side,
-                                                           IoctlSummary& summary) {
-    std::string temp_dir;
-    ReportStream::Options out_opts = streamed_output(a, true, temp_dir);
-    if (temp_dir.empty()) return std::nullopt;
-    auto rs = ReportStream::open(temp_dir, std::move(side), out_opts);
-    if (!rs) return std::nullopt;
-    if (!a.json) (*rs)->on_ioctl([&summary](const IoctlRecord& io) { summary.add(io, std::nullopt); });
-    return std::move(*rs);
-}
-
-// write_and_print for a report whose records were streamed, opened with streamed_output(a): -o FILE is the
-// report's temporary file linked under that name, --json writes or copies it to stdout, the summary counts what
-// was streamed (`ioctls`: the summary the records were given to).
-int write_and_print_streamed(ReportStream& r, IoctlSummary& ioctls, const ReportArgs& a, std::string_view label,
-                             const std::function<void()>& after_summary = {}) {
-    const StreamedRecords streamed{r.ioctls(), a.json ? std::vector<std::string>{} : ioctls.lines(), r.markers(),
-                                   r.events(), r.event_names()};
-    if (!a.out.empty())
-        if (auto w = r.write_to(a.out); !w) {
-            tracer::note("nvtrace report: cannot write {}: {}\n", a.out, w.error().message);
-            return static_cast<int>(ExitCode::environment);
-        }
-    if (a.json) {
-        std::cout.flush();
-        if (auto w = r.write(STDOUT_FILENO); !w) {
-            tracer::note("nvtrace report: cannot write to standard output: {}\n", w.error().message);
-            return static_cast<int>(ExitCode::environment);
-        }
-        return 0;
-    }
-    fmt::print("input: {} ({})\n", a.input, label);
-    print_report_body(r.report(), streamed, true, true, a.verbose);
-    if (after_summary) after_summary();
-    if (!a.out.empty()) fmt::print("report: {}\n", a.out);
-    return 0;
-}
-
-Result<std::string> read_small_file(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", p.string(), std::strerror(errno))));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-Result<void> emit(const nlohmann::json& j, const ReportArgs& a) {
-    if (!a.out.empty()) {
-        std::ofstream out(a.out, std::ios::trunc);
-        if (!out || !(out << dump(j, 1) << "\n") || !out.flush())
-            return fail(Error::environment(fmt::format("cannot write {}: {}", a.out, std::strerror(errno))));
-    }
-    if (a.json) fmt::print("{}\n", dump(j, -1));
-    return {};
-}
-
-// A capture directory written before the raw format (no "capture_format" in meta.json): its report.json
-// is re-emitted as it is (docs/report.md).
-int reemit_report_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
-    auto path = std::filesystem::path(a.input) / "report.json";
-    auto text = read_small_file(path);
-    if (!text) {
-        tracer::note("nvtrace report: {}: not a capture directory (expected report.json and meta.json)\n", a.input);
-        return static_cast<int>(ExitCode::usage);
-    }
-    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("schema")) {
-        tracer::note("nvtrace report: {}: expected an nvtrace report (JSON with \"schema\")\n", path.string());
-        return static_cast<int>(ExitCode::usage);
-    }
-    if (!extra_log.empty()) {
-        Report only_log;
-        only_log.kernel_log = std::move(extra_log);
-        nlohmann::json added = to_json(only_log);
-        if (!j.contains("kernel_log") || !j["kernel_log"].is_array()) j["kernel_log"] = nlohmann::json::array();
-        for (auto& m : added["kernel_log"])
-            j["kernel_log"].push_back(m);
-    }
-    if (auto e = emit(j, a); !e) {
-        tracer::note("nvtrace report: {}\n", e.error().message);
-        return static_cast<int>(e.error().code);
-    }
-    if (!a.json) {
-        std::size_t calls = j.contains("calls") && j["calls"].is_array() ? j["calls"].size() : 0;
-        fmt::print("input: {} (capture directory without raw data; report.json re-emitted)\n", a.input);
-        fmt::print("calls: {}\n", calls);
-        if (j.contains("kernel_log") && j["kernel_log"].is_array())
-            fmt::print("kernel log: {} message(s)\n", j["kernel_log"].size());
-        const auto& c = j.value("completeness", nlohmann::json::object());
-        if (c.value("complete", false)) {
-            fmt::print("complete: yes\n");
-        } else {
-            // The saved report's own reasons, in the one-line form the other routes print.
-            std::vector<std::string> reasons;
-            if (auto r = c.find("reasons"); r != c.end() && r->is_array())
-                for (const auto& x : *r)
-                    if (x.is_string()) reasons.push_back(x.get<std::string>());
-            if (reasons.empty())
-                fmt::print("complete: no\n");
-            else
-                fmt::print("complete: no: {}\n", fmt::join(reasons, "; "));
-        }
-    }
-    return 0;
+// The sinks of these arguments; the summary starts with the input and what it was read as.
+ReportSinks sinks_of(const ReportArgs& a, std::string label) {
+    ReportSinks s;
+    s.out = a.out;
+    s.json = a.json;
+    s.verbose = a.verbose;
+    s.head = [input = a.input, label = std::move(label)] { fmt::print("input: {} ({})\n", input, label); };
+    return s;
 }
 
 // A raw capture directory (docs/formats.md): the whole analysis again from the saved pages and formats.
 constexpr std::string_view kCaptureDirLabel = "capture directory, re-analysed from its raw pages";
-
-// The re-analysis of a capture directory without holding its events, as `nvtrace run` streams its report
-// (CaptureDirReader::stream into a ReportStream). nullopt when it cannot be streamed (function_graph data, an
-// event out of time order, no temporary file): the caller reads the directory whole, which gives the same report.
-std::optional<int> report_capture_dir_streamed(const ReportArgs& a, CaptureDirReader& reader,
-                                               std::vector<KernelLogMessage>& extra_log) {
-    auto ioctls = streamed_ioctl_summary(a);
-    auto rs = open_streamed(a, reader.side(), *ioctls);
-    if (!rs) return std::nullopt;
-    ReportStream& r = **rs;
-    ReportFold fold(r);  // decoded here, folded on another thread; the comms were given to r by open_streamed
-    auto st = reader.stream([&fold](Event& ev) { return fold.add(std::move(ev)); });
-    bool folded = fold.finish();
-    if (!st) {
-        tracer::note("nvtrace report: {}\n", st.error().message);
-        return static_cast<int>(st.error().code);
-    }
-    if (!*st || !folded) return std::nullopt;
-    r.side().diagnostics = reader.side().diagnostics;  // complete once the pages are decoded
-    if (auto f = r.finish(); !f) {
-        tracer::note("nvtrace report: {}\n", f.error().message);
-        return static_cast<int>(f.error().code);
-    }
-    Report& report = r.report();
-    for (auto& m : extra_log)
-        report.kernel_log.push_back(std::move(m));
-    const nlohmann::json& meta = reader.meta();
-    report.source = {{"kind", "capture-dir"},
-                     {"path", a.input},
-                     {"captured", meta.value("report_source", nlohmann::json::object())}};
-    report.environment = meta.value("environment", nlohmann::json::object());
-    return write_and_print_streamed(r, *ioctls, a, kCaptureDirLabel);
-}
-
-int report_capture_dir(const ReportArgs& a, std::vector<KernelLogMessage> extra_log) {
-    auto reader = CaptureDirReader::open(a.input);
-    if (!reader) {
-        tracer::note("nvtrace report: {}\n", reader.error().message);
-        return static_cast<int>(reader.error().code);
-    }
-    {
-        // Streamed unless something needs the whole report: --source, or the run's checks to redo.
-        nlohmann::json cap = reader->meta().value("report_source", nlohmann::json::object());
-        bool checks = cap.is_object() && !cap.contains("cannot_run") &&
-                      (cap.contains("expectations") || cap.contains("scenario"));
-        if (a.source.empty() && !checks && !reader->has_function_graph()) {
-            if (auto rc = report_capture_dir_streamed(a, *reader, extra_log)) return *rc;
-            reader = CaptureDirReader::open(a.input);  // the pages are read again, whole
-            if (!reader) {
-                tracer::note("nvtrace report: {}\n", reader.error().message);
-                return static_cast<int>(reader.error().code);
-            }
-        }
-    }
-    auto data = reader->read_all();
-    if (!data) {
-        tracer::note("nvtrace report: {}\n", data.error().message);
-        return static_cast<int>(data.error().code);
-    }
-    const nlohmann::json& meta = data->meta;
-    Report report = build_report(data->stream);
-    for (auto& m : extra_log)
-        report.kernel_log.push_back(std::move(m));
-    if (!a.source.empty())
-        if (int rc = add_source_links(report, a.source, "report")) return rc;
-    nlohmann::json captured = meta.value("report_source", nlohmann::json::object());
-    report.source = {{"kind", "capture-dir"}, {"path", a.input}, {"captured", captured}};
-    report.environment = meta.value("environment", nlohmann::json::object());
-    // The run's checks again: its expectations file (when still readable here) and, for a scenario, the
-    // program's own verdict from the recorded exit status.
-    if (captured.is_object() && !captured.contains("cannot_run")) {
-        if (captured.contains("expectations") && captured["expectations"].is_string()) {
-            auto ex = read_expectations_file(captured["expectations"].get<std::string>());
-            if (!ex) {
-                tracer::note("nvtrace report: the run's expectations are not re-checked: {}\n", ex.error().message);
-            } else {
-                report.checks = check_report(report, *ex);
-            }
-        }
-        if (captured.contains("scenario")) {
-            auto code = meta.value("exit_code", nlohmann::json());
-            auto sig = meta.value("signal", nlohmann::json());
-            report.checks.insert(report.checks.begin(),
-                                 tracer::scenario_program_check(
-                                     code.is_number_integer() ? std::optional<int>(code.get<int>()) : std::nullopt,
-                                     sig.is_number_integer() ? std::optional<int>(sig.get<int>()) : std::nullopt));
-        }
-    }
-    // The summary counts kernel calls per ioctl as `nvtrace run` did: it needs the run's tracer mode (set
-    // after the JSON is written, so the report itself is unchanged).
-    return write_and_print(report, a, kCaptureDirLabel, [&](Report& r) {
-        if (meta.contains("tracer_mode")) r.source["tracer_mode"] = meta["tracer_mode"];
-    });
-}
 
 // stdin is read once; a pipe or FIFO too (a socket as well).
 bool is_pipe(const std::string& path) {
@@ -352,7 +96,7 @@ int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_l
         report->kernel_log.push_back(std::move(m));
     if (!a.source.empty())
         if (int rc = add_source_links(*report, a.source, "report")) return rc;
-    return write_and_print(*report, a, "saved report, nvtrace.report/1");
+    return write_and_print(*report, sinks_of(a, "saved report, nvtrace.report/1"));
 }
 
 // --calls-jsonl: the calls go to their own file as they end; memory stays bounded for function_graph text
@@ -366,8 +110,9 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
     }
     std::string temp_dir;
     // Text is streamed in file order: never refused part way.
-    ReportStream::Options out_opts = streamed_output(a, false, temp_dir);
-    auto ioctls = streamed_ioctl_summary(a);
+    ReportSinks sinks = sinks_of(a, "");  // the format is known once read
+    ReportStream::Options out_opts = streamed_output(sinks, false, temp_dir);
+    auto ioctls = streamed_ioctl_summary(sinks);
     auto st = report_streaming(a.input, forced, calls, temp_dir, out_opts,
                                [&ioctls](const IoctlRecord& io) { ioctls->add(io, std::nullopt); });
     if (!st) {
@@ -391,8 +136,9 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
                      {"calls_jsonl", a.calls_jsonl},
                      {"calls_count", st->calls}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    if (st->records) return write_and_print_streamed(*st->records, *ioctls, a, format_name(st->format));
-    return write_and_print(report, a, format_name(st->format));
+    sinks = sinks_of(a, std::string(format_name(st->format)));
+    if (st->records) return write_and_print_streamed(*st->records, *ioctls, sinks);
+    return write_and_print(report, sinks);
 }
 
 // A trace.dat file (not stdin, not a pipe) whose report can be streamed: what import_file would read it as.
@@ -413,8 +159,9 @@ bool is_trace_dat_file(const std::string& path, std::optional<TraceFormat> force
 // (and the same error for an unreadable file).
 std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<KernelLogMessage>& kmsg,
                                              const std::vector<Diagnostic>& kmsg_diags) {
-    auto ioctls = streamed_ioctl_summary(a);
-    auto rs = open_streamed(a, EventStream{}, *ioctls);
+    const ReportSinks sinks = sinks_of(a, std::string(format_name(TraceFormat::trace_dat)));
+    auto ioctls = streamed_ioctl_summary(sinks);
+    auto rs = open_streamed(sinks, EventStream{}, *ioctls);
     if (!rs) return std::nullopt;
     ReportStream& r = **rs;
     // Decoded on this thread, folded into the report on another (ReportFold); the comms stream_trace_dat finds
@@ -449,7 +196,7 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
         report.kernel_log.push_back(std::move(m));
     report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(TraceFormat::trace_dat))}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    return write_and_print_streamed(r, *ioctls, a, format_name(TraceFormat::trace_dat));
+    return write_and_print_streamed(r, *ioctls, sinks);
 }
 
 int do_report(const ReportArgs& a) {
@@ -539,8 +286,11 @@ int do_report(const ReportArgs& a) {
                        a.input);
             return static_cast<int>(ExitCode::usage);
         }
-        if (a.reemit) return reemit_report_json(a, std::move(kmsg_messages));
-        return report_capture_dir(a, std::move(kmsg_messages));
+        if (a.reemit) return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
+        CaptureReportOptions o;
+        o.extra_log = std::move(kmsg_messages);
+        o.source_dir = a.source;
+        return report_capture_dir(a.input, sinks_of(a, std::string(kCaptureDirLabel)), std::move(o)).exit_code;
     }
 
     if (!forced && looks_like_saved_report(a.input)) return report_saved_json(a, std::move(kmsg_messages));
@@ -581,7 +331,7 @@ int do_report(const ReportArgs& a) {
         if (int rc = add_source_links(report, a.source, "report")) return rc;
 
     // Streamed: a report of millions of calls never exists as one JSON DOM.
-    return write_and_print(report, a, format_name(in->format));
+    return write_and_print(report, sinks_of(a, std::string(format_name(in->format))));
 }
 
 void add_report(CLI::App& app, int& exit_code) {

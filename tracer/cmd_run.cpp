@@ -24,6 +24,7 @@
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
 #include "procfs.hpp"
+#include "report_capture.hpp"
 #include "scenario.hpp"
 #include "stderr_note.hpp"
 #include "summary.hpp"
@@ -139,25 +140,6 @@ Result<void> write_text(const std::filesystem::path& p, const std::string& text)
     return {};
 }
 
-void print_summary(const Report& r, const StreamedRecords* streamed, const tracer::CaptureResult& cap,
-                   const std::string& out_dir, bool verbose = false) {
-    const auto& st = cap.status;
-    std::string status = st.exit_code ? fmt::format("exit {}", *st.exit_code)
-                         : st.signal  ? fmt::format("killed by signal {} ({})", *st.signal, strsignal(*st.signal))
-                                      : "unknown";
-    if (cap.meta.value("timed_out", false)) status += ", timed out";
-    if (cap.meta.contains("descendants_ended") && !cap.meta["descendants_ended"].empty())
-        status += fmt::format(", {} process(es) it left running ended", cap.meta["descendants_ended"].size());
-    fmt::print("program: {} (pid {}, {})\n", fmt::join(cap.meta["command"].get<std::vector<std::string>>(), " "),
-               cap.meta["pid"].get<int>(), status);
-    fmt::print("tracer: {}\n", cap.meta["tracer_mode"].get<std::string>());
-    if (streamed)
-        print_report_body(r, *streamed, false, false, verbose);
-    else
-        print_report_body(r, false, false, verbose);
-    fmt::print("report: {}/report.json\n", out_dir);
-}
-
 // Runs argv (no shell) with stdout and stderr appended to `log`; its exit code, or -1 when it did not run.
 int run_logged(const std::vector<std::string>& argv, const std::string& log) {
     posix_spawn_file_actions_t fa;
@@ -221,20 +203,6 @@ Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, con
     fs::remove(head, ec);
     fs::remove(log, ec);
     return written;
-}
-
-// The reason a scenario program gave for exiting kScenarioCannotRun ("nvtrace-cannot-run: REASON" marker).
-std::string cannot_run_reason(const Report& r, const std::string& program) {
-    constexpr std::string_view prefix = "nvtrace-cannot-run: ";
-    for (const auto& m : r.markers)
-        if (m.text.rfind(prefix, 0) == 0) {
-            std::string t = m.text.substr(prefix.size());
-            while (!t.empty() && (t.back() == '\n' || t.back() == ' '))
-                t.pop_back();
-            return t;
-        }
-    return fmt::format("{} exited {} (requirements not met; its stderr says which)", program,
-                       tracer::kScenarioCannotRun);
 }
 
 // SIGPIPE while the capture is made and saved: a closed stderr pipe (`nvtrace run ... 2>&1 | head -1`) must not end
@@ -421,15 +389,6 @@ int do_run(RunArgs a) {
     if (const char* nd = std::getenv("NVTRACE_TEST_NO_DRAIN"); nd && std::string(nd) == "1")
         opts.drain_while_running = false;
 
-    // A run without checks, scenario or source links needs no record of the report after writing it: the report
-    // is built as the pages are decoded, without holding them (CaptureOptions::stream_report).
-    opts.stream_report = !scenario && !expectations && a.source.empty();
-    IoctlSummaryOptions io_opts;
-    io_opts.verbose = a.verbose;
-    io_opts.kernel_traced = false;  // streamed only without function tracing
-    IoctlSummary io_summary(io_opts);
-    if (opts.stream_report && !a.quiet && !a.json)
-        opts.on_streamed_ioctl = [&io_summary](const IoctlRecord& io) { io_summary.add(io, std::nullopt); };
     opts.hold_signals = true;  // a SIGINT/SIGTERM/SIGHUP/SIGQUIT while the report is written waits for it (docs/run.md)
     auto cap = tracer::capture(opts);
     // Whatever path leaves from here, the signals are given back (take_held_signal does it once).
@@ -463,54 +422,26 @@ int do_run(RunArgs a) {
         tracer::note("nvtrace run: could not restore {} (the journal is kept for `nvtrace cleanup`)\n", f);
     if (cap->instance_left) tracer::note("nvtrace run: {}\n", *cap->instance_left);
 
-    Report whole;
-    std::optional<StreamedRecords> streamed;
-    std::optional<std::string> report_error;  // report.json could not be written (the capture is kept)
-    if (cap->report_stream) {
-        if (auto f = cap->report_stream->finish(); !f) report_error = f.error().message;
-        const ReportStream& rs = *cap->report_stream;
-        streamed = StreamedRecords{rs.ioctls(), io_summary.lines(), rs.markers(), rs.events(), rs.event_names()};
-    } else {
-        whole = build_report(cap->stream);
-    }
-    Report& report = cap->report_stream ? cap->report_stream->report() : whole;
-    if (!a.source.empty())
-        if (int rc = add_source_links(report, a.source, "run")) return rc;
-    report.source = {
+    // What `nvtrace report DIR` makes the report from besides the pages (docs/formats.md): the report's source
+    // and environment are the run's.
+    nlohmann::json source = {
         {"kind", "live"}, {"command", a.command}, {"pid", cap->meta["pid"]}, {"tracer_mode", cap->meta["tracer_mode"]}};
-    report.source["modules"] = a.modules;
-    report.source["filters"] = a.filters;
-    if (scenario) report.source["scenario"] = scenario->name;
-    if (expectations) report.source["expectations"] = a.expect;
+    source["modules"] = a.modules;
+    source["filters"] = a.filters;
+    if (scenario) source["scenario"] = scenario->name;
+    if (expectations) source["expectations"] = a.expect;
     // The NVIDIA modules are always described: the checker decides version alternatives from them.
     std::vector<std::string> env_modules = a.modules;
     for (const char* m : {"nvidia", "nvidia_uvm"})
         if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() &&
             tracer::module_state(m) != tracer::ModuleState::absent)
             env_modules.emplace_back(m);
-    report.environment = tracer::environment_info(env_modules);
-    if (no_graph_reason) report.environment["function_graph"] = *no_graph_reason;
+    nlohmann::json environment = tracer::environment_info(env_modules);
+    if (no_graph_reason) environment["function_graph"] = *no_graph_reason;
     if (expectations && cap->meta.value("tracer_mode", "").rfind("function_graph", 0) == 0)
-        if (auto nt = tracer::not_traceable(*expectations); !nt.empty()) report.environment["not_traceable"] = nt;
-
-    const auto& st = cap->status;
-    bool cannot_run = scenario && st.exit_code && *st.exit_code == tracer::kScenarioCannotRun;
-    std::optional<std::string> cannot_run_why;
-    if (cannot_run) {
-        cannot_run_why = cannot_run_reason(report, a.command[0]);
-        report.source["cannot_run"] = *cannot_run_why;
-    } else if (expectations) {
-        report.checks = check_report(report, *expectations);
-        if (scenario) {
-            // The program's own verdict (its TAP output): a scenario that fails its own tests fails the run.
-            Check prog = tracer::scenario_program_check(st.exit_code, st.signal);
-            report.checks.insert(report.checks.begin(), prog);
-        }
-    }
-    // What `nvtrace report DIR` needs to rebuild the same report offline (docs/formats.md).
-    cap->meta["report_source"] = report.source;
-    cap->meta["environment"] = report.environment;
-    cap->meta["report_streamed"] = cap->report_stream != nullptr;
+        if (auto nt = tracer::not_traceable(*expectations); !nt.empty()) environment["not_traceable"] = nt;
+    cap->meta["report_source"] = source;
+    cap->meta["environment"] = environment;
     cap->meta["trace_dat"] = nlohmann::json::array();
     if (a.trace_dat) {
         if (auto td = write_trace_dat(out_dir, cap->meta); !td)
@@ -534,50 +465,29 @@ int do_run(RunArgs a) {
         tracer::note("nvtrace run: {}\n", w.error().message);
         return static_cast<int>(ExitCode::environment);
     }
-    {
-        // The report is streamed: a DOM of a large capture does not fit next to its events (docs/report-format.md).
-        auto path = std::filesystem::path(out_dir) / "report.json";
-        if (!report_error && cap->report_stream) {
-            if (auto w = cap->report_stream->write_to(path.string()); !w) report_error = w.error().message;
-        } else if (!report_error) {
-            std::ofstream out(path, std::ios::trunc);
-            if (out) write_json(report, out);
-            if (!out || !out.flush()) report_error = std::strerror(errno);
-        }
-        if (report_error) {
-            std::filesystem::remove(path, ec);  // a cut report would read as a short one
-            fmt::print(stderr,
-                       "nvtrace run: cannot write {}: {}; the capture is kept: `nvtrace report {}` writes the "
-                       "report again\n",
-                       path.string(), *report_error, out_dir);
-            return static_cast<int>(ExitCode::environment);
-        }
-    }
-    // The capture is saved: a signal that arrived meanwhile ends the run now (exit 128 + N below).
-    tracer::take_held_signal(*cap);
-    sigpipe.release();
-    if (a.json) {
-        if (cap->report_stream) {
-            std::cout.flush();
-            if (auto w = cap->report_stream->write(STDOUT_FILENO); !w) {
-                tracer::note("nvtrace run: cannot write the report to stdout: {}\n", w.error().message);
-                return static_cast<int>(ExitCode::environment);
-            }
-        } else {
-            write_json(report, std::cout);
-            if (!std::cout.flush()) {
-                tracer::note("nvtrace run: cannot write the report to stdout: {}\n", std::strerror(errno));
-                return static_cast<int>(ExitCode::environment);
-            }
-        }
-    } else if (!a.quiet) {
-        print_summary(report, streamed ? &*streamed : nullptr, *cap, out_dir, a.verbose);
-        if (!report.checks.empty()) tracer::print_checks(report.checks, false);
-    }
-    if (cannot_run_why) fmt::print("cannot run here: {}\n", *cannot_run_why);
+    // The report: made from the capture directory by the code of `nvtrace report DIR` (record, then report), so
+    // that the two are the same. The capture is saved once report.json is; a signal that arrived meanwhile ends
+    // the run then (exit 128 + N below), before anything goes to stdout.
+    ReportSinks sinks;
+    sinks.command = "run";
+    sinks.out = (std::filesystem::path(out_dir) / "report.json").string();
+    sinks.remove_cut_out = true;
+    sinks.write_hint = fmt::format("; the capture is kept: `nvtrace report {}` writes the report again", out_dir);
+    sinks.json = a.json;
+    sinks.verbose = a.verbose;
+    sinks.after_files = [&] {
+        tracer::take_held_signal(*cap);
+        sigpipe.release();
+    };
+    sinks.summary = !a.quiet;
+    CaptureReportOptions ro;
+    ro.source_dir = a.source;
+    CaptureReport report = report_capture_dir(out_dir, sinks, std::move(ro));
+    if (report.exit_code != 0) return report.exit_code;
+    if (report.cannot_run) fmt::print("cannot run here: {}\n", *report.cannot_run);
     if (cap->interrupted_by) return 128 + *cap->interrupted_by;
     if (!cap->restore_failures.empty() || cap->instance_left) return static_cast<int>(ExitCode::environment);
-    if (cannot_run_why) return static_cast<int>(ExitCode::environment);
+    if (report.cannot_run) return static_cast<int>(ExitCode::environment);
     if (summarize(report.checks).fail) return static_cast<int>(ExitCode::expectation_failed);
     if (a.exit_status == "program") return program_exit_status(cap->status);
     return 0;

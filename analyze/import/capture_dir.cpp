@@ -459,6 +459,9 @@ struct CaptureDirReader::Impl {
     std::vector<Buffer> buffers;
     EventStream side;  // everything but the events; diagnostics added after the pages are decoded
     std::optional<std::string> write_error;
+    // meta.json raw.decode_error: the capture could not read some page files back (removed while the program
+    // ran); those files may be missing here, and their events are lost.
+    std::optional<std::string> decode_error;
     bool has_kallsyms = false;
     bool decoded = false;
 };
@@ -585,8 +588,13 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
                 return fail(bad(meta_path, "raw.buffers cpus must be CPU numbers"));
             int cpu = c.get<int>();
             fs::path file = dir / "raw" / name / fmt::format("cpu{}", cpu);
-            if (std::ifstream in(file, std::ios::binary); !in)
+            if (std::ifstream in(file, std::ios::binary); !in) {
+                if (raw.contains("decode_error") && raw["decode_error"].is_string() && !fs::exists(file)) {
+                    impl->decode_error = raw["decode_error"].get<std::string>();
+                    continue;  // the capture knew: pages_not_read below
+                }
                 return fail(Error::usage(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno))));
+            }
             std::error_code ec;
             auto fsize = fs::file_size(file, ec);
             if (ec) return fail(bad(file, ec.message()));
@@ -723,6 +731,7 @@ Result<void> CaptureDirReader::after_pages(PageFileProblems& problems) {
     // In the order the live capture adds them: damaged pages, pages not saved, reused fds.
     EventStream& st = m.side;
     st.diagnostics = std::move(problems.diagnostics);
+    if (m.decode_error) count_diagnostic(st.diagnostics, Diag::pages_not_read, *m.decode_error);
     if (m.write_error) count_diagnostic(st.diagnostics, Diag::pages_not_saved, *m.write_error);
     note_reused_fds(st);
     return {};

@@ -226,7 +226,7 @@ TEST(LiveFaults, JsonOntoAFullStdoutIsExit3WithTheCaptureSaved) {
         {"/bin/sh", "-c",
          std::string(NVTRACE_BIN) + " run -q --json --out " + out + " -- " + FIONREAD_LOOP_BIN + " 3000 >/dev/full"});
     EXPECT_EQ(r.rc, 3) << r.err;
-    EXPECT_NE(r.err.find("cannot write the report to stdout"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cannot write the report to standard output"), std::string::npos) << r.err;
     nlohmann::json rep = load_json(out + "/report.json");
     EXPECT_GE(rep["ioctls"].size(), 3000u);
     std::filesystem::remove_all(std::filesystem::path(out).parent_path());

@@ -114,7 +114,10 @@ capture_dir_summary_matches_saved_report)
     "$nv" report "$cd_" >"$tmp/dir" || fail "capture dir: exit $?"
     "$nv" report "$cd_/report.json" >"$tmp/saved" || fail "report.json: exit $?"
     cat "$tmp/dir"
-    tail -n +2 "$tmp/dir" >"$tmp/a"; tail -n +2 "$tmp/saved" >"$tmp/b"
+    # The capture's summary names the program and the tracer first (meta.json), as `nvtrace run` printed them.
+    sed -n 2p "$tmp/dir" | grep -q '^program: tests/fionread_loop 20 .*(pid 13948, exit 0)$' || fail "no program line"
+    sed -n 3p "$tmp/dir" | grep -qx 'tracer: events' || fail "no tracer line"
+    tail -n +4 "$tmp/dir" >"$tmp/a"; tail -n +2 "$tmp/saved" >"$tmp/b"
     diff "$tmp/b" "$tmp/a" || fail "capture directory summary differs from its saved report's"
     ;;
 saved_report_on_stdin)
