@@ -1,6 +1,7 @@
 // The checker (nvtrace/expect.hpp; rules in docs/expectations.md, "How a check is decided").
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -171,6 +172,196 @@ bool same_value(std::string_view expected, std::string_view actual) {
     return true;
 }
 
+// ---- where data is missing -------------------------------------------------------------------------------
+
+// The kinds of data a hole can hide (a fact looks for one of them).
+enum Hides : unsigned { kCalls = 1, kIoctls = 2, kLog = 4, kMarkers = 8, kAllData = 15 };
+
+// A span of the trace where data is known to be missing: the data of `hides` that fell strictly between after_ns
+// and before_ns (an absent bound: unbounded that way) may be lost. A loss the report does not place (overruns
+// counted per CPU over the whole run, dropped events, unreadable lines, ...) has neither bound: it may hide
+// anything anywhere.
+struct Hole {
+    unsigned hides = kAllData;
+    std::optional<std::uint64_t> after_ns, before_ns;
+    std::string text;  // what is missing, for a check's why
+};
+
+// A phase's time: from its marker to the next phase marker (docs/markers.md); absent bounds are open.
+struct Window {
+    std::optional<std::uint64_t> from_ns, until_ns;
+};
+
+// "1234.5 us" from ns (up to three decimals, trailing zeros dropped).
+std::string us_text(std::uint64_t ns) {
+    std::string t = fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+    while (t.back() == '0')
+        t.pop_back();
+    if (t.back() == '.') t.pop_back();
+    return t + " us";
+}
+
+// The spans of `phase` as the phase markers give them ("nvtrace-phase: NAME" starts NAME and ends the phase
+// before it, "nvtrace-phase-end" ends it). A marker without a time makes the phase's time unknown: one open window.
+std::vector<Window> phase_windows(const Report& r, const std::string& phase) {
+    std::vector<Window> out;
+    bool open = false;
+    for (const auto& m : r.markers) {
+        bool begin = m.text.rfind("nvtrace-phase: ", 0) == 0, end = m.text.rfind("nvtrace-phase-end", 0) == 0;
+        if (!begin && !end) continue;
+        if (!m.ts_ns) return {Window{}};
+        if (open) {
+            out.back().until_ns = *m.ts_ns;
+            open = false;
+        }
+        if (begin) {
+            std::string name = m.text.substr(std::strlen("nvtrace-phase: "));
+            while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
+                name.pop_back();
+            if (name == phase) {
+                out.push_back({*m.ts_ns, std::nullopt});
+                open = true;
+            }
+        }
+    }
+    if (out.empty()) out.push_back({});  // never marked: run_check says so before any fact is decided
+    return out;
+}
+
+// Where the report says data is missing. A gap (completeness.gaps) is placed by its CPU and time: its data lies
+// between the CPU's recorded events around the mark (the report's calls and events with that CPU; ioctls and
+// markers carry no CPU, so the neighbours found may lie farther out than the real ones, never nearer):
+//  - buffer_started on CPU N: N's events before its first event after the mark were overwritten (ftrace prints
+//    the mark before that event; kernel/trace/trace.c, test_cpu_buff_start);
+//  - lost_events on CPU N: between N's event before the mark and its event at or after it (a ring-buffer page's
+//    missed events precede its first record; "CPU:N [LOST M EVENTS]" precedes N's next line);
+//  - a gap without a CPU (an elided row): between the events of any CPU around it.
+// A gap without a time, and every loss the report counts but does not place, hides everything.
+std::vector<Hole> build_holes(const Report& r) {
+    const Completeness& cm = r.completeness;
+    std::vector<Hole> holes;
+    std::map<int, std::vector<std::uint64_t>> cpu_times;  // CPU -> times of its recorded events, sorted
+    std::vector<std::uint64_t> all_times;
+    for (const Call& c : r.calls)
+        if (c.entry_ns) {
+            if (c.cpu >= 0) cpu_times[c.cpu].push_back(*c.entry_ns);
+            all_times.push_back(*c.entry_ns);
+        }
+    for (const EventRecord& e : r.events)
+        if (e.ts_ns) {
+            if (e.cpu >= 0) cpu_times[e.cpu].push_back(*e.ts_ns);
+            all_times.push_back(*e.ts_ns);
+        }
+    for (const IoctlRecord& io : r.ioctls) {
+        all_times.push_back(io.enter_ns);
+        if (io.exit_ns) all_times.push_back(*io.exit_ns);
+    }
+    for (const MarkerEntry& m : r.markers)
+        if (m.ts_ns) all_times.push_back(*m.ts_ns);
+    for (auto& [cpu, t] : cpu_times)
+        std::sort(t.begin(), t.end());
+    std::sort(all_times.begin(), all_times.end());
+    static const std::vector<std::uint64_t> kNone;
+    auto times_of = [&](int cpu) -> const std::vector<std::uint64_t>& {
+        if (cpu < 0) return all_times;
+        auto it = cpu_times.find(cpu);
+        return it == cpu_times.end() ? kNone : it->second;
+    };
+    auto last_before = [](const std::vector<std::uint64_t>& t, std::uint64_t ts) -> std::optional<std::uint64_t> {
+        auto it = std::lower_bound(t.begin(), t.end(), ts);
+        if (it == t.begin()) return std::nullopt;
+        return *std::prev(it);
+    };
+    auto first_from = [](const std::vector<std::uint64_t>& t, std::uint64_t ts) -> std::optional<std::uint64_t> {
+        auto it = std::lower_bound(t.begin(), t.end(), ts);
+        if (it == t.end()) return std::nullopt;
+        return *it;
+    };
+    auto line_text = [](const Gap& g) { return g.line ? fmt::format(", line {}", *g.line) : std::string(); };
+
+    // The `trace` header's overwritten entries: with buffer_started marks (the annotate option was on) they are
+    // the marked CPUs' events before their marks, and the first printed CPU's before the trace begins (ftrace
+    // does not mark the first entry); without marks they are not placed.
+    std::uint64_t overwritten = 0;
+    if (cm.entries_in_buffer && cm.entries_written && *cm.entries_written > *cm.entries_in_buffer)
+        overwritten = *cm.entries_written - *cm.entries_in_buffer;
+    std::size_t started_marks = 0;
+    std::uint64_t placed_lost = 0;
+    for (const Gap& g : cm.gaps) {
+        if (g.kind == "buffer_started") ++started_marks;
+        if (g.kind == "lost_events" && g.count) placed_lost += *g.count;
+    }
+
+    for (const Gap& g : cm.gaps) {
+        Hole h;
+        const auto& t = times_of(g.cpu);
+        std::string cpu = g.cpu >= 0 ? fmt::format(" on CPU {}", g.cpu) : std::string();
+        if (g.kind == "buffer_started") {
+            if (g.ts_ns) h.before_ns = first_from(t, *g.ts_ns);
+            std::string before = h.before_ns ? " before " + us_text(*h.before_ns) : std::string();
+            if (overwritten && started_marks == 1)
+                h.text = fmt::format("{} entries overwritten{}{} (the buffer wrapped{})", thousands(overwritten), cpu,
+                                     before, line_text(g));
+            else if (overwritten)
+                h.text = fmt::format("entries overwritten{}{} (the buffer wrapped: {} entries in all{})", cpu, before,
+                                     thousands(overwritten), line_text(g));
+            else
+                h.text = fmt::format("events overwritten{}{} (its buffer started late{})", cpu, before, line_text(g));
+        } else {
+            if (g.ts_ns) {
+                h.after_ns = last_before(t, *g.ts_ns);
+                h.before_ns = first_from(t, g.cpu >= 0 ? *g.ts_ns : *g.ts_ns + 1);
+            }
+            std::string span = h.after_ns && h.before_ns
+                                   ? fmt::format(" between {} and {}", us_text(*h.after_ns), us_text(*h.before_ns))
+                               : h.before_ns ? " before " + us_text(*h.before_ns)
+                               : h.after_ns  ? " after " + us_text(*h.after_ns)
+                                             : std::string();
+            if (g.kind == "elided")
+                h.text = fmt::format("lines elided{}{} (an excerpt{})", cpu, span, line_text(g));
+            else
+                h.text = fmt::format("{} events lost{}{}{}", g.count ? thousands(*g.count) : "an unknown number of",
+                                     cpu, span, g.line ? fmt::format(" (line {})", *g.line) : std::string());
+        }
+        if (!g.ts_ns) h.after_ns = h.before_ns = std::nullopt;  // no time: anywhere
+        holes.push_back(std::move(h));
+    }
+    if (overwritten && started_marks) {
+        Hole h;
+        if (!all_times.empty()) h.before_ns = all_times.front();
+        h.text = fmt::format("entries overwritten before the trace begins (the buffer wrapped: {} entries in all)",
+                             thousands(overwritten));
+        holes.push_back(std::move(h));
+    }
+
+    // Counted, not placed: hides everything (the call-tree counts: every call).
+    auto unplaced = [&](unsigned hides, std::string text) { holes.push_back({hides, {}, {}, std::move(text)}); };
+    if (cm.lost_events > placed_lost) unplaced(kAllData, fmt::format("{} lost events", cm.lost_events - placed_lost));
+    std::uint64_t overruns = cm.overruns - (started_marks ? std::min(overwritten, cm.overruns) : 0);
+    if (overruns) unplaced(kAllData, fmt::format("{} ring-buffer overruns", overruns));
+    if (cm.dropped_events) unplaced(kAllData, fmt::format("{} dropped events", cm.dropped_events));
+    if (cm.graph_overruns) unplaced(kCalls, fmt::format("{} graph return-stack overruns", cm.graph_overruns));
+    if (cm.orphan_returns) unplaced(kCalls, fmt::format("{} returns without entry", cm.orphan_returns));
+    if (cm.unclosed_calls) unplaced(kCalls, fmt::format("{} calls without exit", cm.unclosed_calls));
+    for (const Diagnostic& d : cm.diagnostics) {
+        const DiagnosticInfo* info = find_diagnostic(d.name);
+        if (info &&
+            (info->id == Diag::lost_event_marks || info->id == Diag::buffer_started || info->id == Diag::elided_span ||
+             info->id == Diag::orphan_return || info->id == Diag::unclosed_call))
+            continue;  // the gaps and counts above
+        if (info && info->id == Diag::depth_gap) {
+            unplaced(kCalls, fmt::format("{} calls whose parent entries are missing", d.count));
+            continue;
+        }
+        if (info ? makes_incomplete(*info) : d.severity == "data_loss")
+            unplaced(kAllData, fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
+    }
+    if (!cm.complete && holes.empty())
+        unplaced(kAllData, cm.reasons.empty() ? std::string("the report says it is incomplete")
+                                              : fmt::format("{}", fmt::join(cm.reasons, ", ")));
+    return holes;
+}
+
 struct Context {
     const Report& report;
     const ExpectFile& file;
@@ -178,8 +369,7 @@ struct Context {
     std::map<std::uint64_t, std::vector<const Call*>> children;
     std::map<std::uint64_t, const Call*> by_id;
     std::set<std::string> functions_seen;  // anywhere in the report
-    bool data_lost = false;
-    std::string loss;
+    std::vector<Hole> holes;               // where data is known to be missing (build_holes)
     bool live = false;
     // Functions the run found it could not trace (environment.not_traceable, written by `nvtrace run`: absent from
     // available_filter_functions, or from /proc/kallsyms too: inlined). Treated like the file's `untraced` lines.
@@ -195,19 +385,30 @@ struct Context {
             if (c.parent) children[*c.parent].push_back(&c);
             functions_seen.insert(c.function);
         }
-        const Completeness& cm = r.completeness;
-        std::vector<std::string> why;
-        if (cm.lost_events) why.push_back(fmt::format("{} lost events", cm.lost_events));
-        if (cm.overruns) why.push_back(fmt::format("{} ring-buffer overruns", cm.overruns));
-        if (cm.dropped_events) why.push_back(fmt::format("{} dropped events", cm.dropped_events));
-        if (cm.graph_overruns) why.push_back(fmt::format("{} graph return-stack overruns", cm.graph_overruns));
-        if (cm.orphan_returns) why.push_back(fmt::format("{} returns without entry", cm.orphan_returns));
-        if (cm.unclosed_calls) why.push_back(fmt::format("{} calls without exit", cm.unclosed_calls));
-        if (!cm.complete && why.empty()) why = cm.reasons;
-        if (!cm.complete && why.empty()) why.push_back("the report says it is incomplete");
-        data_lost = !cm.complete || cm.lost_events || cm.overruns || cm.dropped_events || cm.graph_overruns;
-        loss = fmt::format("{}", fmt::join(why, ", "));
+        holes = build_holes(r);
         live = r.source.is_object() && r.source.value("kind", "") == "live";
+    }
+
+    // What is missing where data of `kind` for `phase` would be: the holes that hide that kind and overlap the
+    // phase's time (every holes of that kind without a phase), joined; nullopt when none does (then not seeing
+    // a thing is evidence).
+    std::optional<std::string> missing_for(unsigned kind, const std::optional<std::string>& phase) const {
+        std::vector<Window> win = phase ? phase_windows(report, *phase) : std::vector<Window>{Window{}};
+        std::vector<std::string> texts;
+        for (const Hole& h : holes) {
+            if (!(h.hides & kind)) continue;
+            bool overlaps = false;
+            for (const Window& w : win)
+                overlaps = overlaps || ((!h.after_ns || !w.until_ns || *h.after_ns < *w.until_ns) &&
+                                        (!h.before_ns || !w.from_ns || *h.before_ns > *w.from_ns));
+            if (overlaps) texts.push_back(h.text);
+        }
+        if (texts.empty()) return std::nullopt;
+        constexpr std::size_t kShown = 3;
+        std::string out =
+            fmt::format("{}", fmt::join(texts.begin(), texts.begin() + std::min(texts.size(), kShown), ", "));
+        if (texts.size() > kShown) out += fmt::format(", and {} more gaps", texts.size() - kShown);
+        return out;
     }
 
     std::string tracer_hint() const {
@@ -341,8 +542,8 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
         if (m.complete)
             return {Outcome::fail,
                     fmt::format("seen {} time(s){}: {}", m.complete, phase_text(phase), path_text(m.example)), ""};
-        if (ctx.data_lost)
-            return {Outcome::inconclusive, "not seen", "data was lost (" + ctx.loss + "), so absence proves nothing"};
+        if (auto lost = ctx.missing_for(kCalls, phase))
+            return {Outcome::inconclusive, "not seen", "data was lost (" + *lost + "), so absence proves nothing"};
         for (const auto& s : visible)
             if (!ctx.functions_seen.count(s.function))
                 return {Outcome::inconclusive, "not seen",
@@ -395,7 +596,8 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
                              join_limited(distinct_functions(ctx, phase)));
         if (calls_in(ctx, phase) == 0) ev = fmt::format("no call at all was traced{}", phase_text(phase));
     }
-    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    if (auto lost = ctx.missing_for(kCalls, phase))
+        return {Outcome::inconclusive, ev, "not seen, but data was lost (" + *lost + ")"};
     return {Outcome::fail, ev, ""};
 }
 
@@ -511,7 +713,8 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
             return {Outcome::fail, fmt::format("{} matching ioctl(s){}: {}", matched, phase_text(phase), first_match),
                     ""};
         if (unknown_n) return {Outcome::inconclusive, first_other, unknown_why};
-        if (ctx.data_lost) return {Outcome::inconclusive, "not seen", "data was lost (" + ctx.loss + ")"};
+        if (auto lost = ctx.missing_for(kIoctls, phase))
+            return {Outcome::inconclusive, "not seen", "data was lost (" + *lost + ")"};
         return {Outcome::pass, fmt::format("no matching ioctl among {} {}{}", named, name, phase_text(phase)), ""};
     }
     if (matched)
@@ -528,7 +731,8 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
         ev = names.empty() ? fmt::format("no ioctl at all{}", phase_text(phase))
                            : fmt::format("no {}{}; ioctls seen: {}", name, phase_text(phase), join_limited(names));
     }
-    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    if (auto lost = ctx.missing_for(kIoctls, phase))
+        return {Outcome::inconclusive, ev, "not seen, but data was lost (" + *lost + ")"};
     return {Outcome::fail, ev, ""};
 }
 
@@ -551,7 +755,8 @@ FactResult eval_ioctls(const Context& ctx, const Fact& f, const std::optional<st
     std::string ev = fmt::format("{}no {}{} after that; ioctls in order: {}",
                                  at.empty() ? std::string() : fmt::format("found {}; ", fmt::join(at, ", ")),
                                  f.names[want], phase_text(phase), seen.empty() ? "none" : join_limited(seen, 16));
-    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    if (auto lost = ctx.missing_for(kIoctls, phase))
+        return {Outcome::inconclusive, ev, "not seen, but data was lost (" + *lost + ")"};
     return {Outcome::fail, ev, ""};
 }
 
@@ -589,14 +794,16 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
     }
     if (f.absent) {
         if (matched) return {Outcome::fail, fmt::format("{} message(s): {}", matched, first_match), ""};
-        if (ctx.data_lost) return {Outcome::inconclusive, "not seen", "data was lost (" + ctx.loss + ")"};
+        if (auto lost = ctx.missing_for(kLog, std::nullopt))
+            return {Outcome::inconclusive, "not seen", "data was lost (" + *lost + ")"};
         return {Outcome::pass, fmt::format("none among {} kernel-log message(s)", ctx.report.kernel_log.size()), ""};
     }
     if (matched) return {Outcome::pass, first_match, ""};
     std::string ev =
         of_kind ? fmt::format("{} {} message(s), none with these fields; first: {}", of_kind, kind, first_other)
                 : fmt::format("no {} message; kinds seen: {}", kind, kinds.empty() ? "none" : join_limited(kinds));
-    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    if (auto lost = ctx.missing_for(kLog, std::nullopt))
+        return {Outcome::inconclusive, ev, "not seen, but data was lost (" + *lost + ")"};
     return {Outcome::fail, ev, ""};
 }
 
@@ -644,7 +851,8 @@ FactResult eval_phases(const Context& ctx, const Fact& f) {
         if (want < f.names.size() && p == f.names[want]) ++want;
     if (want == f.names.size()) return {Outcome::pass, fmt::format("{}", fmt::join(f.names, ", ")), ""};
     std::string ev = fmt::format("no phase {} in order; phases seen: {}", f.names[want], join_limited(seen, 16));
-    if (ctx.data_lost) return {Outcome::inconclusive, ev, "not seen, but data was lost (" + ctx.loss + ")"};
+    if (auto lost = ctx.missing_for(kMarkers, std::nullopt))
+        return {Outcome::inconclusive, ev, "not seen, but data was lost (" + *lost + ")"};
     return {Outcome::fail, ev, ""};
 }
 
