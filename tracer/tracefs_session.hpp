@@ -4,7 +4,7 @@
 //
 // Every change is undone by the destructors, so every exit path (return, error, exception) restores.
 // The journal is also written to a state file (kJournalPath) before the first top-level write, so that a
-// run killed with SIGKILL can be restored afterwards (`nvtrace cleanup`, issue 4).
+// run killed with SIGKILL can be restored afterwards (`nvtrace cleanup`).
 // Thread-safety: one thread.
 #pragma once
 

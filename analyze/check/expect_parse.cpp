@@ -200,7 +200,7 @@ struct Parser {
             f.kind = kw.text == "ioctl" ? Fact::Kind::ioctl : Fact::Kind::log;
             if (i >= end) return fail(error(kw_end, kw.text == "ioctl" ? "an ioctl name" : "a kernel-log kind", ""));
             // A name or value nvtrace cannot match is refused here: `absent ioctl FIONRAED` (misspelt) would pass
-            // on every report (a second fresh user).
+            // on every report.
             if (kw.text == "ioctl" && !check_values::ioctl_value(all[i].text))
                 return fail(error(all[i].col, kIoctlName, all[i].text));
             if (kw.text == "log" && !is_kernel_log_kind(all[i].text))

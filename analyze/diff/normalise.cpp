@@ -114,7 +114,7 @@ Result<DiffThreshold> parse_min_delta(std::string_view text, DiffThreshold defau
     std::string_view rest = trim(text);
     if (rest.empty()) return fail(Error::usage("--min-delta: expected ABS, REL% or ABS,REL% (e.g. 10us,20%)"));
     // One absolute part and one relative part at the most: a third part, or two of a kind, said nothing
-    // (the last won) when a second fresh user tried them.
+    // (the last won).
     bool have_abs = false, have_rel = false;
     auto twice = [&] {
         return fail(

@@ -1,7 +1,7 @@
 // library_crash_guard.hpp: a crash inside libtracecmd or libtraceevent on a damaged input file becomes one line on
 // stderr and exit 2 (a bad input), not a SIGSEGV (the trace.dat reader, trace_dat.cpp).
 //
-// libtracecmd 1.3.1 and libtraceevent 1.7.1 crash on some damaged trace.dat files (a fresh user changed a few bytes
+// libtracecmd 1.3.1 and libtraceevent 1.7.1 crash on some damaged trace.dat files (a few bytes changed
 // of 120 files: 2 crashed nvtrace and `trace-cmd report` alike): tracecmd_buffer_instance_handle's error path closes
 // a half-made copy of the top handle (SIGSEGV in tracecmd_close), and kbuffer_load_subbuffer reads a damaged page
 // header out of bounds. While the reading thread is inside those libraries (InLibrary), such a crash prints the

@@ -72,8 +72,8 @@ struct IoctlRecord {
     std::optional<std::string> fd_path_unknown;
     std::uint64_t cmd = 0;
     std::optional<std::string> name;      // decoded request name, when known
-    std::optional<std::uint32_t> hclass;  // RM class, when the parameters carry one (issue 5)
-    std::optional<std::string> status;    // RM/UVM status from the parameter struct (issue 5)
+    std::optional<std::uint32_t> hclass;  // RM class, when the parameters carry one
+    std::optional<std::string> status;    // RM/UVM status from the parameter struct
     // NV_ESC_RM_CONTROL: the RM control command (NVOS54 `cmd`, e.g. 0x20800110) from the preload marker, and
     // the RM class whose control interface it belongs to (bits 31..16, named from the class table) when known.
     std::optional<std::uint32_t> ctrl;

@@ -179,7 +179,7 @@ TEST(Report, MissingParentEntriesAreADepthGapThatMakesItIncomplete) {
     EXPECT_FALSE(r.completeness.complete);
 }
 
-// A fresh user's run crashed with "invalid UTF-8 byte" (nlohmann::json type_error 316) when a process wrote
+// A run crashed with "invalid UTF-8 byte" (nlohmann::json type_error 316) when a process wrote
 // a 0xFF byte to /dev/kmsg or to the trace marker: report.json was cut off and meta.json never written.
 TEST(Report, InvalidUtf8InKernelLogAndMarkersIsReplacedNotACrash) {
     EventStream s;

@@ -109,7 +109,7 @@ TEST(LiveCaptureDir, RunReportAndSummaryAreThoseOfReportDir) {
     std::filesystem::remove_all(std::filesystem::path(again).parent_path());
 }
 
-// Issue 4: "a run with a tiny buffer and no draining must report exactly the overrun the kernel counted".
+// "a run with a tiny buffer and no draining must report exactly the overrun the kernel counted".
 // fionread_loop N does exactly N ioctls (checked by the first run, drained as usual); nvtrace writes two
 // markers (nvtrace-start, nvtrace-end) into the same buffer. With the smallest buffer and no reading until
 // the end, the records kept plus the overrun the kernel counted must be exactly 2N + 2.

@@ -78,7 +78,7 @@ TEST(LiveFaults, CleanupKeepsTheInstanceOfARunningNvtrace) {
     EXPECT_EQ(tracefs_snapshot(), before);
 }
 
-// A fresh user's run on a full file system (a 40 MB tmpfs): nvtrace failed while saving the event formats and
+// A run on a full file system (a 40 MB tmpfs): nvtrace failed while saving the event formats and
 // removed the whole directory with the ring-buffer pages it had recorded. They are kept now, and said to be.
 TEST(LiveFaults, FullDiskKeepsTheRecordedPagesInsteadOfDeletingThem) {
     REQUIRE_LIVE();
@@ -100,7 +100,7 @@ TEST(LiveFaults, FullDiskKeepsTheRecordedPagesInsteadOfDeletingThem) {
     ::rmdir(mnt.c_str());
 }
 
-// A fresh user removed the capture directory while the program ran: the report said 0 ioctls and complete. The
+// The capture directory removed while the program ran: the report said 0 ioctls and complete. The
 // page files that cannot be read back are data lost: the data_loss diagnostic pages_not_read says so.
 TEST(LiveFaults, PageFilesRemovedDuringTheRunMakeTheReportIncomplete) {
     REQUIRE_LIVE();
@@ -117,7 +117,7 @@ TEST(LiveFaults, PageFilesRemovedDuringTheRunMakeTheReportIncomplete) {
     std::filesystem::remove_all(std::filesystem::path(out).parent_path());
 }
 
-// A fresh user's --out directory held a dangling report.json symbolic link: the run was accepted and wrote its
+// An --out directory held a dangling report.json symbolic link: the run was accepted and wrote its
 // report through the link, wherever it pointed. Such a directory holds a capture's name: refused.
 TEST(LiveFaults, OutDirectoryWithADanglingReportLinkIsRefused) {
     REQUIRE_LIVE();
@@ -131,7 +131,7 @@ TEST(LiveFaults, OutDirectoryWithADanglingReportLinkIsRefused) {
     std::filesystem::remove_all(out);
 }
 
-// A fresh user piped nvtrace's output into `head -1`: the next progress line on the closed pipe killed nvtrace
+// nvtrace's output piped into `head -1`: the next progress line on the closed pipe killed nvtrace
 // (SIGPIPE) after the program ended and before meta.json and report.json were written; the capture was lost.
 TEST(LiveFaults, ClosedStderrPipeStillWritesTheCapture) {
     REQUIRE_LIVE();
@@ -147,7 +147,7 @@ TEST(LiveFaults, ClosedStderrPipeStillWritesTheCapture) {
     std::filesystem::remove_all(std::filesystem::path(out).parent_path());
 }
 
-// A fresh user sent SIGTERM to nvtrace 0.1 s after the program ended, while the report was being built: nvtrace
+// SIGTERM sent to nvtrace 0.1 s after the program ended, while the report was being built: nvtrace
 // ignored it and exited 0 (the signals were discarded after the run). It now finishes saving the capture and
 // exits 128 + 15, with the whole report.
 TEST(LiveFaults, SigtermWhileTheReportIsWrittenSavesItAndExits143) {
@@ -197,7 +197,7 @@ TEST(LiveFaults, SigquitSavesTheCaptureAndRemovesTheInstance) {
 }
 
 // meta.json said how the program ended (signal 2) but not that nvtrace had been interrupted and passed the signal
-// on (a fresh user's Ctrl-C): `interrupted_by` says it.
+// on (Ctrl-C): `interrupted_by` says it.
 TEST(LiveFaults, MetaSaysWhichSignalInterruptedTheRun) {
     REQUIRE_LIVE();
     auto before = tracefs_snapshot();
@@ -217,7 +217,7 @@ TEST(LiveFaults, MetaSaysWhichSignalInterruptedTheRun) {
     std::filesystem::remove_all(std::filesystem::path(out).parent_path());
 }
 
-// `nvtrace run --json > /dev/full` printed "cannot write the report to stdout" and exited 0 (a fresh user). The
+// `nvtrace run --json > /dev/full` printed "cannot write the report to stdout" and exited 0. The
 // capture itself is saved; the exit status says the output was lost.
 TEST(LiveFaults, JsonOntoAFullStdoutIsExit3WithTheCaptureSaved) {
     REQUIRE_LIVE();

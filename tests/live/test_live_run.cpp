@@ -162,7 +162,7 @@ TEST(LiveRun, FunctionGraphRefusedByTheKernelIsAClearEnvironmentError) {
 }
 
 // `nvtrace run --out D --event foo -- true` printed "nvtrace: tracing true; capture directory D" and then the
-// --event error (a fresh user): a malformed --event is refused before anything is announced or made.
+// --event error: a malformed --event is refused before anything is announced or made.
 TEST(LiveRun, MalformedEventIsRefusedBeforeTheRunIsAnnounced) {
     REQUIRE_LIVE();
     std::string out = temp_dir() + "/cap";
@@ -212,7 +212,7 @@ TEST(LiveRun, ReportOfTheCaptureDirectoryAndItsReportJsonPrintTheRunsSummary) {
     }
 }
 
-// A second user found fd_paths.json holding nvtrace's own fds (/dev/kmsg, trace_pipe_raw, its raw page files):
+// fd_paths.json held nvtrace's own fds (/dev/kmsg, trace_pipe_raw, its raw page files):
 // nvtrace's start/end markers carry its pid, and that pid was followed like one of the program's.
 TEST(LiveRun, FdPathsNeverFollowNvtracesOwnPid) {
     REQUIRE_LIVE();
@@ -239,7 +239,7 @@ TEST(LiveRun, FdPathsNeverFollowNvtracesOwnPid) {
     EXPECT_TRUE(program_pipe) << "the program's pipe is not in fd_paths.json: " << fds.dump();
 }
 
-// A second user's `nvtrace run -o /sys/kernel/tracing/instances/foo` created (and left) a tracing instance.
+// A `nvtrace run -o /sys/kernel/tracing/instances/foo` created (and left) a tracing instance.
 TEST(LiveRun, OutInsideTracefsIsRefusedAndCreatesNoInstance) {
     REQUIRE_LIVE();
     auto before = tracefs_snapshot();

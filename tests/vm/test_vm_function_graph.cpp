@@ -135,7 +135,7 @@ TEST_F(VmFunctionGraph, ReportIsComplete) {
     EXPECT_EQ(report["completeness"].value("complete", false), true) << report["completeness"].dump(2);
 }
 
-// Issue 3 round trip with function_graph at the top level: `nvtrace report /tmp/r --json` in the guest
+// Round trip with function_graph at the top level: `nvtrace report /tmp/r --json` in the guest
 // re-analyses the saved top-level pages (kallsyms subset, formats) into the same report; only "source" (where
 // the data came from) may differ.
 TEST_F(VmFunctionGraph, OfflineReportOfTheRawPagesEqualsTheLiveReport) {
@@ -153,7 +153,7 @@ TEST_F(VmFunctionGraph, OfflineReportOfTheRawPagesEqualsTheLiveReport) {
 
 }  // namespace
 
-// Issue 4 at the top level: SIGKILL leaves the journal, which makes the
+// At the top level: SIGKILL leaves the journal, which makes the
 // next run refuse, and `nvtrace cleanup` restores from it; a module that is not loaded is an error.
 class VmFaults : public VmFunctionGraph {
 protected:

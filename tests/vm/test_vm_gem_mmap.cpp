@@ -115,7 +115,7 @@ TEST_F(VmGemMmap, TopLevelTracefsStateIsRestored) {
     EXPECT_EQ(handed_back("tracefs-after-all.txt").value_or("<missing>"), *before);
 }
 
-// Issue 5: the DRM ioctls of the scenario are decoded in the report (names from the DRM core table and the fd's
+// The DRM ioctls of the scenario are decoded in the report (names from the DRM core table and the fd's
 // /dev/dri path), each with its return code and the kernel calls it caused, and the summary prints one line each.
 TEST_F(VmGemMmap, DrmIoctlsAreNamedWithTheirReturnCodes) {
     const json report = load("report.json");

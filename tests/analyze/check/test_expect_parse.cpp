@@ -33,7 +33,7 @@ TEST(ExpectParse, EveryScenarioFileParses) {
     EXPECT_EQ(files, 7) << "gem-mmap and the six CUDA scenarios";
 }
 
-// A second fresh user: `absent ioctl FIONRAED`, `absent ioctl FIONREAD ret=EINAVL` and `absent log xdi` (typos)
+// Seen: `absent ioctl FIONRAED`, `absent ioctl FIONREAD ret=EINAVL` and `absent log xdi` (typos)
 // passed on every report, and `ioctl FIONREAD ret=banana` failed instead of being refused. What nvtrace cannot
 // match is now a parse error naming line and column; a file with CRLF line ends parses as with LF.
 TEST(ExpectParse, NamesAndValuesNvtraceCannotMatchAreRefused) {

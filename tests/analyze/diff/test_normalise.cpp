@@ -72,7 +72,7 @@ TEST(MinDelta, Parses) {
     EXPECT_FALSE(parse_min_delta(""));
 }
 
-// A second fresh user: three parts or two of a kind were taken (the last won), a huge value saturated, and 0 was
+// Seen: three parts or two of a kind were taken (the last won), a huge value saturated, and 0 was
 // refused for lacking a unit.
 TEST(MinDelta, OneOfEachKindAtMostNoSaturationAndAPlainZero) {
     EXPECT_FALSE(parse_min_delta("10us,20%,30%"));

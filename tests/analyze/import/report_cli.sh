@@ -121,7 +121,7 @@ capture_dir_summary_matches_saved_report)
     diff "$tmp/b" "$tmp/a" || fail "capture directory summary differs from its saved report's"
     ;;
 saved_report_on_stdin)
-    # A second user's `cat runs/X/report.json | nvtrace report -` was "<stdin>:1: expected a trace ... found '{'".
+    # A `cat runs/X/report.json | nvtrace report -` was "<stdin>:1: expected a trace ... found '{'".
     cd_=$cases/../capture_dir/fionread20
     "$nv" report "$cd_/report.json" >"$tmp/file.txt" || fail "file: exit $?"
     cat "$cd_/report.json" | "$nv" report - >"$tmp/pipe.txt" 2>"$tmp/err" || { cat "$tmp/err"; fail "stdin: exit $?"; }
@@ -186,7 +186,7 @@ diff_without_calls)
     ! grep -q 'no change' "$tmp/out" || fail "said no change"
     ;;
 diff_that_ignores_every_call_compares_nothing)
-    # A second user: `diff A B --ignore '*' --exit-code` printed "no change" and exited 0 (a CI gate passed), and
+    # Seen: `diff A B --ignore '*' --exit-code` printed "no change" and exited 0 (a CI gate passed), and
     # `--rename-map DIR` was taken as an empty map.
     a=$cases/../reports/baseline.json b=$cases/../reports/driver_upgrade.json
     "$nv" diff "$a" "$b" --ignore '*' --exit-code >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/err"
@@ -202,7 +202,7 @@ diff_that_ignores_every_call_compares_nothing)
     [ "$rc" = 2 ] && grep -q "expected a whole number >= 0, got '-1'" "$tmp/err" || fail "--max-rows -1: exit $rc"
     ;;
 unfinished_capture_and_piped_saved_report_say_what_they_are)
-    # A second user: export/check/diff called a killed run's directory "not a capture directory" (report says
+    # Seen: export/check/diff called a killed run's directory "not a capture directory" (report says
     # "an unfinished capture"), and a saved report piped to `report - --calls-jsonl` was "expected a trace".
     mkdir -p "$tmp/killed/raw"
     for cmd in "export $tmp/killed --format csv" "diff $tmp/killed $tmp/killed"; do
@@ -214,14 +214,14 @@ unfinished_capture_and_piped_saved_report_say_what_they_are)
     [ "$rc" = 2 ] && grep -q 'takes a trace file, not a saved report' "$tmp/err" || fail "piped report: exit $rc, $(cat "$tmp/err")"
     ;;
 dmesg_refuses_devices)
-    # A second user: `nvtrace dmesg /dev/zero` read 512 MiB before exit 2 (report refuses devices at once).
+    # Seen: `nvtrace dmesg /dev/zero` read 512 MiB before exit 2 (report refuses devices at once).
     "$nv" dmesg /dev/zero >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] && grep -q 'a device, not a kernel log file' "$tmp/err" || fail "dmesg /dev/zero: exit $rc"
     printf '[    1.0] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n' >"$tmp/k.log"
     cat "$tmp/k.log" | "$nv" dmesg - | grep -q 'xid=79' || fail "dmesg - of a pipe"
     ;;
 names_that_name_nothing_are_refused)
-    # A second user: `doctor --module ../kernel` (and '') was "built into the kernel", and a scenario's
+    # Seen: `doctor --module ../kernel` (and '') was "built into the kernel", and a scenario's
     # `requires module` without a name was never checked.
     for m in ../kernel ''; do
         "$nv" doctor --module "$m" >/dev/null 2>"$tmp/err"; rc=$?; cat "$tmp/err"
@@ -288,7 +288,7 @@ output_into_the_capture_directory_is_refused)
     "$nv" report "$tmp/cap" -o "$tmp/elsewhere.json" >/dev/null || fail "an output outside failed"
     ;;
 links_to_a_capture_and_export_into_it_are_refused)
-    # A fresh user: `report DIR -o L` where L is a hard or symbolic link to DIR/report.json, and `export DIR -o
+    # Seen: `report DIR -o L` where L is a hard or symbolic link to DIR/report.json, and `export DIR -o
     # DIR/report.json`, both replaced the run's report (exit 0).
     cp -r "$cases/../capture_dir/fionread20" "$tmp/cap"
     before=$(cksum <"$tmp/cap/report.json")
@@ -307,7 +307,7 @@ links_to_a_capture_and_export_into_it_are_refused)
     [ "$rc" = 2 ] || fail "export onto its input through a link: exit $rc, expected 2"
     [ "$(cksum <"$tmp/cap/report.json")" = "$before" ] || fail "the run's report was changed"
     "$nv" export "$tmp/cap" --format csv -o "$tmp/calls.csv" || fail "an output outside failed"
-    # A second user: a dangling link into the directory let both write a new file there.
+    # Seen: a dangling link into the directory let both write a new file there.
     ln -s cap/raw/new.json "$tmp/dangling.json"
     "$nv" report "$tmp/cap" -o "$tmp/dangling.json" 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] && grep -q 'a link into the capture directory' "$tmp/err" || fail "report through a dangling link: $rc"
@@ -328,7 +328,7 @@ calls_jsonl_and_o_naming_one_new_file_are_refused)
     done
     ;;
 pipes_to_export_check_and_diff_are_read_once)
-    # A fresh user: `cat X | nvtrace export -` was "-: cannot open", and `diff <(cat A) <(cat B)` "empty input":
+    # Seen: `cat X | nvtrace export -` was "-: cannot open", and `diff <(cat A) <(cat B)` "empty input":
     # the pipe was peeked, then read again from where the peek had left it.
     f="$cases/fgraph-retval-merged-format.txt"
     "$nv" export "$f" --format csv >"$tmp/file.csv" || fail "export of the file"

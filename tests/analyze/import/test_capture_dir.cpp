@@ -87,7 +87,7 @@ TEST(CaptureDir, TruncatedPageFileNamesTheFileAndTheLastPageOffset) {
     EXPECT_NE(e.find("offset 4096"), std::string::npos) << e;
 }
 
-// A second user cut raw/instance/cpu0 to 0 bytes (or to one whole page) and got "ioctls: 0, complete: yes":
+// raw/instance/cpu0 cut to 0 bytes (or to one whole page) and got "ioctls: 0, complete: yes":
 // a page file cut at a page boundary, or a meta.json edited to read the pages differently, lost data quietly.
 TEST(CaptureDir, PageFileCutAtAPageBoundaryIsAnErrorNotAQuietReport) {
     for (std::size_t keep : {std::size_t{0}, std::size_t{4096}}) {
@@ -210,7 +210,7 @@ TEST(CaptureDir, PageEndingInZeroesIsDataLossAndTheOtherPagesAreKept) {
     // Fewer events than the whole capture, but not none: the page's first half and the other CPU's pages.
     EXPECT_LT(events, whole->stream.events.size());
     EXPECT_GT(events, 0u);
-    // The whole page is lost, not only what follows the zeroes (the message says so: a second user found
+    // The whole page is lost, not only what follows the zeroes (the message says so: it was found
     // "the rest of the page" while the page's first half was gone too): as many events as with its data zeroed.
     {
         Copy z;
@@ -250,7 +250,7 @@ TEST(CaptureDir, DrainWriteErrorInMetaIsDataLoss) {
     EXPECT_TRUE(found);
 }
 
-// A second user's program opened /dev/null, /dev/zero, /dev/tty0 and /etc/hostname one after the other on the
+// A program opened /dev/null, /dev/zero, /dev/tty0 and /etc/hostname one after the other on the
 // same fd and made ioctls on each: all of them were named /etc/hostname, the last path the poll saw. An fd
 // seen naming several files now names none (which one each ioctl used is not known), with a diagnostic.
 TEST(CaptureDir, FdReusedForAnotherFileNamesNoPathInsteadOfTheLastOne) {

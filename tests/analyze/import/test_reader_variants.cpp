@@ -1,4 +1,4 @@
-// Variants of the input kinds of issue 17/18 written from the formats' sources (not from the case files):
+// Variants of the input kinds written from the formats' sources (not from the case files):
 // each test says where its lines' shape comes from.
 #include <gtest/gtest.h>
 

@@ -22,7 +22,7 @@ vm_step "nvtrace exit status $nvtrace_status"
 vm_tracefs_snapshot > /tmp/tracefs-after.txt
 ls -la /tmp/r
 
-# The capture directory re-analysed offline (issue 3 round trip): from the saved raw pages of the top-level
+# The capture directory re-analysed offline (round trip): from the saved raw pages of the top-level
 # buffer, formats and kallsyms subset; the gtest compares it with the live report.json.
 vm_step "nvtrace report /tmp/r --json"
 nvtrace report /tmp/r --json > /tmp/report-offline.json
@@ -37,7 +37,7 @@ nvtrace run -q --no-preload --out /tmp/xid -- /bin/sh -c \
     'echo "<3>NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus." > /dev/kmsg'
 echo "$?" > /tmp/xid-exit-status.txt
 
-# nvtrace doctor (issue 4), and the facts the gtest checks its lines against, read here with other tools:
+# nvtrace doctor, and the facts the gtest checks its lines against, read here with other tools:
 # "KEY VALUE" lines. null_blk_functions is also what the run's dry-run count (meta.json) must equal.
 vm_step "nvtrace doctor --json (uptime $(cut -d" " -f1 /proc/uptime))"
 nvtrace doctor --json > /tmp/doctor.json
@@ -51,7 +51,7 @@ echo "doctor $?" > /tmp/doctor-facts.txt
     echo "vgem_sysfs $(test -e /sys/module/vgem && echo present || echo absent)"
 } >> /tmp/doctor-facts.txt
 
-# Faults at the top level (issue 4): each line of faults.txt is "CHECK STATUS", each snapshot must equal
+# Faults at the top level: each line of faults.txt is "CHECK STATUS", each snapshot must equal
 # tracefs-before.txt. A long reader keeps nvtrace busy while it is signalled, once the top level is changed
 # (the journal exists: setup takes seconds under TCG). Under TCG the drain loop falls behind a busy program,
 # and a run of several seconds outgrew a 1 GB guest: tests/vm/vm.sh gives it 3 GB.

@@ -9,8 +9,8 @@
 
 # Under TCG the kernel finds the TSC unstable and makes "global" the top level's default trace_clock, while a new
 # instance starts with "local": the function_graph calls (top level) and the markers and ioctls (instance) then carry
-# timestamps of different clocks, and calls land in the wrong phase. Until the capture puts both buffers on one clock
-# (reported with issue 6), the top level is put on "local" here, before the snapshot, so that it is also restored.
+# timestamps of different clocks, and calls land in the wrong phase. Until the capture puts both buffers on one clock,
+# the top level is put on "local" here, before the snapshot, so that it is also restored.
 echo local > "$VM_TRACEFS/trace_clock"
 # buffer_size_kb reads "7 (expanded: 1408)" until a tracer first needs the buffer (tests/vm/README.md): size it.
 echo 2048 > "$VM_TRACEFS/buffer_size_kb"
