@@ -5,10 +5,12 @@
 #include <cerrno>
 #include <cstring>
 #include <ostream>
+#include <type_traits>
 #include <vector>
 
 #include "import/json_write.hpp"
 #include "nvtrace/report.hpp"
+#include "record_fields.hpp"
 #include "report_write.hpp"
 
 namespace nvtrace {
@@ -50,73 +52,31 @@ json completeness_json(const Completeness& c) {
             {"diagnostics", diags}};
 }
 
-json call_json(const Call& k) {
-    return {{"id", k.id},
-            {"parent", opt(k.parent)},
-            {"cpu", k.cpu},
-            {"pid", k.pid},
-            {"comm", k.comm},
-            {"depth", k.depth},
-            {"function", k.function},
-            {"module", opt(k.module)},
-            {"entry_ns", opt(k.entry_ns)},
-            {"duration_ns", opt(k.duration_ns)},
-            {"retval", opt(k.retval)},
-            {"kernel_depth", opt(k.kernel_depth)},
-            {"args", opt(k.args)},
-            {"retaddr", opt(k.retaddr)},
-            {"irq", k.irq},
-            {"entry_seen", k.entry_seen},
-            {"exit_seen", k.exit_seen},
-            {"phase", opt(k.phase)}};
+// A field's value by its Empty rule (record_fields.hpp).
+template <class T>
+json value_json(const T& v, fields::Empty e) {
+    if constexpr (requires { v.has_value(); }) {
+        return v ? value_json(*v, fields::Empty::as_is) : json(nullptr);
+    } else {
+        if constexpr (requires { v.empty(); })
+            if (v.empty() && e == fields::Empty::null) return nullptr;
+        if constexpr (std::is_same_v<T, std::string>)
+            if (v.empty() && e == fields::Empty::none) return "none";
+        return v;
+    }
 }
 
-json graph_json(const GraphNode& n) {
-    return {{"path", n.path},       {"count", n.count},   {"total_ns", n.total_ns},
-            {"self_ns", n.self_ns}, {"min_ns", n.min_ns}, {"max_ns", n.max_ns}};
-}
-
-json log_json(const KernelLogMessage& m) {
-    return {{"ts", opt(m.ts_ns)},
-            {"level", m.level},
-            {"source", m.source},
-            {"kind", m.kind},
-            {"fields", m.fields},
-            {"text", m.text},
-            {"seq", opt(m.seq)},
-            {"call", opt(m.call)},
-            {"attached", m.attached.empty() ? std::string("none") : m.attached},
-            {"trace_ts", opt(m.trace_ts_ns)}};
-}
-
-json ioctl_fields_json(const IoctlRecord& i);
-
-json ioctl_json(const IoctlRecord& i) {
-    json j = ioctl_fields_json(i);
-    // Only when known: reports written before the key existed round-trip unchanged (docs/report-format.md).
-    if (i.fd_path_unknown) j["fd_path_unknown"] = *i.fd_path_unknown;
+// A record of record_fields.hpp's table as its JSON object.
+template <class R>
+json record_json(const R& r) {
+    json j = json::object();
+    fields::for_each_field<R>([&](const auto& f) {
+        const auto& v = r.*(f.member);
+        if constexpr (requires { v.has_value(); })
+            if (!v && f.empty == fields::Empty::omit) return;
+        j[std::string(f.key)] = value_json(v, f.empty);
+    });
     return j;
-}
-
-json ioctl_fields_json(const IoctlRecord& i) {
-    return {{"pid", i.pid},
-            {"comm", i.comm},
-            {"fd", i.fd},
-            {"fd_path", opt(i.fd_path)},
-            {"cmd", i.cmd},
-            {"name", opt(i.name)},
-            {"hclass", opt(i.hclass)},
-            {"status", opt(i.status)},
-            {"ctrl", opt(i.ctrl)},
-            {"ctrl_class", opt(i.ctrl_class)},
-            {"ret", opt(i.ret)},
-            {"errno_name", opt(i.errno_name)},
-            {"errno_text", opt(i.errno_text)},
-            {"enter_ns", i.enter_ns},
-            {"exit_ns", opt(i.exit_ns)},
-            {"call", opt(i.call)},
-            {"calls", i.calls},
-            {"phase", opt(i.phase)}};
 }
 
 json kmsg_clock_json(const std::optional<KmsgClockOffset>& c) {
@@ -153,23 +113,6 @@ json source_links_json(const std::optional<SourceLinks>& s) {
             {"missing", s->missing}};
 }
 
-json marker_json(const MarkerEntry& m) {
-    return {{"ts", opt(m.ts_ns)}, {"pid", m.pid}, {"text", m.text}};
-}
-
-json event_json(const EventRecord& e) {
-    return {{"name", e.name},
-            {"ts", opt(e.ts_ns)},
-            {"cpu", e.cpu},
-            {"pid", e.pid},
-            {"comm", e.comm},
-            {"fields", opt(e.fields)},
-            {"text", e.text},
-            {"stack", e.stack.empty() ? json(nullptr) : json(e.stack)},
-            {"user_stack", e.user_stack.empty() ? json(nullptr) : json(e.user_stack)},
-            {"line", opt(e.line)}};
-}
-
 json check_json(const Check& k) {
     return {{"id", k.id}, {"result", k.result}, {"evidence", k.evidence}, {"why", k.why}};
 }
@@ -190,12 +133,12 @@ json to_json(const Report& r) {
     j["source"] = r.source;
     j["environment"] = r.environment;
     j["completeness"] = completeness_json(r.completeness);
-    j["calls"] = array_of(r.calls, call_json);
-    j["graph"] = array_of(r.graph, graph_json);
-    j["kernel_log"] = array_of(r.kernel_log, log_json);
-    j["ioctls"] = array_of(r.ioctls, ioctl_json);
-    j["markers"] = array_of(r.markers, marker_json);
-    j["events"] = array_of(r.events, event_json);
+    j["calls"] = array_of(r.calls, record_json<Call>);
+    j["graph"] = array_of(r.graph, record_json<GraphNode>);
+    j["kernel_log"] = array_of(r.kernel_log, record_json<KernelLogMessage>);
+    j["ioctls"] = array_of(r.ioctls, record_json<IoctlRecord>);
+    j["markers"] = array_of(r.markers, record_json<MarkerEntry>);
+    j["events"] = array_of(r.events, record_json<EventRecord>);
     j["kmsg_clock"] = kmsg_clock_json(r.kmsg_clock);
     j["source_links"] = source_links_json(r.source_links);
     j["checks"] = array_of(r.checks, check_json);

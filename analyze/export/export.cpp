@@ -1,6 +1,7 @@
 // Folded stacks, the calls CSV and the format dispatch (include/nvtrace/export.hpp, docs/export.md).
 #include <fmt/format.h>
 
+#include "../record_fields.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/export.hpp"
 
@@ -26,13 +27,18 @@ std::string csv_cell(std::string_view s) {
     return q + '"';
 }
 
+// A cell by the field's type: null an empty cell, booleans true/false.
 template <class T>
-std::string opt_cell(const std::optional<T>& v) {
-    if (!v) return {};
-    if constexpr (std::is_same_v<T, std::string>)
-        return csv_cell(*v);
-    else
-        return std::to_string(*v);
+void put_cell(std::string& row, const T& v) {
+    if constexpr (requires { v.has_value(); }) {
+        if (v) put_cell(row, *v);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        row += v ? "true" : "false";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        row += csv_cell(v);
+    } else {
+        row += std::to_string(v);
+    }
 }
 
 }  // namespace
@@ -84,15 +90,25 @@ void write_folded_stacks(const Report& r, std::ostream& out) {
     }
 }
 
+// The columns of record_fields.hpp's Call table, in its order.
 void write_calls_csv(const Report& r, std::ostream& out) {
-    out << "id,parent,cpu,pid,comm,depth,function,module,entry_ns,duration_ns,retval,irq,entry_seen,exit_seen,"
-           "phase\n";
-    for (const Call& c : r.calls)
-        out << c.id << ',' << opt_cell(c.parent) << ',' << c.cpu << ',' << c.pid << ',' << csv_cell(c.comm) << ','
-            << c.depth << ',' << csv_cell(c.function) << ',' << opt_cell(c.module) << ',' << opt_cell(c.entry_ns) << ','
-            << opt_cell(c.duration_ns) << ',' << opt_cell(c.retval) << ',' << (c.irq ? "true" : "false") << ','
-            << (c.entry_seen ? "true" : "false") << ',' << (c.exit_seen ? "true" : "false") << ',' << opt_cell(c.phase)
-            << '\n';
+    std::string row;
+    fields::for_each_field<Call>([&](const auto& f) {
+        if (!row.empty()) row += ',';
+        row += f.key;
+    });
+    out << row << '\n';
+    for (const Call& c : r.calls) {
+        row.clear();
+        bool first = true;
+        fields::for_each_field<Call>([&](const auto& f) {
+            if (!first) row += ',';
+            first = false;
+            put_cell(row, c.*(f.member));
+        });
+        row += '\n';
+        out << row;
+    }
 }
 
 Result<void> export_report(const Report& r, ExportFormat f, std::ostream& out) {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "../record_fields.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report_io.hpp"
 
@@ -26,7 +27,7 @@ struct FieldError {
     std::string where;
 };
 
-const json* field(const json& o, const char* key) {
+const json* field(const json& o, std::string_view key) {
     auto it = o.find(key);
     return it == o.end() ? nullptr : &*it;
 }
@@ -60,123 +61,147 @@ T value_or(const json& o, const char* key, const std::string& where, T fallback)
     return maybe<T>(o, key, where).value_or(std::move(fallback));
 }
 
-Call call_from(const json& o, const std::string& w) {
-    Call c;
-    c.id = need<std::uint64_t>(o, "id", w);
-    c.parent = maybe<std::uint64_t>(o, "parent", w);
-    c.cpu = value_or<int>(o, "cpu", w, -1);
-    c.pid = value_or<int>(o, "pid", w, -1);
-    c.comm = value_or<std::string>(o, "comm", w, "");
-    c.depth = value_or<int>(o, "depth", w, 0);
-    c.function = need<std::string>(o, "function", w);
-    c.module = maybe<std::string>(o, "module", w);
-    c.entry_ns = maybe<std::uint64_t>(o, "entry_ns", w);
-    c.duration_ns = maybe<std::uint64_t>(o, "duration_ns", w);
-    c.retval = maybe<std::int64_t>(o, "retval", w);
-    c.kernel_depth = maybe<int>(o, "kernel_depth", w);
-    c.args = maybe<std::string>(o, "args", w);
-    c.retaddr = maybe<std::string>(o, "retaddr", w);
-    c.irq = value_or<bool>(o, "irq", w, false);
-    c.entry_seen = value_or<bool>(o, "entry_seen", w, true);
-    c.exit_seen = value_or<bool>(o, "exit_seen", w, true);
-    c.phase = maybe<std::string>(o, "phase", w);
-    return c;
-}
+// The JSON type of a value as nlohmann's DOM would hold it (non-negative integers are "unsigned").
+enum class Kind : std::uint8_t { missing, null, boolean, integer, unsigned_, floating, string, structured };
 
-GraphNode graph_from(const json& o, const std::string& w) {
-    GraphNode n;
-    n.path = need<std::string>(o, "path", w);
-    n.count = need<std::uint64_t>(o, "count", w);
-    n.total_ns = value_or<std::uint64_t>(o, "total_ns", w, 0);
-    n.self_ns = value_or<std::uint64_t>(o, "self_ns", w, 0);
-    n.min_ns = value_or<std::uint64_t>(o, "min_ns", w, 0);
-    n.max_ns = value_or<std::uint64_t>(o, "max_ns", w, 0);
-    return n;
-}
+// One key's value as a reader has it: from a DOM object, or recorded from the SAX events (read_report_file).
+struct Value {
+    Kind kind = Kind::missing;
+    bool boolean = false;
+    std::int64_t integer = 0;
+    std::uint64_t unsigned_ = 0;
+    const json* node = nullptr;  // the DOM value (a string, array or object); null in the SAX reader
+};
 
-KernelLogMessage log_from(const json& o, const std::string& w) {
-    KernelLogMessage m;
-    m.ts_ns = maybe<std::uint64_t>(o, "ts", w);
-    m.level = value_or<int>(o, "level", w, 6);
-    m.source = value_or<std::string>(o, "source", w, "");
-    m.kind = value_or<std::string>(o, "kind", w, "other");
-    if (const json* f = field(o, "fields"); f && f->is_object())
-        for (const auto& [k, v] : f->items())
-            m.fields[k] = v.is_string() ? v.get<std::string>() : v.dump();
-    m.text = value_or<std::string>(o, "text", w, "");
-    m.seq = maybe<std::uint64_t>(o, "seq", w);
-    m.call = maybe<std::uint64_t>(o, "call", w);
-    m.attached = value_or<std::string>(o, "attached", w, "");
-    m.trace_ts_ns = maybe<std::uint64_t>(o, "trace_ts", w);
-    return m;
-}
-
-IoctlRecord ioctl_from(const json& o, const std::string& w) {
-    IoctlRecord i;
-    i.pid = value_or<int>(o, "pid", w, -1);
-    i.comm = value_or<std::string>(o, "comm", w, "");
-    i.fd = value_or<int>(o, "fd", w, -1);
-    i.fd_path = maybe<std::string>(o, "fd_path", w);
-    i.fd_path_unknown = maybe<std::string>(o, "fd_path_unknown", w);
-    i.cmd = need<std::uint64_t>(o, "cmd", w);
-    i.name = maybe<std::string>(o, "name", w);
-    i.hclass = maybe<std::uint32_t>(o, "hclass", w);
-    i.status = maybe<std::string>(o, "status", w);
-    i.ctrl = maybe<std::uint32_t>(o, "ctrl", w);
-    i.ctrl_class = maybe<std::string>(o, "ctrl_class", w);
-    i.ret = maybe<std::int64_t>(o, "ret", w);
-    i.errno_name = maybe<std::string>(o, "errno_name", w);
-    i.errno_text = maybe<std::string>(o, "errno_text", w);
-    i.enter_ns = need<std::uint64_t>(o, "enter_ns", w);
-    i.exit_ns = maybe<std::uint64_t>(o, "exit_ns", w);
-    i.call = maybe<std::uint64_t>(o, "call", w);
-    if (const json* cs = field(o, "calls"); cs && cs->is_array())
-        for (std::size_t k = 0; k < cs->size(); ++k) {
-            if (!(*cs)[k].is_number_unsigned())
-                throw FieldError{fmt::format("{}.calls[{}]: expected an unsigned integer", w, k)};
-            i.calls.push_back((*cs)[k].get<std::uint64_t>());
-        }
-    i.phase = maybe<std::string>(o, "phase", w);
-    return i;
-}
-
-MarkerEntry marker_from(const json& o, const std::string& w) {
-    return {maybe<std::uint64_t>(o, "ts", w), value_or<int>(o, "pid", w, -1), need<std::string>(o, "text", w)};
-}
-
-std::vector<std::string> strings_of(const json& o, const char* key, const std::string& w) {
-    std::vector<std::string> out;
-    const json* a = field(o, key);
-    if (!a || a->is_null()) return out;
-    if (!a->is_array()) throw FieldError{fmt::format("{}.{}: expected an array or null", w, key)};
-    for (std::size_t k = 0; k < a->size(); ++k) {
-        if (!(*a)[k].is_string()) throw FieldError{fmt::format("{}.{}[{}]: expected a string", w, key, k)};
-        out.push_back((*a)[k].get<std::string>());
+Value dom_value(const json* v) {
+    Value out;
+    out.node = v;
+    if (!v) return out;
+    switch (v->type()) {
+        case json::value_t::null:
+            out.kind = Kind::null;
+            break;
+        case json::value_t::boolean:
+            out.kind = Kind::boolean;
+            out.boolean = v->get<bool>();
+            break;
+        case json::value_t::number_integer:
+            out.kind = Kind::integer;
+            out.integer = v->get<std::int64_t>();
+            break;
+        case json::value_t::number_unsigned:
+            out.kind = Kind::unsigned_;
+            out.unsigned_ = v->get<std::uint64_t>();
+            break;
+        case json::value_t::number_float:
+            out.kind = Kind::floating;
+            break;
+        case json::value_t::string:
+            out.kind = Kind::string;
+            break;
+        default:
+            out.kind = Kind::structured;
+            break;
     }
     return out;
 }
 
-EventRecord event_from(const json& o, const std::string& w) {
-    EventRecord e;
-    e.name = need<std::string>(o, "name", w);
-    e.ts_ns = maybe<std::uint64_t>(o, "ts", w);
-    e.cpu = value_or<int>(o, "cpu", w, -1);
-    e.pid = value_or<int>(o, "pid", w, -1);
-    e.comm = value_or<std::string>(o, "comm", w, "");
-    if (const json* f = field(o, "fields"); f && !f->is_null()) {
-        if (!f->is_object()) throw FieldError{w + ".fields: expected an object or null"};
-        std::map<std::string, std::string> m;
-        for (const auto& [k, v] : f->items()) {
-            if (!v.is_string()) throw FieldError{fmt::format("{}.fields.{}: expected a string", w, k)};
-            m[k] = v.get<std::string>();
+// Where a record is ("calls", 3), formatted only for an error: "calls[3].KEY: WHAT".
+struct Where {
+    std::string_view section;
+    std::size_t index;
+};
+[[noreturn]] void wrong(const Where& w, std::string_view key, const char* what) {
+    throw FieldError{fmt::format("{}[{}].{}: {}", w.section, w.index, key, what)};
+}
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// `v` into `dst` by dst's type (record_fields.hpp); `take(dst)` moves a string value in; `fail(what)` throws.
+template <class T, class Take, class Fail>
+void read_value(T& dst, const Value& v, Take&& take, Fail&& fail) {
+    if constexpr (is_optional<T>::value) {
+        read_value(dst.emplace(), v, take, fail);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        if (v.kind != Kind::boolean) fail("expected a boolean");
+        dst = v.boolean;
+    } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
+        if (v.kind != Kind::unsigned_) fail("expected an unsigned integer");
+        dst = static_cast<T>(v.unsigned_);
+    } else if constexpr (std::is_integral_v<T>) {
+        if (v.kind == Kind::unsigned_)
+            dst = static_cast<T>(v.unsigned_);
+        else if (v.kind == Kind::integer)
+            dst = static_cast<T>(v.integer);
+        else
+            fail("expected an integer");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        if (v.kind != Kind::string) fail("expected a string");
+        take(dst);
+    } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
+        if (!v.node || !v.node->is_object()) fail("expected an object or null");
+        for (const auto& [k, x] : v.node->items()) {
+            if (!x.is_string()) throw FieldError{fmt::format("{}: expected a string", fail.sub("." + k))};
+            dst[k] = x.template get<std::string>();
         }
-        e.fields = std::move(m);
+    } else {
+        if (!v.node || !v.node->is_array()) fail("expected an array or null");
+        for (std::size_t k = 0; k < v.node->size(); ++k) {
+            const Value e = dom_value(&(*v.node)[k]);
+            read_value(
+                dst.emplace_back(), e, [&](std::string& d) { d = e.node->template get<std::string>(); },
+                [&](const char* what) -> void {
+                    throw FieldError{fmt::format("{}: {}", fail.sub(fmt::format("[{}]", k)), what)};
+                });
+        }
     }
-    e.text = value_or<std::string>(o, "text", w, "");
-    e.stack = strings_of(o, "stack", w);
-    e.user_stack = strings_of(o, "user_stack", w);
-    e.line = maybe<std::uint32_t>(o, "line", w);
-    return e;
+}
+
+// The error callback of one field: fail(what) throws "calls[3].KEY: WHAT"; sub(s) names a part of the value.
+struct FieldFail {
+    const Where& w;
+    std::string_view key;
+    [[noreturn]] void operator()(const char* what) const { wrong(w, key, what); }
+    std::string sub(const std::string& s) const { return fmt::format("{}[{}].{}{}", w.section, w.index, key, s); }
+};
+
+// R's field I from `src` (DomSource or the SAX reader's recorded values) by the table's rules.
+template <class R, std::size_t I, class Src>
+void read_field(R& r, Src& src, const Where& w) {
+    constexpr auto& f = fields::field<R, I>();
+    const Value v = src.value(I);
+    const FieldFail fail{w, f.key};
+    if (v.kind == Kind::missing && f.need == fields::Need::required) fail("missing");
+    if ((v.kind == Kind::missing || v.kind == Kind::null) && f.need != fields::Need::required) return;
+    read_value(
+        r.*(f.member), v, [&](std::string& d) { src.take_string(I, v, d); }, fail);
+}
+
+template <class R, class Src>
+R read_record(Src& src, const Where& w) {
+    R r = fields::RecordFields<R>::blank();
+    fields::for_each_index<R>([&](auto i) { read_field<R, decltype(i)::value>(r, src, w); });
+    return r;
+}
+
+// A record's values in a DOM object.
+template <class R>
+struct DomSource {
+    const json& o;
+    Value value(std::size_t i) const {
+        auto it = o.find(fields::keys<R>()[i]);
+        return dom_value(it == o.end() ? nullptr : &*it);
+    }
+    void take_string(std::size_t, const Value& v, std::string& d) const { d = v.node->get<std::string>(); }
+};
+
+template <class R>
+R dom_record(const json& o, const Where& w) {
+    DomSource<R> src{o};
+    return read_record<R>(src, w);
 }
 
 Check check_from(const json& o, const std::string& w) {
@@ -185,19 +210,28 @@ Check check_from(const json& o, const std::string& w) {
 }
 
 // The array sections: key -> how one element lands in the Report.
-using AddElement = void (*)(Report&, const json&, const std::string&);
+using AddElement = void (*)(Report&, const json&, const Where&);
 struct Section {
-    const char* key;
+    std::string_view key;
     AddElement add;
 };
+template <class R, std::vector<R> Report::*Records>
+void add_record(Report& r, const json& o, const Where& w) {
+    (r.*Records).push_back(dom_record<R>(o, w));
+}
+template <class R, std::vector<R> Report::*Records>
+constexpr Section section_of() {
+    return {fields::RecordFields<R>::section, add_record<R, Records>};
+}
 constexpr Section kSections[] = {
-    {"calls", [](Report& r, const json& o, const std::string& w) { r.calls.push_back(call_from(o, w)); }},
-    {"graph", [](Report& r, const json& o, const std::string& w) { r.graph.push_back(graph_from(o, w)); }},
-    {"kernel_log", [](Report& r, const json& o, const std::string& w) { r.kernel_log.push_back(log_from(o, w)); }},
-    {"ioctls", [](Report& r, const json& o, const std::string& w) { r.ioctls.push_back(ioctl_from(o, w)); }},
-    {"markers", [](Report& r, const json& o, const std::string& w) { r.markers.push_back(marker_from(o, w)); }},
-    {"events", [](Report& r, const json& o, const std::string& w) { r.events.push_back(event_from(o, w)); }},
-    {"checks", [](Report& r, const json& o, const std::string& w) { r.checks.push_back(check_from(o, w)); }},
+    section_of<Call, &Report::calls>(),
+    section_of<GraphNode, &Report::graph>(),
+    section_of<KernelLogMessage, &Report::kernel_log>(),
+    section_of<IoctlRecord, &Report::ioctls>(),
+    section_of<MarkerEntry, &Report::markers>(),
+    section_of<EventRecord, &Report::events>(),
+    {"checks", [](Report& r, const json& o,
+                  const Where& w) { r.checks.push_back(check_from(o, fmt::format("{}[{}]", w.section, w.index))); }},
 };
 
 const Section* section(std::string_view key) {
@@ -207,8 +241,8 @@ const Section* section(std::string_view key) {
 }
 
 void add_element(Report& r, const Section& s, const json& o, std::size_t index) {
-    std::string where = fmt::format("{}[{}]", s.key, index);
-    if (!o.is_object()) throw FieldError{where + ": expected an object"};
+    const Where where{s.key, index};
+    if (!o.is_object()) throw FieldError{fmt::format("{}[{}]: expected an object", s.key, index)};
     s.add(r, o, where);
 }
 
@@ -315,10 +349,10 @@ namespace {
 //
 // A saved report is mostly `calls` (1,000,000 of them for a 245 MB file). Building a DOM object per call and
 // looking its fields up cost more than the lexing itself, so a `calls` element is filled straight from the
-// SAX events into a Call, with the same rules and messages as call_from (the field's JSON type is recorded as
-// it arrives and checked at the element's end, in call_from's order). Every other section element and the
-// head are built as DOM values and converted by the same functions as report_from_json, so the two readers
-// agree on everything.
+// SAX events into a Call: each field's JSON type and value are recorded as they arrive and read at the
+// element's end by read_record, the same function (record_fields.hpp's rules, order and messages) as the DOM
+// reader's. Every other section element and the head are built as DOM values and converted by the same
+// functions as report_from_json, so the two readers agree on everything.
 
 // The file in blocks, as an input iterator for nlohmann's iterator_input_adapter: the file is never held
 // whole (a report is as large as its calls) and not mapped (mapped pages count in the resident size).
@@ -373,90 +407,9 @@ private:
     const char* lim_ = nullptr;
 };
 
-// The fields of a call, in call_from's order (which is also the order its errors are checked in).
-enum CallField : std::uint8_t {
-    kId,
-    kParent,
-    kCpu,
-    kPid,
-    kComm,
-    kDepth,
-    kFunction,
-    kModule,
-    kEntryNs,
-    kDurationNs,
-    kRetval,
-    kKernelDepth,
-    kArgs,
-    kRetaddr,
-    kIrq,
-    kEntrySeen,
-    kExitSeen,
-    kPhase,
-    kCallFields,
-    kUnknownField = kCallFields,
-};
-
-// Whether k is the literal (a fixed-size compare the compiler inlines; a library memcmp per key was 5 % of a
-// read).
-template <std::size_t N>
-bool is(std::string_view k, const char (&lit)[N]) {
-    return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
-}
-
-CallField call_field(std::string_view k) {
-    if (k.empty()) return kUnknownField;
-    switch (k[0]) {
-        case 'a':
-            if (is(k, "args")) return kArgs;
-            break;
-        case 'c':
-            if (is(k, "cpu")) return kCpu;
-            if (is(k, "comm")) return kComm;
-            break;
-        case 'd':
-            if (is(k, "depth")) return kDepth;
-            if (is(k, "duration_ns")) return kDurationNs;
-            break;
-        case 'e':
-            if (is(k, "entry_ns")) return kEntryNs;
-            if (is(k, "entry_seen")) return kEntrySeen;
-            if (is(k, "exit_seen")) return kExitSeen;
-            break;
-        case 'f':
-            if (is(k, "function")) return kFunction;
-            break;
-        case 'i':
-            if (is(k, "id")) return kId;
-            if (is(k, "irq")) return kIrq;
-            break;
-        case 'k':
-            if (is(k, "kernel_depth")) return kKernelDepth;
-            break;
-        case 'm':
-            if (is(k, "module")) return kModule;
-            break;
-        case 'p':
-            if (is(k, "parent")) return kParent;
-            if (is(k, "phase")) return kPhase;
-            if (is(k, "pid")) return kPid;
-            break;
-        case 'r':
-            if (is(k, "retval")) return kRetval;
-            if (is(k, "retaddr")) return kRetaddr;
-            break;
-        default:
-            break;
-    }
-    return kUnknownField;
-}
-
-constexpr const char* kCallFieldNames[] = {
-    "id",          "parent", "cpu",          "pid",  "comm",    "depth", "function",   "module",    "entry_ns",
-    "duration_ns", "retval", "kernel_depth", "args", "retaddr", "irq",   "entry_seen", "exit_seen", "phase"};
-
-// The JSON type of a value as nlohmann's DOM would hold it (non-negative integers are "unsigned").
-enum class Kind : std::uint8_t { missing, null, boolean, integer, unsigned_, floating, string, structured };
+// A call field's index in record_fields.hpp's table; kUnknownField for a key that is none.
+constexpr std::size_t kCallFields = fields::field_count<Call>;
+constexpr std::size_t kUnknownField = kCallFields;
 
 class ReportSax {
 public:
@@ -482,30 +435,34 @@ public:
         call_blocks_.clear();
     }
 
+    // The source of read_record for the call being read.
+    Value value(std::size_t i) const { return values_[i]; }
+    void take_string(std::size_t i, const Value&, std::string& d) { d.swap(strs_[i]); }
+
     // nlohmann's SAX interface.
     bool null() {
         return scalar(Kind::null, [] { return json(nullptr); });
     }
     bool boolean(bool v) {
         if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
-            kinds_[field_] = Kind::boolean;
-            bools_[field_] = v;
+            values_[field_].kind = Kind::boolean;
+            values_[field_].boolean = v;
             return true;
         }
         return scalar(Kind::boolean, [v] { return json(v); });
     }
     bool number_integer(json::number_integer_t v) {
         if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
-            kinds_[field_] = Kind::integer;
-            ints_[field_] = v;
+            values_[field_].kind = Kind::integer;
+            values_[field_].integer = v;
             return true;
         }
         return scalar(Kind::integer, [v] { return json(v); });
     }
     bool number_unsigned(json::number_unsigned_t v) {
         if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
-            kinds_[field_] = Kind::unsigned_;
-            uints_[field_] = v;
+            values_[field_].kind = Kind::unsigned_;
+            values_[field_].unsigned_ = v;
             return true;
         }
         return scalar(Kind::unsigned_, [v] { return json(v); });
@@ -515,8 +472,8 @@ public:
     }
     bool string(json::string_t& v) {
         if (state_ == State::call && skip_ == 0 && field_ != kUnknownField) {
-            kinds_[field_] = Kind::string;
-            if (std::string* s = call_string(field_)) s->assign(v);
+            values_[field_].kind = Kind::string;
+            strs_[field_].assign(v);
             return true;
         }
         return scalar(Kind::string, [&v] { return json(v); });
@@ -610,7 +567,7 @@ public:
                 section_ = section(k);
                 return true;
             case State::call:
-                if (skip_ == 0) field_ = call_field(k);
+                if (skip_ == 0) field_ = fields::index_of<Call>(k);
                 return true;
             case State::dom:
                 dom_key_ = k;
@@ -636,14 +593,11 @@ private:
     const Section* section_ = nullptr;  // its section, if it is one
     std::size_t index_ = 0;             // of the current element in its section
 
-    // The call being read.
-    Call call_;
-    CallField field_ = kUnknownField;
+    // The call being read: each field's value as recorded (a string's text in strs_).
+    std::size_t field_ = kUnknownField;
     int skip_ = 0;  // depth inside an object or array value of a call field (skipped)
-    std::array<Kind, kCallFields> kinds_{};
-    std::array<bool, kCallFields> bools_{};
-    std::array<std::int64_t, kCallFields> ints_{};
-    std::array<std::uint64_t, kCallFields> uints_{};
+    std::array<Value, kCallFields> values_{};
+    std::array<std::string, kCallFields> strs_;
     std::vector<std::vector<Call>> call_blocks_;
 
     // The DOM value being built.
@@ -651,29 +605,6 @@ private:
     json dom_;
     std::vector<json*> open_;  // its open containers, innermost last
     std::string dom_key_;
-
-    std::string* call_string(CallField f) {
-        switch (f) {
-            case kComm:
-                return &call_.comm;
-            case kFunction:
-                return &call_.function;
-            case kModule:
-                if (!call_.module) call_.module.emplace();
-                return &*call_.module;
-            case kPhase:
-                if (!call_.phase) call_.phase.emplace();
-                return &*call_.phase;
-            case kArgs:
-                if (!call_.args) call_.args.emplace();
-                return &*call_.args;
-            case kRetaddr:
-                if (!call_.retaddr) call_.retaddr.emplace();
-                return &*call_.retaddr;
-            default:
-                return nullptr;
-        }
-    }
 
     template <class Make>
     bool scalar(Kind kind, Make make) {
@@ -692,7 +623,7 @@ private:
             case State::call:
                 // null or a float for a call field (its type is checked at the element's end); else an unknown
                 // key's value, or something inside a skipped structure.
-                if (skip_ == 0 && field_ != kUnknownField) kinds_[field_] = kind;
+                if (skip_ == 0 && field_ != kUnknownField) values_[field_].kind = kind;
                 return true;
             case State::dom:
                 dom_put(make());
@@ -704,7 +635,7 @@ private:
     }
 
     bool structured_in_call() {
-        if (skip_ == 0 && field_ != kUnknownField) kinds_[field_] = Kind::structured;
+        if (skip_ == 0 && field_ != kUnknownField) values_[field_].kind = Kind::structured;
         ++skip_;
         return true;
     }
@@ -713,14 +644,16 @@ private:
         state_ = State::call;
         field_ = kUnknownField;
         skip_ = 0;
-        kinds_.fill(Kind::missing);
+        for (Value& v : values_)
+            v.kind = Kind::missing;
     }
 
     void end_call() {
         std::size_t index = index_++;
         if (field_error) return;
+        Call c;
         try {
-            convert_call(index);
+            c = read_record<Call>(*this, Where{"calls", index});
         } catch (const FieldError& e) {
             field_error = e.where;
             return;
@@ -729,74 +662,10 @@ private:
             call_blocks_.emplace_back();
             call_blocks_.back().reserve(kCallBlock);
         }
-        call_blocks_.back().push_back(std::move(call_));
-        call_ = Call{};
+        call_blocks_.back().push_back(std::move(c));
     }
 
     static constexpr std::size_t kCallBlock = 4096;
-
-    // call_from's rules, on the recorded kinds.
-    [[noreturn]] void wrong(std::size_t index, CallField f, const char* what) const {
-        throw FieldError{fmt::format("calls[{}].{}: {}", index, kCallFieldNames[f], what)};
-    }
-    bool absent(CallField f) const { return kinds_[f] == Kind::missing || kinds_[f] == Kind::null; }
-    std::uint64_t need_unsigned(std::size_t index, CallField f) const {
-        if (kinds_[f] == Kind::missing) wrong(index, f, "missing");
-        if (kinds_[f] != Kind::unsigned_) wrong(index, f, "expected an unsigned integer");
-        return uints_[f];
-    }
-    std::optional<std::uint64_t> maybe_unsigned(std::size_t index, CallField f) const {
-        if (absent(f)) return std::nullopt;
-        return need_unsigned(index, f);
-    }
-    template <class T>
-    std::optional<T> maybe_integer(std::size_t index, CallField f) const {
-        if (absent(f)) return std::nullopt;
-        if (kinds_[f] == Kind::unsigned_) return static_cast<T>(uints_[f]);
-        if (kinds_[f] == Kind::integer) return static_cast<T>(ints_[f]);
-        wrong(index, f, "expected an integer");
-    }
-    bool bool_or(std::size_t index, CallField f, bool fallback) const {
-        if (absent(f)) return fallback;
-        if (kinds_[f] != Kind::boolean) wrong(index, f, "expected a boolean");
-        return bools_[f];
-    }
-    // A string field: its value is already in place when it is a string.
-    void string_or_empty(std::size_t index, CallField f, std::string& s) const {
-        if (absent(f))
-            s.clear();
-        else if (kinds_[f] != Kind::string)
-            wrong(index, f, "expected a string");
-    }
-    void maybe_string(std::size_t index, CallField f, std::optional<std::string>& s) const {
-        if (absent(f))
-            s.reset();
-        else if (kinds_[f] != Kind::string)
-            wrong(index, f, "expected a string");
-    }
-
-    void convert_call(std::size_t i) {
-        Call& c = call_;
-        c.id = need_unsigned(i, kId);
-        c.parent = maybe_unsigned(i, kParent);
-        c.cpu = maybe_integer<int>(i, kCpu).value_or(-1);
-        c.pid = maybe_integer<int>(i, kPid).value_or(-1);
-        string_or_empty(i, kComm, c.comm);
-        c.depth = maybe_integer<int>(i, kDepth).value_or(0);
-        if (kinds_[kFunction] == Kind::missing) wrong(i, kFunction, "missing");
-        if (kinds_[kFunction] != Kind::string) wrong(i, kFunction, "expected a string");
-        maybe_string(i, kModule, c.module);
-        c.entry_ns = maybe_unsigned(i, kEntryNs);
-        c.duration_ns = maybe_unsigned(i, kDurationNs);
-        c.retval = maybe_integer<std::int64_t>(i, kRetval);
-        c.kernel_depth = maybe_integer<int>(i, kKernelDepth);
-        maybe_string(i, kArgs, c.args);
-        maybe_string(i, kRetaddr, c.retaddr);
-        c.irq = bool_or(i, kIrq, false);
-        c.entry_seen = bool_or(i, kEntrySeen, true);
-        c.exit_seen = bool_or(i, kExitSeen, true);
-        maybe_string(i, kPhase, c.phase);
-    }
 
     // DOM building, for everything but calls.
     bool dom_start(json container, Dest dest) {

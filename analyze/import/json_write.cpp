@@ -1,101 +1,179 @@
 #include "json_write.hpp"
 
-#include <charconv>
+#include <bit>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
+
+#include "../record_fields.hpp"
 
 namespace nvtrace::import {
 
 namespace {
 
-// A record written through a raw pointer into `s`, which grows by a bound computed beforehand (keys and
-// numbers, and at most 6 bytes per byte of every string: "\u001f") and is cut back to what was written when
-// the record is done: no capacity check per piece, as std::string::append makes.
-class Raw {
-public:
-    Raw(std::string& s, std::size_t bound) : s_(s), old_(s.size()) {
-        s.resize(old_ + bound);
-        p_ = s.data() + old_;
-    }
-    Raw(const Raw&) = delete;
-    Raw& operator=(const Raw&) = delete;
-    ~Raw() { s_.resize(static_cast<std::size_t>(p_ - s_.data())); }
-    char*& p() { return p_; }
+using fields::Empty;
 
-private:
-    std::string& s_;
-    std::size_t old_;
-    char* p_;
-};
-
-// Upper bound of what str() writes for `s` ("\u001f" is 6 bytes; nlohmann's U+FFFD for a bad byte, 3).
-std::size_t string_bound(std::string_view s) {
-    return 6 * s.size() + 2;
-}
-std::size_t opt_string_bound(const std::optional<std::string>& s) {
-    return s ? string_bound(std::string_view(*s)) : 4;
-}
-std::size_t map_bound(const std::map<std::string, std::string>& m) {
-    std::size_t n = 2;
-    for (const auto& [k, v] : m)
-        n += string_bound(k) + string_bound(v) + 2;
-    return n;
-}
-std::size_t frames_bound(const std::vector<std::string>& frames) {
-    std::size_t n = 4;
-    for (const auto& f : frames)
-        n += string_bound(f) + 1;
-    return n;
-}
-constexpr std::size_t kKeysAndNumbers = 512;  // every key of a record and 24 bytes per number: < 512
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <class T>
+struct is_map : std::false_type {};
+template <class K, class V>
+struct is_map<std::map<K, V>> : std::true_type {};
 
 // A string literal, its length known at compile time.
 template <std::size_t N>
-void lit(Raw& out, const char (&s)[N]) {
-    std::memcpy(out.p(), s, N - 1);
-    out.p() += N - 1;
+char* lit(char* p, const char (&s)[N]) {
+    std::memcpy(p, s, N - 1);
+    return p + N - 1;
 }
 
-void put(Raw& out, char c) {
-    *out.p()++ = c;
+// Decimal, as std::to_chars prints it, two digits per table lookup and the 8-digit groups of a large number
+// converted independently (to_chars divides by 100 one step after the other).
+constexpr char kPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+char* pair(char* p, std::uint32_t v) {  // v < 100: two digits
+    std::memcpy(p, kPairs + 2 * v, 2);
+    return p + 2;
+}
+// v < 10^8 as eight ASCII digits in a register, the first digit in the lowest byte (little-endian order):
+// stored with one 8-byte write, not built in memory and read back (a store-forwarding stall).
+std::uint64_t digits8(std::uint32_t v) {
+    std::uint32_t hi = v / 10000, lo = v % 10000;
+    std::uint16_t a, b, c, d;
+    std::memcpy(&a, kPairs + 2 * (hi / 100), 2);
+    std::memcpy(&b, kPairs + 2 * (hi % 100), 2);
+    std::memcpy(&c, kPairs + 2 * (lo / 100), 2);
+    std::memcpy(&d, kPairs + 2 * (lo % 100), 2);
+    return std::uint64_t(a) | std::uint64_t(b) << 16 | std::uint64_t(c) << 32 | std::uint64_t(d) << 48;
+}
+char* eight(char* p, std::uint32_t v) {  // v < 10^8: exactly eight digits
+    if constexpr (std::endian::native == std::endian::little) {
+        std::uint64_t w = digits8(v);
+        std::memcpy(p, &w, 8);
+    } else {
+        pair(p, v / 1000000);
+        pair(p + 2, v / 10000 % 100);
+        pair(p + 4, v / 100 % 100);
+        pair(p + 6, v % 100);
+    }
+    return p + 8;
+}
+char* upto8(char* p, std::uint32_t v) {  // v < 10^8: no leading zeros
+    if (v < 10) {
+        *p = static_cast<char>('0' + v);
+        return p + 1;
+    }
+    if (v < 100) return pair(p, v);
+    unsigned n = v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5 : v < 1000000 ? 6 : v < 10000000 ? 7 : 8;
+    if constexpr (std::endian::native == std::endian::little) {
+        std::uint64_t w = digits8(v) >> (8 * (8 - n));  // the leading zeros shifted out
+        std::memcpy(p, &w, 8);                          // 8 bytes written, n kept: kNumberBound leaves room behind
+    } else {
+        char tmp[8];
+        eight(tmp, v);
+        std::memcpy(p, tmp + 8 - n, n);
+    }
+    return p + n;
+}
+char* num(char* p, std::uint64_t v) {
+    if (v < 100000000) return upto8(p, static_cast<std::uint32_t>(v));
+    if (v < 10000000000000000ULL) {
+        p = upto8(p, static_cast<std::uint32_t>(v / 100000000));
+        return eight(p, static_cast<std::uint32_t>(v % 100000000));
+    }
+    std::uint64_t top = v / 100000000;
+    p = upto8(p, static_cast<std::uint32_t>(top / 100000000));  // at most 1844
+    p = eight(p, static_cast<std::uint32_t>(top % 100000000));
+    return eight(p, static_cast<std::uint32_t>(v % 100000000));
+}
+char* num(char* p, std::int64_t v) {
+    if (v >= 0) return num(p, static_cast<std::uint64_t>(v));
+    *p = '-';
+    return num(p + 1, std::uint64_t(0) - static_cast<std::uint64_t>(v));  // INT64_MIN included
 }
 
-template <class T>
-void append_int(Raw& out, T v) {
-    out.p() = std::to_chars(out.p(), out.p() + 24, v).ptr;
+// What a number may take: a sign and 20 digits, and the 8-byte store of upto8 reaching past its last digit.
+constexpr std::size_t kNumberBound = 24;
+
+// True when `s` needs no escaping: printable ASCII without '"' and '\\' (8 bytes at a time).
+bool plain(std::string_view s) {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & high; };
+    const char* d = s.data();
+    std::size_t n = s.size(), i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, d + i, 8);
+        // A byte >= 0x80, below 0x20 (subtracting 0x20 borrows into its high bit), '"' or '\\'.
+        if ((w & high) | ((w - 0x20 * ones) & ~w & high) | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\')))
+            return false;
+    }
+    for (; i < n; ++i) {
+        auto u = static_cast<unsigned char>(d[i]);
+        if (u < 0x20 || u >= 0x80 || u == '"' || u == '\\') return false;
+    }
+    return true;
 }
 
-template <class T>
-void append_opt(Raw& out, const std::optional<T>& v) {
-    if (v)
-        append_int(out, *v);
-    else
-        lit(out, "null");
+// memcpy of a name without a call for up to 32 bytes: two fixed-size copies that may overlap (never reading
+// outside `s`).
+char* copy(char* p, std::string_view s) {
+    const char* d = s.data();
+    std::size_t n = s.size();
+    if (n >= 16 && n <= 32) {
+        std::memcpy(p, d, 16);
+        std::memcpy(p + n - 16, d + n - 16, 16);
+    } else if (n >= 8 && n < 16) {
+        std::memcpy(p, d, 8);
+        std::memcpy(p + n - 8, d + n - 8, 8);
+    } else if (n >= 4 && n < 8) {
+        std::memcpy(p, d, 4);
+        std::memcpy(p + n - 4, d + n - 4, 4);
+    } else {
+        std::memcpy(p, d, n);
+    }
+    return p + n;
 }
 
-void str(Raw& out, std::string_view s) {
-    char* p = out.p();
+// `s` as nlohmann::json::dump() writes a string (ensure_ascii off): a plain string copied as is, escapes as
+// nlohmann writes them; text with a byte >= 0x80 goes through nlohmann itself with error_handler_t::replace
+// (invalid UTF-8 becomes U+FFFD, never an exception).
+char* str(char* p, std::string_view s) {
+    if (plain(s)) {
+        *p++ = '"';
+        p = copy(p, s);
+        *p++ = '"';
+        return p;
+    }
+    char* start = p;
     *p++ = '"';
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        auto ch = static_cast<unsigned char>(s[i]);
+    for (char c : s) {
+        auto ch = static_cast<unsigned char>(c);
         if (ch >= 0x20 && ch != '"' && ch != '\\' && ch < 0x80) {
-            *p++ = static_cast<char>(ch);
+            *p++ = c;
             continue;
         }
-        if (ch >= 0x80) {  // UTF-8 (or not): the std::string version hands it to nlohmann
+        if (ch >= 0x80) {
             std::string tmp =
                 nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-            std::memcpy(out.p(), tmp.data(), tmp.size());
-            out.p() += tmp.size();
-            return;
+            std::memcpy(start, tmp.data(), tmp.size());
+            return start + tmp.size();
         }
         *p++ = '\\';
         switch (ch) {
             case '"':
             case '\\':
-                *p++ = static_cast<char>(ch);
+                *p++ = c;
                 break;
             case '\b':
                 *p++ = 'b';
@@ -114,268 +192,181 @@ void str(Raw& out, std::string_view s) {
                 break;
             default: {
                 static constexpr char kHex[] = "0123456789abcdef";
-                *p++ = 'u';
-                *p++ = '0';
-                *p++ = '0';
+                p = lit(p, "u00");
                 *p++ = kHex[ch >> 4];
                 *p++ = kHex[ch & 15];
             }
         }
     }
     *p++ = '"';
-    out.p() = p;
+    return p;
 }
 
-void append_opt_string(Raw& out, const std::optional<std::string>& v) {
-    if (v)
-        str(out, *v);
-    else
-        lit(out, "null");
+// Upper bound of what str() writes for `s` ("\u001f" is 6 bytes; nlohmann's U+FFFD for a bad byte, 3).
+std::size_t string_bound(std::string_view s) {
+    return 6 * s.size() + 2;
 }
 
-// ["a","b"], or null when empty (EventRecord::stack and user_stack).
-void append_frames_or_null(Raw& out, const std::vector<std::string>& frames) {
-    if (frames.empty()) {
-        lit(out, "null");
-        return;
+// One field's value, by its member's type and the field's Empty rule (record_fields.hpp).
+template <Empty E, class T>
+char* value(char* p, const T& v) {
+    if constexpr (is_optional<T>::value) {
+        return v ? value<Empty::as_is>(p, *v) : lit(p, "null");
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return v ? lit(p, "true") : lit(p, "false");
+    } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+        return num(p, static_cast<std::int64_t>(v));
+    } else if constexpr (std::is_integral_v<T>) {
+        return num(p, static_cast<std::uint64_t>(v));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        if (E == Empty::none && v.empty()) return lit(p, "\"none\"");
+        return str(p, v);
+    } else if constexpr (is_vector<T>::value) {
+        if (E == Empty::null && v.empty()) return lit(p, "null");
+        *p++ = '[';
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            if (i) *p++ = ',';
+            p = value<Empty::as_is>(p, v[i]);
+        }
+        *p++ = ']';
+        return p;
+    } else {
+        static_assert(is_map<T>::value, "a field type record_fields.hpp does not know");
+        *p++ = '{';  // in the map's order, which is nlohmann's (std::less on the bytes)
+        bool first = true;
+        for (const auto& [k, x] : v) {
+            if (!first) *p++ = ',';
+            first = false;
+            p = str(p, k);
+            *p++ = ':';
+            p = value<Empty::as_is>(p, x);
+        }
+        *p++ = '}';
+        return p;
     }
-    put(out, '[');
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-        if (i) put(out, ',');
-        str(out, frames[i]);
+}
+
+// Upper bound of what value<E>() writes for `v`.
+template <Empty E, class T>
+std::size_t value_bound(const T& v) {
+    if constexpr (is_optional<T>::value) {
+        return v ? value_bound<Empty::as_is>(*v) : 4;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return 5;
+    } else if constexpr (std::is_integral_v<T>) {
+        return kNumberBound;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return string_bound(v) + (E == Empty::none ? 4 : 0);
+    } else if constexpr (is_vector<T>::value) {
+        std::size_t n = 4;
+        for (const auto& x : v)
+            n += value_bound<Empty::as_is>(x) + 1;
+        return n;
+    } else {
+        std::size_t n = 2;
+        for (const auto& [k, x] : v)
+            n += string_bound(k) + value_bound<Empty::as_is>(x) + 2;
+        return n;
     }
-    put(out, ']');
 }
 
-// {"k":"v",...} in the map's order, which is nlohmann's (std::less on the bytes).
-void append_string_map(Raw& out, const std::map<std::string, std::string>& m) {
-    put(out, '{');
-    bool first = true;
-    for (const auto& [k, v] : m) {
-        if (!first) put(out, ',');
-        first = false;
-        str(out, k);
-        put(out, ':');
-        str(out, v);
+// `{"key":` for the first field written, `,"key":` for the others.
+template <std::size_t N>
+struct KeyText {
+    char text[N + 4];
+};
+template <class R, std::size_t I, bool First>
+constexpr auto kKeyText = [] {
+    constexpr std::string_view key = fields::field<R, I>().key;
+    KeyText<key.size()> k{};
+    k.text[0] = First ? '{' : ',';
+    k.text[1] = '"';
+    for (std::size_t i = 0; i < key.size(); ++i)
+        k.text[i + 2] = key[i];
+    k.text[key.size() + 2] = '"';
+    k.text[key.size() + 3] = ':';
+    return k;
+}();
+
+template <class R>
+constexpr auto kKeyOrder = fields::key_order<R>();
+
+template <class R, std::size_t I, bool First>
+char* emit_field(char* p, const R& r) {
+    constexpr auto& f = fields::field<R, I>();
+    static_assert(!First || f.empty != Empty::omit, "the first key written holds the '{'");
+    const auto& v = r.*(f.member);
+    if constexpr (f.empty == Empty::omit)
+        if (!v) return p;
+    constexpr auto& key = kKeyText<R, I, First>;
+    std::memcpy(p, key.text, sizeof key.text);
+    return value<f.empty>(p + sizeof key.text, v);
+}
+
+// R as the compact JSON object to_json() dumps: its keys in nlohmann's order.
+template <class R>
+char* emit(char* p, const R& r) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((p = emit_field<R, kKeyOrder<R>[K], K == 0>(p, r)), ...);
     }
-    put(out, '}');
+    (std::make_index_sequence<fields::field_count<R>>{});
+    *p++ = '}';
+    return p;
 }
 
-template <class Out>
-void call_body(Out& out, const Call& k) {
-    lit(out, "{\"args\":");
-    append_opt_string(out, k.args);
-    lit(out, ",\"comm\":");
-    str(out, k.comm);
-    lit(out, ",\"cpu\":");
-    append_int(out, k.cpu);
-    lit(out, ",\"depth\":");
-    append_int(out, k.depth);
-    lit(out, ",\"duration_ns\":");
-    append_opt(out, k.duration_ns);
-    lit(out, ",\"entry_ns\":");
-    append_opt(out, k.entry_ns);
-    k.entry_seen ? lit(out, ",\"entry_seen\":true") : lit(out, ",\"entry_seen\":false");
-    k.exit_seen ? lit(out, ",\"exit_seen\":true") : lit(out, ",\"exit_seen\":false");
-    lit(out, ",\"function\":");
-    str(out, k.function);
-    lit(out, ",\"id\":");
-    append_int(out, k.id);
-    k.irq ? lit(out, ",\"irq\":true") : lit(out, ",\"irq\":false");
-    lit(out, ",\"kernel_depth\":");
-    append_opt(out, k.kernel_depth);
-    lit(out, ",\"module\":");
-    append_opt_string(out, k.module);
-    lit(out, ",\"parent\":");
-    append_opt(out, k.parent);
-    lit(out, ",\"phase\":");
-    append_opt_string(out, k.phase);
-    lit(out, ",\"pid\":");
-    append_int(out, k.pid);
-    lit(out, ",\"retaddr\":");
-    append_opt_string(out, k.retaddr);
-    lit(out, ",\"retval\":");
-    append_opt(out, k.retval);
-    put(out, '}');
+template <class R>
+std::size_t bound(const R& r) {
+    std::size_t n = 1;  // '}'
+    fields::for_each_index<R>([&](auto i) {
+        constexpr auto& f = fields::field<R, decltype(i)::value>();
+        n += f.key.size() + 4 + value_bound<f.empty>(r.*(f.member));
+    });
+    return n;
 }
 
-template <class Out>
-void ioctl_body(Out& out, const IoctlRecord& i) {
-    lit(out, "{\"call\":");
-    append_opt(out, i.call);
-    lit(out, ",\"calls\":[");
-    for (std::size_t k = 0; k < i.calls.size(); ++k) {
-        if (k) put(out, ',');
-        append_int(out, i.calls[k]);
-    }
-    lit(out, "],\"cmd\":");
-    append_int(out, i.cmd);
-    lit(out, ",\"comm\":");
-    str(out, i.comm);
-    lit(out, ",\"ctrl\":");
-    append_opt(out, i.ctrl);
-    lit(out, ",\"ctrl_class\":");
-    append_opt_string(out, i.ctrl_class);
-    lit(out, ",\"enter_ns\":");
-    append_int(out, i.enter_ns);
-    lit(out, ",\"errno_name\":");
-    append_opt_string(out, i.errno_name);
-    lit(out, ",\"errno_text\":");
-    append_opt_string(out, i.errno_text);
-    lit(out, ",\"exit_ns\":");
-    append_opt(out, i.exit_ns);
-    lit(out, ",\"fd\":");
-    append_int(out, i.fd);
-    lit(out, ",\"fd_path\":");
-    append_opt_string(out, i.fd_path);
-    if (i.fd_path_unknown) {  // only when known: reports written before it existed round-trip unchanged
-        lit(out, ",\"fd_path_unknown\":");
-        append_opt_string(out, i.fd_path_unknown);
-    }
-    lit(out, ",\"hclass\":");
-    append_opt(out, i.hclass);
-    lit(out, ",\"name\":");
-    append_opt_string(out, i.name);
-    lit(out, ",\"phase\":");
-    append_opt_string(out, i.phase);
-    lit(out, ",\"pid\":");
-    append_int(out, i.pid);
-    lit(out, ",\"ret\":");
-    append_opt(out, i.ret);
-    lit(out, ",\"status\":");
-    append_opt_string(out, i.status);
-    put(out, '}');
-}
-
-template <class Out>
-void event_body(Out& out, const EventRecord& e) {
-    lit(out, "{\"comm\":");
-    str(out, e.comm);
-    lit(out, ",\"cpu\":");
-    append_int(out, e.cpu);
-    lit(out, ",\"fields\":");
-    if (e.fields)
-        append_string_map(out, *e.fields);
-    else
-        lit(out, "null");
-    lit(out, ",\"line\":");
-    append_opt(out, e.line);
-    lit(out, ",\"name\":");
-    str(out, e.name);
-    lit(out, ",\"pid\":");
-    append_int(out, e.pid);
-    lit(out, ",\"stack\":");
-    append_frames_or_null(out, e.stack);
-    lit(out, ",\"text\":");
-    str(out, e.text);
-    lit(out, ",\"ts\":");
-    append_opt(out, e.ts_ns);
-    lit(out, ",\"user_stack\":");
-    append_frames_or_null(out, e.user_stack);
-    put(out, '}');
-}
-
-template <class Out>
-void marker_body(Out& out, const MarkerEntry& m) {
-    lit(out, "{\"pid\":");
-    append_int(out, m.pid);
-    lit(out, ",\"text\":");
-    str(out, m.text);
-    lit(out, ",\"ts\":");
-    append_opt(out, m.ts_ns);
-    put(out, '}');
-}
-
-template <class Out>
-void graph_body(Out& out, const GraphNode& n) {
-    lit(out, "{\"count\":");
-    append_int(out, n.count);
-    lit(out, ",\"max_ns\":");
-    append_int(out, n.max_ns);
-    lit(out, ",\"min_ns\":");
-    append_int(out, n.min_ns);
-    lit(out, ",\"path\":");
-    str(out, n.path);
-    lit(out, ",\"self_ns\":");
-    append_int(out, n.self_ns);
-    lit(out, ",\"total_ns\":");
-    append_int(out, n.total_ns);
-    put(out, '}');
-}
-
-template <class Out>
-void log_body(Out& out, const KernelLogMessage& m) {
-    lit(out, "{\"attached\":");
-    str(out, m.attached.empty() ? std::string_view("none") : std::string_view(m.attached));
-    lit(out, ",\"call\":");
-    append_opt(out, m.call);
-    lit(out, ",\"fields\":");
-    append_string_map(out, m.fields);
-    lit(out, ",\"kind\":");
-    str(out, m.kind);
-    lit(out, ",\"level\":");
-    append_int(out, m.level);
-    lit(out, ",\"seq\":");
-    append_opt(out, m.seq);
-    lit(out, ",\"source\":");
-    str(out, m.source);
-    lit(out, ",\"text\":");
-    str(out, m.text);
-    lit(out, ",\"trace_ts\":");
-    append_opt(out, m.trace_ts_ns);
-    lit(out, ",\"ts\":");
-    append_opt(out, m.ts_ns);
-    put(out, '}');
+// A record written through a raw pointer into `s`, which grows by bound() (no capacity check per piece, as
+// std::string::append makes) and is cut back to what was written.
+template <class R>
+void append(std::string& s, const R& r) {
+    const std::size_t old = s.size();
+    s.resize(old + bound(r));
+    char* end = emit(s.data() + old, r);
+    s.resize(static_cast<std::size_t>(end - s.data()));
 }
 
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
-    Raw raw(out, string_bound(s));
-    str(raw, s);
+    const std::size_t old = out.size();
+    out.resize(old + string_bound(s));
+    char* end = str(out.data() + old, s);
+    out.resize(static_cast<std::size_t>(end - out.data()));
 }
 
-void append_call_json(std::string& out, const Call& k) {
-    Raw raw(out, kKeysAndNumbers + string_bound(k.comm) + string_bound(k.function) + opt_string_bound(k.module) +
-                     opt_string_bound(k.phase) + opt_string_bound(k.args) + opt_string_bound(k.retaddr));
-    call_body(raw, k);
+void append_call_json(std::string& out, const Call& c) {
+    append(out, c);
 }
-
 void append_ioctl_json(std::string& out, const IoctlRecord& i) {
-    Raw raw(out, kKeysAndNumbers + 21 * i.calls.size() + string_bound(i.comm) + opt_string_bound(i.fd_path) +
-                     opt_string_bound(i.fd_path_unknown) + opt_string_bound(i.name) + opt_string_bound(i.status) +
-                     opt_string_bound(i.ctrl_class) + opt_string_bound(i.phase) + opt_string_bound(i.errno_name) +
-                     opt_string_bound(i.errno_text));
-    ioctl_body(raw, i);
+    append(out, i);
 }
-
 void append_event_json(std::string& out, const EventRecord& e) {
-    Raw raw(out, kKeysAndNumbers + string_bound(e.comm) + string_bound(e.name) + string_bound(e.text) +
-                     (e.fields ? map_bound(*e.fields) : 4) + frames_bound(e.stack) + frames_bound(e.user_stack));
-    event_body(raw, e);
+    append(out, e);
 }
-
 void append_marker_json(std::string& out, const MarkerEntry& m) {
-    Raw raw(out, kKeysAndNumbers + string_bound(m.text));
-    marker_body(raw, m);
+    append(out, m);
 }
-
 void append_graph_json(std::string& out, const GraphNode& n) {
-    Raw raw(out, kKeysAndNumbers + string_bound(n.path));
-    graph_body(raw, n);
+    append(out, n);
 }
-
 void append_log_json(std::string& out, const KernelLogMessage& m) {
-    Raw raw(out, kKeysAndNumbers + string_bound(m.attached) + 6 + map_bound(m.fields) + string_bound(m.kind) +
-                     string_bound(m.source) + string_bound(m.text));
-    log_body(raw, m);
+    append(out, m);
 }
 
-void write_calls_array(std::ostream& out, const std::vector<Call>& calls) {
-    std::string buf;
-    buf.reserve(1 << 20);
-    write_array(out, buf, "calls", calls, append_call_json, false);
-    flush_buffer(out, buf, true);
+std::size_t call_json_bound(const Call& c) {
+    return bound(c);
+}
+char* emit_call_json(char* p, const Call& c) {
+    return emit(p, c);
 }
 
 }  // namespace nvtrace::import

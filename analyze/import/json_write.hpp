@@ -1,9 +1,9 @@
-// json_write.hpp: a direct JSON writer for the report's per-record arrays (private to analyze). A report of
+// json_write.hpp: the direct JSON writer of the report's per-record arrays (private to analyze). A report of
 // millions of calls or ioctls spends most of its writing time building one nlohmann::json object per record;
-// these functions append the same bytes as `<record>_json(x).dump(-1, ' ', false, error_handler_t::replace)`
-// in report_json.cpp (keys in nlohmann's sorted order, the same string escaping, no spaces) straight into a
-// string. tests/analyze/import/test_stream_report.cpp and tests/analyze/test_report_json.cpp compare them with
-// nlohmann's dump.
+// these functions write the same bytes as `<record>_json(x).dump(-1, ' ', false, error_handler_t::replace)`
+// of to_json() (keys in nlohmann's sorted order, the same string escaping, no spaces) straight into memory.
+// Both take the fields from one table (../record_fields.hpp). tests/analyze/test_record_fields.cpp,
+// tests/analyze/import/test_json_write.cpp and test_stream_report.cpp compare them with nlohmann's dump.
 #pragma once
 
 #include <ostream>
@@ -28,6 +28,11 @@ void append_event_json(std::string& out, const EventRecord& e);     // events[]
 void append_marker_json(std::string& out, const MarkerEntry& m);    // markers[]
 void append_graph_json(std::string& out, const GraphNode& n);       // graph[]
 void append_log_json(std::string& out, const KernelLogMessage& m);  // kernel_log[]
+
+// append_call_json into fixed memory (the --calls-jsonl writer's buffer): emit_call_json writes at most
+// call_json_bound(c) bytes at `p` (it may store up to that many, past what it returns) and returns the end.
+std::size_t call_json_bound(const Call& c);
+char* emit_call_json(char* p, const Call& c);
 
 // Hands `buf` to `out` once it holds about 1 MiB (and empties it); `force`: whatever it holds. `Out` has
 // write(const char*, std::streamsize), as std::ostream has.
@@ -62,8 +67,5 @@ void write_array(Out& out, std::string& buf, std::string_view key, const std::ve
     buf += items.empty() ? "]" : "\n ]";
     buf += last ? "\n" : ",\n";
 }
-
-// ` "calls": [` ... `],` as write_json() lays out its arrays (one element a line), in 1 MiB writes.
-void write_calls_array(std::ostream& out, const std::vector<Call>& calls);
 
 }  // namespace nvtrace::import
