@@ -4,13 +4,13 @@
 #include <event-parse.h>
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace nvtrace {
@@ -57,8 +57,8 @@ struct ReportFold::Impl {
     std::vector<Batch> spare;              // folded batches, emptied, for the producer to fill again; guarded by mu
     bool done = false;                     // guarded by mu
     std::uint64_t handed = 0, folded = 0;  // batches handed over and done with; guarded by mu
-    std::atomic<bool> refused{false};
-    std::optional<bool> result;  // set by finish()
+    bool refused = false;                  // a function-graph event was added (producer's)
+    std::optional<bool> result;            // set by finish()
     Batch cur;
     std::vector<bool> seen;    // pids whose comm was asked for (below PID_MAX_LIMIT, 4M)
     std::set<int> seen_above;  // and any other (a damaged record's)
@@ -80,27 +80,21 @@ struct ReportFold::Impl {
                 queue.pop_front();
             }
             cv.notify_all();
-            if (!refused.load(std::memory_order_relaxed)) {  // else drained, not folded
-                for (auto& [pid, comm] : b.comms)
-                    report.side().comms.emplace(pid, std::move(comm));
-                for (std::uint32_t item : b.order) {
-                    const Event* ev = nullptr;
-                    if (item & kRecordBit) {
-                        const Deferred& d = b.records[item & ~kRecordBit];
-                        tep_record rec{};
-                        rec.ts = d.ts;
-                        rec.cpu = d.cpu;
-                        rec.size = static_cast<int>(d.size);
-                        rec.data = b.bytes.data() + d.offset;
-                        d.decoder->fill(rec, *d.fields, scratch);
-                        ev = &scratch;
-                    } else {
-                        ev = &b.events[item];
-                    }
-                    if (!report.add(*ev)) {
-                        refused.store(true, std::memory_order_relaxed);
-                        break;
-                    }
+            for (auto& [pid, comm] : b.comms)
+                report.side().comms.emplace(pid, std::move(comm));
+            for (std::uint32_t item : b.order) {
+                if (item & kRecordBit) {
+                    const Deferred& d = b.records[item & ~kRecordBit];
+                    tep_record rec{};
+                    rec.ts = d.ts;
+                    rec.cpu = d.cpu;
+                    rec.size = static_cast<int>(d.size);
+                    rec.data = b.bytes.data() + d.offset;
+                    d.decoder->fill(rec, *d.fields, scratch);
+                    // Swapped into the report's sorter: `scratch` gets back an earlier event's buffers.
+                    report.add(std::move(scratch));
+                } else {
+                    report.add(std::move(b.events[item]));
                 }
             }
             // The batch's memory goes back to the producer, which fills it again without allocating.
@@ -158,7 +152,13 @@ ReportFold::~ReportFold() {
 
 bool ReportFold::add(Event&& ev) {
     Impl& s = *impl_;
-    if (s.result || s.refused.load(std::memory_order_relaxed)) return false;
+    if (s.result || s.refused) return false;
+    // ReportStream::add takes no function-graph event (the call graph is built from the whole stream): said here,
+    // on the producer's thread, before anything of it is handed over.
+    if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
+        s.refused = true;
+        return false;
+    }
     s.note_pid(ev.pid);
     s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.events.size()));
     s.cur.events.push_back(std::move(ev));
@@ -168,7 +168,12 @@ bool ReportFold::add(Event&& ev) {
 
 bool ReportFold::add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec) {
     Impl& s = *impl_;
-    if (s.result || s.refused.load(std::memory_order_relaxed)) return false;
+    if (s.result || s.refused) return false;
+    using Kind = RawEventDecoder::Kind;
+    if (fields.kind == Kind::func_entry || fields.kind == Kind::func_exit) {
+        s.refused = true;
+        return false;
+    }
     s.note_pid(decoder.pid(rec));
     const auto size = static_cast<std::uint32_t>(std::max(rec.size, 0));
     s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.records.size()) | kRecordBit);
@@ -198,7 +203,7 @@ bool ReportFold::finish() {
     }
     s.cv.notify_all();
     s.folder.join();
-    s.result = !s.refused.load();
+    s.result = !s.refused;
     return *s.result;
 }
 

@@ -16,6 +16,7 @@
 #include "import/json_write.hpp"
 #include "nvtrace/report_builder.hpp"
 #include "report_write.hpp"
+#include "sorter.hpp"
 
 namespace nvtrace {
 
@@ -121,6 +122,12 @@ private:
 
 }  // namespace
 
+// An event waiting in the sorter, with the open call of a ConsoleLine.
+struct Pending {
+    Event ev;
+    std::optional<std::uint64_t> open_call;
+};
+
 struct ReportStream::Impl {
     EventStream side;
     // report.json itself, its ioctls written straight into it (detail::streamed_report_head); events and markers
@@ -130,10 +137,18 @@ struct ReportStream::Impl {
     std::map<std::string, std::uint64_t> event_names;
     std::optional<ReportBuilder> builder;
     Report report;
-    std::optional<std::uint64_t> last_ts;
+    // Options::time_order: the events on their way to `builder`, in time order (sorter.hpp, kSortWindow).
+    Sorter<Pending> sorter;
+    // The first late event of each kind (late_event, late_ioctl_or_marker) and how many of the second kind.
+    std::string first_late, first_late_paired;
+    std::uint64_t late_paired = 0;
     std::uint64_t ioctls = 0;
     Options options;
     bool tail_written = false;
+
+    void note_late(const Event& ev);
+    template <class Fill>
+    void sort(const Event& ev, std::optional<std::uint64_t> open_call, Fill&& fill);
 };
 
 ReportStream::ReportStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -187,17 +202,78 @@ void ReportStream::on_ioctl(std::function<void(const IoctlRecord&)> f) {
     impl_->on_ioctl = std::move(f);
 }
 
-bool ReportStream::add(const Event& ev, std::optional<std::uint64_t> open_call) {
-    if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) return false;
-    if (ev.ts_known && impl_->options.time_order) {
-        if (impl_->last_ts && ev.ts_ns < *impl_->last_ts) return false;
-        impl_->last_ts = ev.ts_ns;
+namespace {
+
+bool is_function_graph(const Event& ev) {
+    return std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body);
+}
+
+// The builder pairs ioctl entries with their exits and places markers (and the preload's per-ioctl markers) by
+// time: one of these out of order can change a record, not only where it is listed.
+bool placed_by_time(const Event& ev) {
+    return std::holds_alternative<IoctlEnter>(ev.body) || std::holds_alternative<IoctlExit>(ev.body) ||
+           std::holds_alternative<Marker>(ev.body);
+}
+
+}  // namespace
+
+void ReportStream::Impl::note_late(const Event& ev) {
+    const std::uint64_t behind = sorter.order().last_emitted_ns() - ev.ts_ns;
+    const SortWindow w = sorter.order().window();
+    auto example = [&] {
+        return fmt::format("cpu {} ts {} ns: {} ns older than an event already passed on (window: {} events, {} ns)",
+                           ev.cpu, ev.ts_ns, behind, w.max_events, w.span_ns);
+    };
+    if (placed_by_time(ev)) {
+        if (late_paired++ == 0) first_late_paired = example();
+    } else if (first_late.empty()) {
+        first_late = example();
     }
-    impl_->builder->add(ev, open_call);
+}
+
+template <class Fill>
+void ReportStream::Impl::sort(const Event& ev, std::optional<std::uint64_t> open_call, Fill&& fill) {
+    const std::optional<std::uint64_t> ts = ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt;
+    if (ts && sorter.order().emitted() > 0 && *ts < sorter.order().last_emitted_ns()) note_late(ev);
+    sorter.push(
+        ts,
+        [&](Pending& p) {
+            fill(p.ev);
+            p.open_call = open_call;
+        },
+        [this](Pending& p) { builder->add(p.ev, p.open_call); });
+}
+
+bool ReportStream::add(const Event& ev, std::optional<std::uint64_t> open_call) {
+    if (is_function_graph(ev)) return false;
+    if (!impl_->options.time_order) {
+        impl_->builder->add(ev, open_call);
+        return true;
+    }
+    impl_->sort(ev, open_call, [&](Event& slot) { slot = ev; });
+    return true;
+}
+
+bool ReportStream::add(Event&& ev, std::optional<std::uint64_t> open_call) {
+    if (is_function_graph(ev)) return false;
+    if (!impl_->options.time_order) {
+        impl_->builder->add(ev, open_call);
+        return true;
+    }
+    // Swapped, not moved: `ev` gets the slot's earlier event, whose buffers the caller's next event reuses.
+    impl_->sort(ev, open_call, [&](Event& slot) { std::swap(slot, ev); });
     return true;
 }
 
 Result<void> ReportStream::finish(CallGraph&& calls) {
+    Impl& s = *impl_;
+    s.sorter.flush([&s](Pending& p) { s.builder->add(p.ev, p.open_call); });
+    // Added here, after the caller set side().diagnostics from its reader.
+    const std::uint64_t late = s.sorter.order().late();
+    if (late > s.late_paired)
+        count_diagnostic(s.side.diagnostics, Diag::late_event, s.first_late, late - s.late_paired);
+    if (s.late_paired)
+        count_diagnostic(s.side.diagnostics, Diag::late_ioctl_or_marker, s.first_late_paired, s.late_paired);
     impl_->report = impl_->builder->finish(std::move(calls));
     impl_->builder.reset();
     for (SectionFile* f : {&impl_->report_file, &impl_->events, &impl_->markers}) {

@@ -84,8 +84,7 @@ struct IterateCtx {
     EventStream* stream;      // comms are filled here
     std::vector<Event>* out;  // the decoded events are appended here
     TraceDatSink* sink;       // streamed: `out` is handed to it after each record, then emptied
-    std::uint64_t* last_ts;   // streamed: ts_ns of the last event handed over
-    TraceDatStreamed* state;  // streamed: stopped / cannot_stream end the reading
+    TraceDatStreamed* state;  // streamed: `stopped` ends the reading
     // Pids whose comm was already looked up (found or not): one tep look-up per pid, not per record.
     std::vector<bool> pid_checked;
     std::map<int, bool> pid_checked_big;  // pids past the flat table (pid_max is at most 4M)
@@ -114,24 +113,10 @@ bool first_sight(IterateCtx& ctx, int pid) {
     return ctx.pid_checked_big.emplace(pid, true).second;
 }
 
-// Streamed: false (and `state` set) when `ts` goes back (the whole reader would sort the events).
-bool in_order(IterateCtx& ctx, std::uint64_t ts) {
-    if (ts < *ctx.last_ts) {
-        *ctx.state = TraceDatStreamed::cannot_stream;
-        return false;
-    }
-    *ctx.last_ts = ts;
-    return true;
-}
-
 // Streamed: the record's decoded events to the sink, in order. -1 stops libtracecmd's iteration.
 int hand_over(IterateCtx& ctx) {
     int ret = 0;
     for (Event& ev : *ctx.out) {
-        if (!in_order(ctx, ev.ts_ns)) {
-            ret = -1;
-            break;
-        }
         if (!ctx.sink->event(ev)) {
             *ctx.state = TraceDatStreamed::stopped;
             ret = -1;
@@ -165,7 +150,7 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
     if (f && ctx->sink && ctx->decoder->plain(*f) && f->kind != Kind::func_entry && f->kind != Kind::func_exit) {
         // Streamed, and decodable from its bytes alone: handed over undecoded (TraceDatSink::record).
         note_comm(*ctx, ctx->decoder->pid(*rec));
-        if (hand_over(*ctx) != 0 || !in_order(*ctx, rec->ts)) return -1;
+        if (hand_over(*ctx) != 0) return -1;
         if (!ctx->sink->record(*ctx->decoder, *f, *rec)) {
             *ctx->state = TraceDatStreamed::stopped;
             return -1;
@@ -182,10 +167,20 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
     return ctx->sink ? hand_over(*ctx) : 0;
 }
 
-// Both readers: every handle of the file in file order (the top buffer, then the instance buffers), comms and
-// diagnostics into `stream`. Whole (`sink` null): the events appended to stream.events, where each handle's
-// start is pushed to `segment_starts`. Streamed: through `sink`, one record at a time, until `state` is no
-// longer `done`.
+// Streamed: every buffer read at once (tracecmd_iterate_events_multi), each record to its buffer's context.
+struct MultiCtx {
+    std::vector<std::pair<tracecmd_input*, IterateCtx*> > by_handle;
+};
+int on_record_multi(tracecmd_input* handle, tep_record* rec, int cpu, void* data) {
+    for (auto [h, ctx] : static_cast<MultiCtx*>(data)->by_handle)
+        if (h == handle) return on_record(handle, rec, cpu, ctx);
+    return -1;  // a handle not given to the iteration: cannot happen
+}
+
+// Both readers: every handle of the file (the top buffer, then the instance buffers), comms and diagnostics
+// into `stream`. Whole (`sink` null): the handles one after the other, the events appended to stream.events,
+// where each handle's start is pushed to `segment_starts`. Streamed: all handles at once, by time, through
+// `sink`, one record at a time, until `state` is `stopped`.
 // `fd` >= 0: read from it (libtracecmd takes it and closes it), `path` only naming it in messages.
 Result<void> read_handles(const std::string& path, const std::vector<std::string>& other_events, EventStream& stream,
                           std::vector<std::size_t>* segment_starts, TraceDatSink* sink, TraceDatStreamed* state,
@@ -207,25 +202,10 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
                                      "file version 6 or 7)",
                                      path)));
     std::uint64_t undecodable = 0;
-    std::vector<Event> scratch;  // streamed: one record's events
-    std::uint64_t last_ts = 0;
-    auto read_handle = [&](tracecmd_input* h) {
-        tep_handle* tep = tracecmd_get_tep(h);
-        if (!tep) return;
-        RawEventDecoder decoder(tep, other_events);
-        IterateCtx ctx{&decoder, tep, &stream, sink ? &scratch : &stream.events, sink, &last_ts, state, {}, {}};
-        if (segment_starts) segment_starts->push_back(stream.events.size());
-        {
-            import::InLibrary lib;
-            tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
-        }
-        if (sink) sink->handle_done();  // records handed over undecoded may need `decoder`
-        undecodable += decoder.undecodable();
-    };
-    read_handle(top.get());
-    // Records of instance buffers (trace-cmd record -B) live only in their own handles.
-    int instances = tracecmd_buffer_instances(top.get());
-    for (int i = 0; i < instances && *state == TraceDatStreamed::done; ++i) {
+    // Instance buffers (trace-cmd record -B) live only in their own handles; one that cannot be opened is counted.
+    std::vector<std::unique_ptr<tracecmd_input, void (*)(tracecmd_input*)> > instances;
+    const int nr_instances = tracecmd_buffer_instances(top.get());
+    for (int i = 0; i < nr_instances; ++i) {
         tracecmd_input* ih = nullptr;
         {
             import::InLibrary lib;
@@ -237,8 +217,51 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
                              fmt::format("{}: buffer instance '{}' could not be opened", path, name ? name : "?"));
             continue;
         }
-        read_handle(ih);
-        close_in_library(ih);
+        instances.emplace_back(ih, close_in_library);
+    }
+    std::vector<tracecmd_input*> handles{top.get()};
+    for (auto& ih : instances)
+        handles.push_back(ih.get());
+    if (!sink) {
+        // Whole: one handle after the other, each a segment of stream.events (merged by time afterwards).
+        for (tracecmd_input* h : handles) {
+            tep_handle* tep = tracecmd_get_tep(h);
+            if (!tep) continue;
+            RawEventDecoder decoder(tep, other_events);
+            IterateCtx ctx{&decoder, tep, &stream, &stream.events, nullptr, state, {}, {}};
+            if (segment_starts) segment_starts->push_back(stream.events.size());
+            {
+                import::InLibrary lib;
+                tracecmd_iterate_events(h, nullptr, 0, on_record, &ctx);
+            }
+            undecodable += decoder.undecodable();
+        }
+    } else {
+        // Streamed: every buffer at once, by time (tracecmd_iterate_events_multi takes the record of least ts
+        // among every CPU of every handle, ties to the earlier handle and CPU): the order of the whole reader's
+        // merge whenever each buffer is in time order. What is left out of order (a CPU whose stamps step back)
+        // is the receiver's to sort (ReportStream's sorter).
+        std::vector<Event> scratch;  // one record's events
+        std::vector<std::unique_ptr<RawEventDecoder> > decoders;
+        std::vector<std::unique_ptr<IterateCtx> > ctxs;
+        MultiCtx multi;
+        std::vector<tracecmd_input*> readable;
+        for (tracecmd_input* h : handles) {
+            tep_handle* tep = tracecmd_get_tep(h);
+            if (!tep) continue;
+            auto& decoder = decoders.emplace_back(std::make_unique<RawEventDecoder>(tep, other_events));
+            auto& ctx = ctxs.emplace_back(
+                std::make_unique<IterateCtx>(IterateCtx{decoder.get(), tep, &stream, &scratch, sink, state, {}, {}}));
+            multi.by_handle.emplace_back(h, ctx.get());
+            readable.push_back(h);
+        }
+        if (!readable.empty()) {
+            import::InLibrary lib;
+            tracecmd_iterate_events_multi(readable.data(), static_cast<int>(readable.size()), on_record_multi, &multi);
+        }
+        sink->handle_done();  // records handed over undecoded may need the decoders
+        for (const auto& d : decoders)
+            undecodable += d->undecodable();
     }
     if (undecodable)
         count_diagnostic(stream.diagnostics, Diag::undecodable_record,
@@ -285,8 +308,6 @@ Result<EventStream> read_trace_dat_bytes(std::string_view bytes, const std::stri
 
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, TraceDatSink& sink,
                                           std::vector<std::string> other_events) {
-    // The handles' events concatenated are read_trace_dat's order exactly when their times never go back
-    // (its stable sort then changes nothing): in_order checks that before each event.
     TraceDatStreamed state = TraceDatStreamed::done;
     if (auto r = read_handles(path, other_events, side, nullptr, &sink, &state); !r) return fail(r.error());
     return state;

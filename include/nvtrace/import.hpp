@@ -90,13 +90,13 @@ Result<EventStream> read_trace_dat_bytes(std::string_view bytes, const std::stri
 // report FILE.dat`). `each` gets every event in the order read_trace_dat's stream holds them (it may move from
 // it) and returns false to stop the reading. `side` gets what read_trace_dat puts beside the events: comms (a pid's
 // comm is in side.comms before that pid's first event is handed over) and the diagnostics unreadable_instance and
-// undecodable_record (the latter after the last event). The result:
+// undecodable_record (the latter after the last event). Every buffer of the file (top and instances, trace-cmd
+// record -B) is read at once, by time (tracecmd_iterate_events_multi): read_trace_dat's order whenever each
+// buffer's times never go back; a CPU whose stamps step back is handed over as read, for the receiver to sort
+// (ReportStream's sorter). The result:
 //  - done: every event was handed over and `side` is complete;
 //  - stopped: `each` returned false;
-//  - cannot_stream: the events' times go back in the order libtracecmd reads the file (within a buffer, or
-//    from one buffer to the next: a file with events in several buffers, trace-cmd record -B, whose times
-//    interleave), so read_trace_dat's order is a sort this reader cannot give; the events handed over so
-//    far are not a prefix of it: the caller drops them and reads the file with read_trace_dat.
+//  - cannot_stream: no longer returned (kept for callers that still test for it).
 // Errors: those of read_trace_dat (Error::environment without libtracecmd). Memory: one record's events. Thread-safety:
 // pure function.
 enum class TraceDatStreamed { done, stopped, cannot_stream };
@@ -107,8 +107,8 @@ Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& 
 // The same with the decoding left to the receiver where it can be: a record RawEventDecoder decodes from its
 // bytes alone (RawEventDecoder::plain; not funcgraph entries and exits, which are named here) is given to
 // record() undecoded, every other event to event(), all in one order. A record's pid has its comm in
-// side.comms before the call. `decoder` and `fields` stay valid until the next handle_done() (called after
-// each buffer of the file: the top buffer, then each instance); `rec` during the call only. false from
+// side.comms before the call. `decoder` and `fields` stay valid until handle_done() (called once, after the
+// last record of every buffer); `rec` during the call only. false from
 // event() or record() stops the reading (`stopped`).
 class TraceDatSink {
 public:
@@ -131,18 +131,14 @@ Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& 
 // strace output: its complete ioctl calls become IoctlEnter/IoctlExit events in file order (ts_known
 // false), fd paths from -y or open lines in `fd_paths`; the truncated last call is a data_loss diagnostic.
 // A text where fewer than one line in four gives events (malformed_line > 3 x lines read) fails with
-// Error::usage ("not usable as FORMAT"). "-" or a pipe/FIFO/character device is read whole into memory.
+// Error::usage ("not usable as FORMAT"). The input is opened by open_input (nvtrace/input.hpp: "-", a FIFO or a
+// socket is read whole once, a device refused); import_input reads an input already opened.
 struct ImportResult {
     TraceFormat format = TraceFormat::fgraph_text;
     EventStream stream;
     std::vector<KernelLogMessage> kernel_log;
 };
 Result<ImportResult> import_file(const std::string& path, std::optional<TraceFormat> forced = std::nullopt);
-
-// The whole of stdin ("-") or of a pipe/FIFO, for inputs that can be read only once (a caller that must look at
-// the content before choosing a reader). Errors (Error::usage): cannot open or read, empty input; messages name
-// "<stdin>" for "-".
-Result<std::string> read_input_whole(const std::string& path);
 
 // Same for text already in memory (standard input, tests). A trace.dat is read with read_trace_dat_bytes.
 Result<ImportResult> import_text(std::string_view text, std::string_view file_name,

@@ -3,8 +3,9 @@
 // streamed `nvtrace report` of a trace.dat and of a capture directory.
 //
 // The producer (the thread that decodes) add()s events; they are handed over in batches of 4,096, through a
-// queue of at most four batches, to a thread that gives them to the ReportStream in the same order. The report
-// it writes is byte for byte the one the producer would write by calling ReportStream::add itself.
+// queue of at most four batches, to a thread that gives them to the ReportStream in the same order (the
+// ReportStream's sorter then orders them by time). The report it writes is byte for byte the one the producer
+// would write by calling ReportStream::add itself.
 //
 // Comms: the ReportBuilder reads report.side().comms while folding, so the producer must not write them. The
 // `comm_of` given to the constructor is asked, on the producer thread, for every pid >= 0 the first time an
@@ -12,9 +13,10 @@
 // before that event is folded.
 //
 // Memory: at most five batches of 4,096 events or records in flight, and as many emptied ones kept for reuse
-// (each record's bytes are copied into its batch). Errors: none of its own; a refused event (function graph,
-// time going back: ReportStream::add) makes add() and finish() return false, after which nothing more is folded
-// and the caller builds the whole report instead.
+// (each record's bytes are copied into its batch). Errors: none. Events out of time order are taken (the
+// ReportStream sorts them, or counts them as late). The one thing refused is a function-graph entry or exit
+// (ReportStream::add cannot take them): add() says so at once, on the producer's thread, and from then on
+// add() and finish() return false, nothing more is taken, and the caller builds the whole report instead.
 // Thread-safety: add(), sync() and finish() from one thread (the producer); `report` must not be used elsewhere
 // until finish() returned (the destructor calls finish()), except between sync() and the next add(), when the
 // fold thread waits.
@@ -39,19 +41,19 @@ public:
     ReportFold(const ReportFold&) = delete;
     ReportFold& operator=(const ReportFold&) = delete;
 
-    // One event, moved from. false once the fold thread has seen the report refuse an event (an earlier one: a
-    // refusal is seen up to five batches after the refused event was added): stop adding.
+    // One event, moved from. false for a FuncEntry/FuncExit (not taken), and for every call after it: stop adding.
+    // Every other event is taken: true.
     bool add(Event&& ev);
     // A record `decoder` checked, whose Fields are plain (RawEventDecoder::plain): its bytes are copied here and
     // decoded on the fold thread (decoder.fill), which keeps the decoding off this thread. `decoder` and `fields`
     // must stay valid until the next sync() or finish(); `rec` is read during the call only. Returns as
-    // add(Event&&).
+    // add(Event&&) (false for a funcgraph_entry/funcgraph_exit record).
     bool add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec);
     // Hands over what was added and waits until it is folded: after it, the decoders and Fields of the records
     // added so far are no longer used (a reader that frees them between buffers calls it first).
     void sync();
-    // Hands over the last batch and waits for the fold thread. true when every event added was folded.
-    // Further calls return the same.
+    // Hands over the last batch and waits for the fold thread. true when every event added was taken (no
+    // function-graph event came). Further calls return the same.
     bool finish();
 
 private:

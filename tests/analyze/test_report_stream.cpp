@@ -1,12 +1,13 @@
 // ReportStream (nvtrace/report_stream.hpp) against build_report + write_json: the same bytes on every test trace
 // and capture directory (their function-graph events left out: those are never streamed), and on synthetic
 // streams for what only streaming can get wrong: records handed out while held (preload exit markers, an
-// ioctl in progress while others complete, lost exits), stacks attached across the sink, refused events,
-// a pipe and a full disk as output.
+// ioctl in progress while others complete, lost exits), stacks attached across the sink, events out of time
+// order (sorted, or counted as late), refused function-graph events, a pipe and a full disk as output.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,10 +39,10 @@ std::string whole_json(const EventStream& st) {
 }
 
 // The streamed report of `st` as report.json bytes, written to a temporary file; nullopt when refused.
-std::optional<std::string> streamed_json(const EventStream& st) {
+std::optional<std::string> streamed_json(const EventStream& st, ReportStream::Options options = {}) {
     EventStream side = st;
     side.events.clear();
-    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), std::move(side));
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), std::move(side), options);
     EXPECT_TRUE(rs) << rs.error().message;
     if (!rs) return std::nullopt;
     for (const Event& ev : st.events)
@@ -54,6 +55,13 @@ std::optional<std::string> streamed_json(const EventStream& st) {
     std::string out = read_fd(::fileno(tmp));
     std::fclose(tmp);
     return out;
+}
+
+// `st` with its events in the order the ReportStream's sorter gives within its window: a stable sort by ts_ns.
+EventStream by_time(EventStream st) {
+    std::stable_sort(st.events.begin(), st.events.end(),
+                     [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    return st;
 }
 
 EventStream without_calls(EventStream st) {
@@ -85,9 +93,16 @@ TEST(ReportStream, SameBytesAsBuildReportOnEveryTestTrace) {
         auto in = import_file(e.path().string());
         if (!in) continue;  // kernel logs and the like: not event streams
         EventStream st = without_calls(std::move(in->stream));
+        // Sorted by time (the route of a capture directory or a trace.dat), and in file order (time_order false:
+        // a text trace's streamed report, whose whole report keeps file order too).
         auto s = streamed_json(st);
-        if (!s) continue;  // times going back (text traces): build_report's case
-        EXPECT_EQ(*s, whole_json(st));
+        ASSERT_TRUE(s);
+        EXPECT_EQ(*s, whole_json(by_time(st)));
+        ReportStream::Options file_order;
+        file_order.time_order = false;
+        auto f = streamed_json(st, file_order);
+        ASSERT_TRUE(f);
+        EXPECT_EQ(*f, whole_json(st));
         ++compared;
         Report r = build_report(st);
         with_records += !r.ioctls.empty() || !r.events.empty() || !r.markers.empty();
@@ -224,15 +239,100 @@ TEST(ReportStream, StackAfterAnEventIsAttachedBeforeTheEventIsWritten) {
     EXPECT_EQ(r.events[0].stack.size(), 2u);
 }
 
-TEST(ReportStream, FunctionGraphEventsAndTimeGoingBackAreRefused) {
+TEST(ReportStream, FunctionGraphEventsAreRefused) {
     auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
     ASSERT_TRUE(rs);
     EXPECT_FALSE((*rs)->add(test::entry(1, 5, "f", 0)));
     EXPECT_TRUE((*rs)->add(marker(10, 5, "a")));
-    EXPECT_FALSE((*rs)->add(marker(9, 5, "b")));
-    EXPECT_TRUE((*rs)->add(marker(10, 5, "c")));
     ASSERT_TRUE((*rs)->finish());
-    EXPECT_EQ((*rs)->markers(), 2u);
+    EXPECT_EQ((*rs)->markers(), 1u);
+}
+
+// A marker older than the one before it (another CPU's, read a little later) used to make add() refuse the
+// stream, and `nvtrace report` read the whole input again: now it is put in its place.
+TEST(ReportStream, EventBackInTimeIsSortedNotRefused) {
+    EventStream st;
+    st.events = {marker(10, 5, "a"),   marker(30, 5, "c"),        at(20, 6, Marker{"b"}, 1),
+                 marker(30, 5, "d"),   enter(40, 5, 3, 0xc0),     at(35, 6, IoctlEnter{4, 0xc1, 0}, 1),
+                 exit_ioctl(50, 5, 0), at(45, 6, IoctlExit{0}, 1)};
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+    ASSERT_TRUE(rs);
+    for (Event ev : st.events)
+        EXPECT_TRUE((*rs)->add(std::move(ev)));  // the moving overload: the sorter swaps the event in
+    ASSERT_TRUE((*rs)->finish());
+    EXPECT_EQ((*rs)->markers(), 4u);
+    EXPECT_EQ((*rs)->ioctls(), 2u);
+    FILE* tmp = std::tmpfile();
+    ASSERT_TRUE((*rs)->write(::fileno(tmp)));
+    std::string got = read_fd(::fileno(tmp));
+    std::fclose(tmp);
+    EXPECT_EQ(got, whole_json(by_time(st)));
+    Report r = build_report(by_time(st));
+    ASSERT_EQ(r.markers.size(), 4u);
+    EXPECT_EQ(r.markers[1].text, "b");
+    EXPECT_TRUE(r.completeness.complete);
+    for (const auto& d : r.completeness.diagnostics)
+        EXPECT_NE(d.name.rfind("late_", 0), 0u) << d.name;
+}
+
+// An event older than one already folded (more than the window's 100 ms behind the newest): it is folded in
+// arrival order and counted, never dropped and never a reason to read the input again. A late event that is
+// listed only (late_event, info) leaves the report complete; a late ioctl entry or exit or marker
+// (late_ioctl_or_marker, data_loss) may be paired or placed wrongly, so the report is incomplete.
+TEST(ReportStream, EventTooLateForWindowIsCountedNotDropped) {
+    const std::uint64_t s = 1'000'000'000;
+    auto other = [](std::uint64_t ts, int cpu, std::string name) {
+        return Event{ts, cpu, 5, false, OtherEvent{"sched", std::move(name), ""}};
+    };
+    {
+        auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+        ASSERT_TRUE(rs);
+        std::vector<Event> in = {other(1 * s, 0, "a"), other(2 * s, 0, "b"), other(3 * s, 0, "c"),
+                                 other(1 * s + 500, 2, "late"), other(4 * s, 0, "d")};
+        for (const Event& ev : in)
+            EXPECT_TRUE((*rs)->add(ev));
+        ASSERT_TRUE((*rs)->finish());
+        EXPECT_EQ((*rs)->events(), in.size());  // in == out
+        const Report& r = (*rs)->report();
+        EXPECT_TRUE(r.completeness.complete);
+        const Diagnostic* late = nullptr;
+        for (const auto& d : r.completeness.diagnostics)
+            if (d.name == "late_event") late = &d;
+        ASSERT_NE(late, nullptr);
+        EXPECT_EQ(late->severity, "info");
+        EXPECT_EQ(late->count, 1u);
+        // 1 s + 500 ns arrived after 2 s was folded (3 s is 1 s newer than 2 s: past the 100 ms span).
+        EXPECT_NE(late->first_example.find("cpu 2 ts 1000000500 ns: 999999500 ns older"), std::string::npos)
+            << late->first_example;
+        // Listed where it arrived: after b, before c.
+        FILE* tmp = std::tmpfile();
+        ASSERT_TRUE((*rs)->write(::fileno(tmp)));
+        std::string got = read_fd(::fileno(tmp));
+        std::fclose(tmp);
+        const auto b = got.find("\"sched:b\""), l = got.find("\"sched:late\""), c = got.find("\"sched:c\"");
+        ASSERT_NE(l, std::string::npos);
+        EXPECT_LT(b, l);
+        EXPECT_LT(l, c);
+    }
+    {
+        auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+        ASSERT_TRUE(rs);
+        for (Event ev : {marker(1 * s, 5, "a"), marker(2 * s, 5, "b"), marker(3 * s, 5, "c"), marker(10, 7, "late"),
+                         enter(4 * s, 5, 3, 0xc0), exit_ioctl(4 * s + 10, 5, 0)})
+            EXPECT_TRUE((*rs)->add(std::move(ev)));
+        ASSERT_TRUE((*rs)->finish());
+        EXPECT_EQ((*rs)->markers(), 4u);
+        EXPECT_EQ((*rs)->ioctls(), 1u);
+        const Report& r = (*rs)->report();
+        EXPECT_FALSE(r.completeness.complete);
+        const Diagnostic* late = nullptr;
+        for (const auto& d : r.completeness.diagnostics)
+            if (d.name == "late_ioctl_or_marker") late = &d;
+        ASSERT_NE(late, nullptr);
+        EXPECT_EQ(late->severity, "data_loss");
+        EXPECT_EQ(late->count, 1u);
+        EXPECT_NE(late->first_example.find("cpu 0 ts 10 ns"), std::string::npos) << late->first_example;
+    }
 }
 
 TEST(ReportStream, WritesTheSameBytesIntoAPipe) {
@@ -279,7 +379,7 @@ TEST(ReportStream, FullDiskIsAnErrorNotAShortReport) {
     EXPECT_NE(w.error().message.find("No space"), std::string::npos) << w.error().message;
 }
 
-// A fresh user ran `nvtrace report X.dat -o /dev/full`: the report was linked in place of the device (unlink, then
+// Seen: `nvtrace report X.dat -o /dev/full`: the report was linked in place of the device (unlink, then
 // link), and /dev/full was a regular file afterwards. An existing output is written into, never replaced.
 TEST(ReportStream, OutputThatExistsIsWrittenIntoNotReplaced) {
     EventStream st;

@@ -1,9 +1,10 @@
 // ReportFold (nvtrace/report_fold.hpp): a report folded on a second thread is byte for byte the one folded on the
 // producer's thread, across many batches, with events and undecoded records mixed; comms reach the report before
-// their pid's first event; a refusal stops the producer within a bounded number of events; sync() returns only
-// when everything added is folded.
+// their pid's first event; events out of time order are taken and sorted; a function-graph event is refused at
+// once; sync() returns only when everything added is handed to the report.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -64,6 +65,14 @@ std::vector<Event> mixed_events() {
     v.push_back(at(ts++, 100, IoctlEnter{4, 0x5421, 0}));
     v.push_back(at(ts++, 100, IoctlExit{0}));
     return v;
+}
+
+// The markers' texts in order.
+std::string describe_order(const std::vector<Event>& v) {
+    std::string out;
+    for (const Event& ev : v)
+        out += std::get<Marker>(ev.body).text + " ";
+    return out;
 }
 
 using test::IoctlFormats;
@@ -159,9 +168,9 @@ TEST(ReportFold, RecordsDecodedOnTheFoldThreadGiveTheReportOfTheDecodedEvents) {
     EXPECT_EQ(folded->ioctls(), 6'000u);
 }
 
-// A refused event (function graph) is seen by the fold thread a little later; the producer learns it within the
-// five batches the queue and the batch being filled can hold, and finish() says the report is not whole.
-TEST(ReportFold, RefusedEventStopsTheProducerWithinFiveBatches) {
+// A function-graph event cannot be folded (ReportStream::add): the producer learns it from that add() itself, not
+// batches later, and nothing after it is taken.
+TEST(ReportFold, FunctionGraphEventIsRefusedAtOnceOnTheProducersThread) {
     auto r = open_stream();
     ASSERT_TRUE(r);
     ReportFold fold(*r);
@@ -170,27 +179,64 @@ TEST(ReportFold, RefusedEventStopsTheProducerWithinFiveBatches) {
         ASSERT_TRUE(fold.add(at(ts++, 7, IoctlEnter{3, 0x541b, 0})));
     FuncEntry e;
     e.function = "nv_ioctl";
-    fold.add(at(ts++, 7, e));
-    std::size_t taken = 0;
-    while (fold.add(at(ts++, 7, IoctlExit{0})) && taken < 10 * 4096)
-        ++taken;
-    EXPECT_LE(taken, 6u * 4096u);
-    EXPECT_FALSE(fold.finish());
+    EXPECT_FALSE(fold.add(at(ts++, 7, e)));
     EXPECT_FALSE(fold.add(at(ts++, 7, IoctlExit{0})));
+    EXPECT_FALSE(fold.finish());
 }
 
+// Two CPUs' events handed over one CPU's run after the other's (times going back at each switch): the fold used
+// to stop at the first one and the caller read the whole input again. Now every event is taken and the report is
+// that of the events sorted by time.
+TEST(ReportFold, EventsGoingBackInTimeAreTakenAndSortedNotRefused) {
+    std::vector<Event> in_order, interleaved;
+    std::uint64_t id = 0;
+    for (std::uint64_t run = 0; run < 2'000; ++run)
+        for (int pid : {7, 8})  // at(): cpu = pid % 2
+            for (std::uint64_t k = 0; k < 4; ++k) {
+                const std::uint64_t ts = 1000 + run * 1000 + k * 200 + (pid == 8 ? 100 : 0);
+                interleaved.push_back(at(ts, pid, Marker{"m" + std::to_string(id++)}));
+            }
+    in_order = interleaved;
+    std::stable_sort(in_order.begin(), in_order.end(),
+                     [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
+    ASSERT_NE(describe_order(in_order), describe_order(interleaved));
+
+    auto direct = open_stream();
+    ASSERT_TRUE(direct);
+    for (const Event& ev : in_order)
+        ASSERT_TRUE(direct->add(ev));
+    const std::string want = finish_and_read(*direct);
+
+    auto folded = open_stream();
+    ASSERT_TRUE(folded);
+    {
+        ReportFold fold(*folded);
+        for (Event ev : interleaved)
+            ASSERT_TRUE(fold.add(std::move(ev)));
+        EXPECT_TRUE(fold.finish());
+    }
+    EXPECT_EQ(finish_and_read(*folded), want);
+    EXPECT_EQ(folded->markers(), interleaved.size());
+    EXPECT_EQ(want.find("late_"), std::string::npos);
+}
+
+// After sync() the fold thread has taken every event added (and is waiting): the comms are in the report, and
+// the events are folded except those the report's sorter still holds (here the last, the newest: the markers are
+// 1 s apart, past the sorter's 100 ms span).
 TEST(ReportFold, SyncReturnsWhenEverythingAddedIsFolded) {
     auto r = open_stream();
     ASSERT_TRUE(r);
     ReportFold fold(*r, [](int pid) { return std::optional<std::string>("task-" + std::to_string(pid)); });
+    const std::uint64_t s = 1'000'000'000;
     for (int i = 0; i < 10; ++i)
-        ASSERT_TRUE(fold.add(at(100 + static_cast<std::uint64_t>(i), 40 + i, Marker{"m"})));
+        ASSERT_TRUE(fold.add(at(s + static_cast<std::uint64_t>(i) * s, 40 + i, Marker{"m"})));
     fold.sync();
-    // Read on this thread after sync(): the fold thread has folded all ten and is waiting.
-    EXPECT_EQ(r->markers(), 10u);
+    // Read on this thread after sync(): the fold thread has folded nine and is waiting.
+    EXPECT_EQ(r->markers(), 9u);
     EXPECT_EQ(r->side().comms.size(), 10u);
     EXPECT_EQ(r->side().comms.at(49), "task-49");
-    ASSERT_TRUE(fold.add(at(200, 40, Marker{"n"})));
+    ASSERT_TRUE(fold.add(at(20 * s, 40, Marker{"n"})));
     EXPECT_TRUE(fold.finish());
+    ASSERT_TRUE(r->finish());
     EXPECT_EQ(r->markers(), 11u);
 }
