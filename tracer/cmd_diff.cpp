@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "nvtrace/diff.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/report_io.hpp"
 #include "stderr_note.hpp"
 
@@ -71,18 +72,25 @@ int do_diff(const DiffArgs& args) {
     o.keep_irq_nesting = args.keep_irq;
     o.keep_unchanged = args.all;
 
-    // Two saved reports are read at once, one on another thread (reading is nearly all of a diff's time); a
-    // trace file is imported on its own. A's error is the one reported when both fail, as before.
+    // Both inputs are opened first, by one rule (nvtrace/input.hpp: what can be read only once is read now). Two
+    // saved reports are then parsed at once, one on another thread (reading is nearly all of a diff's time); a
+    // trace is imported on its own. A's error is the one reported when both fail, as before.
+    if (args.a == "-" && args.b == "-")
+        return usage_error(Error::usage("standard input can be read only once: give - as A or as B, not both"));
+    auto ia = open_input(args.a);
+    if (!ia) return usage_error(ia.error());
+    auto ib = open_input(args.b);
+    auto is_saved = [](const Input& in) { return in.kind != InputKind::trace_dat && in.kind != InputKind::text; };
     Result<Report> ra = fail(Error::usage("")), rb = fail(Error::usage(""));
-    if (is_saved_report_input(args.a) && is_saved_report_input(args.b)) {
-        std::thread tb([&] { rb = load_report_input(args.b); });
-        ra = load_report_input(args.a);
+    if (ib && is_saved(*ia) && is_saved(*ib)) {
+        std::thread tb([&] { rb = load_report(std::move(*ib)); });
+        ra = load_report(std::move(*ia));
         tb.join();
         if (!ra) return usage_error(ra.error());
     } else {
-        ra = load_report_input(args.a);
+        ra = load_report(std::move(*ia));
         if (!ra) return usage_error(ra.error());
-        rb = load_report_input(args.b);
+        rb = ib ? load_report(std::move(*ib)) : fail(ib.error());
     }
     if (!rb) return usage_error(rb.error());
 

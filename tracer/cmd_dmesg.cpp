@@ -1,18 +1,10 @@
 // nvtrace dmesg [FILE|-] [--json]   (docs/dmesg.md)
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/kernel_log.hpp"
 #include "stderr_note.hpp"
 
@@ -26,41 +18,15 @@ struct DmesgArgs {
 };
 
 int do_dmesg(const DmesgArgs& a) {
-    std::string text;
-    std::string name = a.file == "-" ? "<stdin>" : a.file;
-    if (a.file == "-") {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-        if (std::cin.bad()) {
-            tracer::note("nvtrace dmesg: {}: cannot read standard input\n", name);
-            return static_cast<int>(ExitCode::usage);
-        }
-    } else {
-        if (std::error_code ec; std::filesystem::is_directory(a.file, ec)) {
-            tracer::note("nvtrace dmesg: {}: is a directory (expected a kernel log file, or - for stdin)\n", name);
-            return static_cast<int>(ExitCode::usage);
-        }
-        // /dev/zero was read for 512 MiB, /dev/kmsg would block for ever (a second fresh user); report refuses
-        // devices the same way. A pipe (/dev/stdin, a FIFO) is read.
-        if (struct stat st{}; ::stat(a.file.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
-            fmt::print(stderr,
-                       "nvtrace dmesg: {}: a device, not a kernel log file (save it first: `dmesg > log`, or give "
-                       "- for stdin)\n",
-                       name);
-            return static_cast<int>(ExitCode::usage);
-        }
-        std::ifstream in(a.file, std::ios::binary);
-        if (!in) {
-            tracer::note("nvtrace dmesg: {}: cannot read ({})\n", name, std::strerror(errno));
-            return static_cast<int>(ExitCode::usage);
-        }
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        if (in.bad()) {
-            tracer::note("nvtrace dmesg: {}: cannot read\n", name);
-            return static_cast<int>(ExitCode::usage);
-        }
-        text = std::move(ss).str();
+    // Opened as every input is (nvtrace/input.hpp): standard input, a FIFO or a socket read once; a directory or
+    // a device refused (/dev/zero was read for 512 MiB, /dev/kmsg would block for ever).
+    auto in = open_input(a.file, OpenOptions{TraceFormat::kernel_log, "", true});
+    if (!in) {
+        tracer::note("nvtrace dmesg: {}\n", in.error().message);
+        return static_cast<int>(in.error().code);
     }
+    const std::string& name = in->name;
+    std::string_view text = in->bytes();
 
     KernelLogParse p = read_kernel_log(text, name);
     if (a.json) {

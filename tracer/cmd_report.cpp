@@ -1,7 +1,4 @@
 // nvtrace report INPUT [--kmsg FILE] [--format F] [--json | -o OUT]   (docs/report.md)
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +19,7 @@
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/expect.hpp"
 #include "nvtrace/import.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_fold.hpp"
@@ -63,31 +61,18 @@ ReportSinks sinks_of(const ReportArgs& a, std::string label) {
 // A raw capture directory (docs/formats.md): the whole analysis again from the saved pages and formats.
 constexpr std::string_view kCaptureDirLabel = "capture directory, re-analysed from its raw pages";
 
-// stdin is read once; a pipe or FIFO too (a socket as well).
-bool is_pipe(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
-}
-
 // A saved report (nvtrace.report/1, the report.json `nvtrace run` writes): its summary, and the report again
-// with --json/-o (docs/report.md).
-bool looks_like_saved_report(const std::string& path) {
-    std::error_code ec;
-    if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return false;
-    std::ifstream in(path, std::ios::binary);
-    char ch = 0;
-    while (in.get(ch) && (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')) {
-    }
-    return in && ch == '{';
-}
-
-int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_log,
-                      std::optional<Result<Report>> from_stdin = std::nullopt) {
+// with --json/-o (docs/report.md). A file by name is parsed as it is read; what was read once, from its bytes.
+int report_saved_json(const ReportArgs& a, const Input& in, std::vector<KernelLogMessage> extra_log) {
     if (!a.calls_jsonl.empty()) {
         tracer::note("nvtrace report: --calls-jsonl takes a trace file, not a saved report\n");
         return static_cast<int>(ExitCode::usage);
     }
-    auto report = from_stdin ? std::move(*from_stdin) : read_report_file(a.input);
+    Result<Report> report = fail(Error::usage(in.name + ": not a saved report"));
+    if (in.reopenable())
+        report = read_report_file(in.path);
+    else if (auto saved = saved_report_from_text(in.bytes(), in.name))
+        report = std::move(*saved);
     if (!report) {
         tracer::note("nvtrace report: {}\n", report.error().message);
         return static_cast<int>(report.error().code);
@@ -101,19 +86,19 @@ int report_saved_json(const ReportArgs& a, std::vector<KernelLogMessage> extra_l
 
 // --calls-jsonl: the calls go to their own file as they end; memory stays bounded for function_graph text
 // (stream_report.hpp, docs/performance.md).
-int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, std::vector<KernelLogMessage> kmsg,
-                       std::vector<Diagnostic> kmsg_diags) {
+int report_calls_jsonl(const ReportArgs& a, const Input& in, const std::string& temp_dir,
+                       std::vector<KernelLogMessage> kmsg, std::vector<Diagnostic> kmsg_diags) {
+    // Text is streamed in file order: never refused part way.
+    ReportSinks sinks = sinks_of(a, "");  // the format is known once read
+    std::string dir;                      // `temp_dir`, where the input was spooled
+    ReportStream::Options out_opts = streamed_output(sinks, false, dir);
     std::ofstream calls(a.calls_jsonl, std::ios::trunc | std::ios::binary);
     if (!calls) {
         tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
-    std::string temp_dir;
-    // Text is streamed in file order: never refused part way.
-    ReportSinks sinks = sinks_of(a, "");  // the format is known once read
-    ReportStream::Options out_opts = streamed_output(sinks, false, temp_dir);
     auto ioctls = streamed_ioctl_summary(sinks);
-    auto st = report_streaming(a.input, forced, calls, temp_dir, out_opts,
+    auto st = report_streaming(in, calls, temp_dir, out_opts,
                                [&ioctls](const IoctlRecord& io) { ioctls->add(io, std::nullopt); });
     if (!st) {
         tracer::note("nvtrace report: {}\n", st.error().message);
@@ -139,18 +124,6 @@ int report_calls_jsonl(const ReportArgs& a, std::optional<TraceFormat> forced, s
     sinks = sinks_of(a, std::string(format_name(st->format)));
     if (st->records) return write_and_print_streamed(*st->records, *ioctls, sinks);
     return write_and_print(report, sinks);
-}
-
-// A trace.dat file (not stdin, not a pipe) whose report can be streamed: what import_file would read it as.
-bool is_trace_dat_file(const std::string& path, std::optional<TraceFormat> forced) {
-    struct stat st {};
-    if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    if (forced) return *forced == TraceFormat::trace_dat;
-    std::ifstream in(path, std::ios::binary);
-    std::string head(4096, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-    return detect_format(head) == TraceFormat::trace_dat;
 }
 
 // A trace.dat reported without holding its events (docs/report.md): stream_trace_dat feeds a ReportStream.
@@ -200,7 +173,6 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
 }
 
 int do_report(const ReportArgs& a) {
-    std::optional<std::string> stdin_text;  // stdin or a pipe, read once (see below)
     if (a.reemit && !a.source.empty()) {
         tracer::note("nvtrace report: --source cannot apply to --reemit (it prints the saved report as it is)\n");
         return static_cast<int>(ExitCode::usage);
@@ -218,26 +190,18 @@ int do_report(const ReportArgs& a) {
     }
     std::vector<KernelLogMessage> kmsg_messages;
     std::vector<Diagnostic> kmsg_diags;
-    // An empty --kmsg file is a kernel that logged nothing (a fresh user's quiet `dmesg > log`): no messages.
-    auto blank_file = [](const std::string& path) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) return false;  // import_file says why
-        for (char c; in.get(c);)
-            if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return false;
-        return true;
-    };
-    if (!a.kmsg.empty() && a.kmsg != "-" && blank_file(a.kmsg)) {
-        // nothing to add
-    } else if (!a.kmsg.empty()) {
-        auto k = import_file(a.kmsg, TraceFormat::kernel_log);
-        if (!k) {
-            tracer::note("nvtrace report: --kmsg {}\n", k.error().message);
-            return static_cast<int>(k.error().code);
+    if (!a.kmsg.empty()) {
+        // An empty --kmsg file is a kernel that logged nothing (a quiet `dmesg > log`): no messages.
+        auto k = open_input(a.kmsg, OpenOptions{TraceFormat::kernel_log, "", true});
+        bool blank = k && k->bytes().find_first_not_of(" \n\r\t") == std::string_view::npos;
+        auto log = !k ? fail(k.error()) : blank ? Result<ImportResult>(ImportResult{}) : import_input(*k);
+        if (!log) {
+            tracer::note("nvtrace report: --kmsg {}\n", log.error().message);
+            return static_cast<int>(log.error().code);
         }
-        kmsg_messages = std::move(k->kernel_log);
-        kmsg_diags = std::move(k->stream.diagnostics);
+        kmsg_messages = std::move(log->kernel_log);
+        kmsg_diags = std::move(log->stream.diagnostics);
     }
-    std::error_code ec;
     // An output that is one of the inputs would be truncated before it is read (--calls-jsonl is opened first);
     // the files of a capture directory are the capture (`report DIR -o DIR/report.json` replaced the run's
     // report, and so did -o naming a link to it).
@@ -256,82 +220,69 @@ int do_report(const ReportArgs& a) {
         tracer::note("nvtrace report: --calls-jsonl and -o name the same file {}: give two files\n", a.out);
         return static_cast<int>(ExitCode::usage);
     }
-    if (!a.calls_jsonl.empty() && std::filesystem::is_directory(a.input, ec)) {
+    // An option that does not apply to directories, whatever the directory holds.
+    if (std::error_code ec; !a.calls_jsonl.empty() && std::filesystem::is_directory(a.input, ec)) {
         tracer::note("nvtrace report: --calls-jsonl takes a trace file, not a capture directory\n");
         return static_cast<int>(ExitCode::usage);
     }
-    if (std::filesystem::is_directory(a.input, ec)) {
-        const std::filesystem::path meta = std::filesystem::path(a.input) / "meta.json";
-        bool has_meta = std::filesystem::exists(meta, ec);
-        if (ec) {
-            tracer::note("nvtrace report: {}: cannot open: {}\n", meta.string(), ec.message());
-            return static_cast<int>(ExitCode::usage);
-        }
-        if (!has_meta) {
-            bool has_raw = std::filesystem::exists(std::filesystem::path(a.input) / "raw", ec);
-            tracer::note("nvtrace report: {}: {}\n", a.input,
-                         has_raw ? "no meta.json: an unfinished capture (nvtrace was killed before writing it?); "
-                                   "its raw pages cannot be decoded without it"
-                                 : "not a capture directory (no meta.json; `nvtrace run` writes one)");
-            return static_cast<int>(ExitCode::usage);
-        }
-        if (std::ifstream mf(meta); nlohmann::json::parse(mf, nullptr, false).is_discarded()) {
-            tracer::note("nvtrace report: {}: not valid JSON (damaged or unfinished capture)\n", meta.string());
-            return static_cast<int>(ExitCode::usage);
-        }
-        if (!a.reemit && !is_raw_capture_dir(a.input)) {
-            fmt::print(stderr,
-                       "nvtrace report: {}/meta.json has no \"capture_format\": a capture directory written before "
-                       "the raw format (or not by nvtrace run); --reemit prints its saved report.json\n",
-                       a.input);
-            return static_cast<int>(ExitCode::usage);
-        }
-        if (a.reemit) return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
-        CaptureReportOptions o;
-        o.extra_log = std::move(kmsg_messages);
-        o.source_dir = a.source;
-        return report_capture_dir(a.input, sinks_of(a, std::string(kCaptureDirLabel)), std::move(o)).exit_code;
-    }
 
-    if (!forced && looks_like_saved_report(a.input)) return report_saved_json(a, std::move(kmsg_messages));
-    // A saved report piped in (`cat runs/X/report.json | nvtrace report -`): stdin can be read only once, so
-    // it is peeked here and parsed as JSON when it starts with '{'; anything else goes to the trace readers.
-    if (!forced && a.calls_jsonl.empty() && (a.input == "-" || is_pipe(a.input))) {
-        auto text = read_input_whole(a.input);
-        if (!text) {
-            tracer::note("nvtrace report: {}\n", text.error().message);
-            return static_cast<int>(text.error().code);
-        }
-        std::string name = a.input == "-" ? "<stdin>" : a.input;
-        if (auto saved = saved_report_from_text(*text, name))
-            return report_saved_json(a, std::move(kmsg_messages), std::move(*saved));
-        stdin_text = std::move(*text);
+    // What the input is, decided once (nvtrace/input.hpp): what can be read only once is read here and kept.
+    // --calls-jsonl keeps it in an unlinked file beside its outputs instead of memory.
+    std::string temp_dir;
+    if (!a.calls_jsonl.empty()) (void)streamed_output(sinks_of(a, ""), false, temp_dir);
+    auto opened = open_input(a.input, OpenOptions{forced, temp_dir, false});
+    if (!opened) {
+        tracer::note("nvtrace report: {}\n", opened.error().message);
+        return static_cast<int>(opened.error().code);
     }
-    if (!a.calls_jsonl.empty()) return report_calls_jsonl(a, forced, std::move(kmsg_messages), std::move(kmsg_diags));
-    // A trace.dat is reported as it is read where it can be; `kmsg_messages` is taken only when it was.
-    if (!stdin_text && a.source.empty() && is_trace_dat_file(a.input, forced))
+    const Input& in = *opened;
+    switch (in.kind) {
+        case InputKind::capture_dir:
+        case InputKind::capture_dir_saved: {
+            if (a.reemit) return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
+            if (in.kind == InputKind::capture_dir_saved) {
+                fmt::print(stderr,
+                           "nvtrace report: {}/meta.json has no \"capture_format\": a capture directory written before "
+                           "the raw format (or not by nvtrace run); --reemit prints its saved report.json\n",
+                           a.input);
+                return static_cast<int>(ExitCode::usage);
+            }
+            CaptureReportOptions o;
+            o.extra_log = std::move(kmsg_messages);
+            o.source_dir = a.source;
+            return report_capture_dir(a.input, sinks_of(a, std::string(kCaptureDirLabel)), std::move(o)).exit_code;
+        }
+        case InputKind::saved_report:
+            return report_saved_json(a, in, std::move(kmsg_messages));
+        case InputKind::trace_dat:
+        case InputKind::text:
+            break;
+    }
+    if (!a.calls_jsonl.empty())
+        return report_calls_jsonl(a, in, temp_dir, std::move(kmsg_messages), std::move(kmsg_diags));
+    // A trace.dat file is reported as it is read where it can be; `kmsg_messages` is taken only when it was.
+    if (in.kind == InputKind::trace_dat && in.reopenable() && a.source.empty())
         if (auto rc = report_trace_dat_streamed(a, kmsg_messages, kmsg_diags)) return *rc;
 
-    auto in = stdin_text ? import_text(*stdin_text, a.input == "-" ? "<stdin>" : a.input, forced)
-                         : import_file(a.input, forced);
-    if (!in) {
-        tracer::note("nvtrace report: {}\n", in.error().message);
-        return static_cast<int>(in.error().code);
+    auto imported = import_input(in);
+    if (!imported) {
+        tracer::note("nvtrace report: {}\n", imported.error().message);
+        return static_cast<int>(imported.error().code);
     }
     for (auto& d : kmsg_diags)
-        in->stream.diagnostics.push_back(std::move(d));
-    Report report = build_report(in->stream);
-    for (auto& m : in->kernel_log)
+        imported->stream.diagnostics.push_back(std::move(d));
+    Report report = build_report(imported->stream);
+    for (auto& m : imported->kernel_log)
         report.kernel_log.push_back(std::move(m));
     for (auto& m : kmsg_messages)
         report.kernel_log.push_back(std::move(m));
-    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(in->format))}};
+    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(imported->format))}};
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
     if (!a.source.empty())
         if (int rc = add_source_links(report, a.source, "report")) return rc;
 
     // Streamed: a report of millions of calls never exists as one JSON DOM.
-    return write_and_print(report, sinks_of(a, std::string(format_name(in->format))));
+    return write_and_print(report, sinks_of(a, std::string(format_name(imported->format))));
 }
 
 void add_report(CLI::App& app, int& exit_code) {

@@ -12,6 +12,7 @@
 
 #include "graph_line.hpp"
 #include "nvtrace/import.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/knowledge.hpp"
 #include "text_util.hpp"
 
@@ -373,88 +374,37 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
     return r;
 }
 
-namespace {
-
-// Reads `fd` to its end and closes it; `name` for messages. An empty input is an error.
-Result<std::string> read_fd_whole(int fd, const std::string& name, const char* empty = "empty input") {
-    std::string all;
-    std::array<char, 1 << 16> buf{};
-    for (;;) {
-        ssize_t n = ::read(fd, buf.data(), buf.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int err = errno;
-            ::close(fd);
-            return fail(Error::usage(fmt::format("{}: cannot read: {}", name, std::strerror(err))));
+Result<ImportResult> import_input(const Input& in) {
+    switch (in.kind) {
+        case InputKind::capture_dir:
+        case InputKind::capture_dir_saved:
+            return fail(Error::usage(fmt::format("{}: a directory, not a trace file", in.path)));
+        case InputKind::saved_report:
+            return fail(Error::usage(fmt::format("{}: a saved report (nvtrace.report/1), not a trace", in.name)));
+        case InputKind::trace_dat: {
+            // libtracecmd seeks in a file: the file itself, or the bytes copied to one (read_trace_dat_bytes).
+            auto s = in.reopenable() ? read_trace_dat(in.path) : read_trace_dat_bytes(in.bytes(), in.name);
+            if (!s) return fail(s.error());
+            ImportResult r;
+            r.format = TraceFormat::trace_dat;
+            r.stream = std::move(*s);
+            return r;
         }
-        if (n == 0) break;
-        all.append(buf.data(), static_cast<std::size_t>(n));
+        case InputKind::text:
+            break;
     }
-    ::close(fd);
-    if (all.empty()) return fail(Error::usage(fmt::format("{}: {}", name, empty)));
-    return all;
-}
-
-}  // namespace
-
-Result<std::string> read_input_whole(const std::string& path) {
-    bool std_in = path == "-";
-    int fd = std_in ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
-    return read_fd_whole(fd, std_in ? std::string("<stdin>") : path);
+    return import_text(in.bytes(), in.name, in.format);
 }
 
 Result<ImportResult> import_file(const std::string& path, std::optional<TraceFormat> forced) {
-    bool std_in = path == "-";
-    int fd = std_in ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        ::close(fd);
-        return fail(Error::usage(fmt::format("{}: cannot stat: {}", path, std::strerror(errno))));
+    auto in = open_input(path, forced);
+    if (!in) return fail(in.error());
+    // A '{' file given to a trace reader (a caller that did not ask for saved reports) is read as text, as before.
+    if (in->kind == InputKind::saved_report) {
+        in->kind = InputKind::text;
+        in->format = detect_format(in->bytes().substr(0, 256 * 1024));
     }
-    if (S_ISDIR(st.st_mode)) {
-        ::close(fd);
-        return fail(Error::usage(fmt::format("{}: a directory, not a trace file", path)));
-    }
-    if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && !std_in && path != "/dev/stdin") {
-        // /dev/zero would be read until memory runs out.
-        ::close(fd);
-        return fail(
-            Error::usage(fmt::format("{}: a device, not a trace file (give a file, a pipe or - for stdin)", path)));
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-        // stdin, a pipe, a FIFO, /dev/stdin: cannot be mapped, so read whole (the text readers need all of it).
-        // So are files that say they are empty but are not: tracefs `trace` and procfs files report size 0.
-        std::string name = std_in ? std::string("<stdin>") : path;
-        auto whole = read_fd_whole(fd, name, S_ISREG(st.st_mode) ? "empty file" : "empty input");
-        if (!whole) return fail(whole.error());
-        std::string all = std::move(*whole);
-        std::optional<TraceFormat> f = forced ? forced : detect_format(std::string_view(all).substr(0, 256 * 1024));
-        return import_text(all, name, f);
-    }
-    auto size = static_cast<std::size_t>(st.st_size);
-    // Mapped, not read: the readers walk it line by line and keep only what they parse.
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) return fail(Error::usage(fmt::format("{}: cannot map: {}", path, std::strerror(errno))));
-    ::madvise(map, size, MADV_SEQUENTIAL);
-    std::string_view text(static_cast<const char*>(map), size);
-    std::optional<TraceFormat> fmt_ = forced;
-    if (!fmt_) fmt_ = detect_format(text.substr(0, 256 * 1024));
-    Result<ImportResult> r = fail(Error::usage(""));
-    if (fmt_ && *fmt_ == TraceFormat::trace_dat) {
-        ::munmap(map, size);
-        auto s = read_trace_dat(path);
-        if (!s) return fail(s.error());
-        ImportResult ir;
-        ir.format = TraceFormat::trace_dat;
-        ir.stream = std::move(*s);
-        return ir;
-    }
-    r = import_text(text, path, fmt_);
-    ::munmap(map, size);
-    return r;
+    return import_input(*in);
 }
 
 }  // namespace nvtrace

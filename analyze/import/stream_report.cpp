@@ -16,82 +16,41 @@
 #include "../phases.hpp"
 #include "calls_jsonl.hpp"
 #include "nvtrace/call_stream.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/report_stream.hpp"
 #include "stream_builder.hpp"
-#include "temp_copy.hpp"
 #include "text_util.hpp"
 
 namespace nvtrace {
 
 using namespace import;
 
-namespace {
-
-struct Mapped {
-    const char* data = nullptr;
-    std::size_t size = 0;
-    ~Mapped() { reset(); }
-    void reset() {
-        if (data) ::munmap(const_cast<char*>(data), size);
-        data = nullptr;
-    }
-};
-
-}  // namespace
-
 Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
                                         std::ostream& calls_out, const std::string& temp_dir,
                                         ReportStream::Options options,
                                         std::function<void(const IoctlRecord&)> on_ioctl) {
+    // Standard input or a pipe is copied into an unlinked file in temp_dir (on disk, not in memory) and read from
+    // there: its calls then stream as a file's do (open_input's spool_dir).
+    auto in = open_input(path, OpenOptions{forced, temp_dir, false});
+    if (!in) return fail(in.error());
+    return report_streaming(*in, calls_out, temp_dir, std::move(options), std::move(on_ioctl));
+}
+
+Result<StreamedReport> report_streaming(const Input& in, std::ostream& calls_out, const std::string& temp_dir,
+                                        ReportStream::Options options,
+                                        std::function<void(const IoctlRecord&)> on_ioctl) {
     StreamedReport out;
-    std::optional<TraceFormat> fmt_ = forced;
-    Mapped m;
-    // Standard input or a pipe is copied into an unlinked file in temp_dir first (on disk, not in memory) and
-    // read from there: its calls then stream as a file's do. Messages name it "<stdin>" for "-".
-    const std::string name = path == "-" ? "<stdin>" : path;
-    bool spooled = false;
-    if (!fmt_ || *fmt_ == TraceFormat::fgraph_text) {
-        int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        struct stat st {};
-        if (fd >= 0 && ::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || path == "-") && !S_ISREG(st.st_mode)) {
-            auto copy = temp_copy(fd, temp_dir, name);
-            ::close(fd);
-            if (!copy) return fail(copy.error());
-            fd = *copy;
-            spooled = true;
-            if (::fstat(fd, &st) != 0) st = {};
-            if (st.st_size == 0) {
-                ::close(fd);
-                return fail(Error::usage(fmt::format("{}: empty input", name)));
-            }
-        }
-        if (fd >= 0) {
-            if (S_ISREG(st.st_mode) && st.st_size > 0) {
-                void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-                if (p != MAP_FAILED) {
-                    m.data = static_cast<const char*>(p);
-                    m.size = static_cast<std::size_t>(st.st_size);
-                    ::madvise(p, m.size, MADV_SEQUENTIAL);
-                }
-            }
-            ::close(fd);
-        }
-        if (m.data && !fmt_) fmt_ = detect_format(std::string_view(m.data, std::min<std::size_t>(m.size, 256 * 1024)));
-    }
-    if (spooled && m.data && !forced) {
-        // A saved report piped in: the same answer as for a report.json given by name.
-        std::string_view head(m.data, std::min<std::size_t>(m.size, 4096));
-        if (auto first = head.find_first_not_of(" \t\r\n"); first != head.npos && head[first] == '{')
-            return fail(Error::usage("--calls-jsonl takes a trace file, not a saved report"));
-    }
-    if (!m.data || !fmt_ || *fmt_ != TraceFormat::fgraph_text) {
-        // Read whole; import_file says what is wrong with the file, if anything (a spooled pipe: what was read).
-        auto in =
-            spooled && m.data ? import_text(std::string_view(m.data, m.size), name, fmt_) : import_file(path, forced);
-        if (!in) return fail(in.error());
-        out.format = in->format;
-        out.report = build_report(in->stream);
-        out.kernel_log = std::move(in->kernel_log);
+    // A saved report: the same answer whether given by name or piped in.
+    if (in.kind == InputKind::saved_report)
+        return fail(Error::usage("--calls-jsonl takes a trace file, not a saved report"));
+    const std::string& name = in.name;
+    if (in.kind != InputKind::text || in.format != TraceFormat::fgraph_text) {
+        // Read whole; import_input says what is wrong with the input, if anything.
+        auto r = import_input(in);
+        if (!r) return fail(r.error());
+        out.format = r->format;
+        out.report = build_report(r->stream);
+        out.kernel_log = std::move(r->kernel_log);
         CallsJsonlWriter w(calls_out);
         for (const Call& c : out.report.calls)
             w.write(c);
@@ -102,7 +61,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         return out;
     }
 
-    std::string_view text(m.data, m.size);
+    std::string_view text = in.bytes();
     // Everything but the calls goes to a ReportStream as it comes (in file order): events, markers and ioctls are
     // written to its files, not held.
     EventStream side;
@@ -123,10 +82,11 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     // Pages already read leave the mapping (they stay in the page cache): resident memory stays bounded.
     std::size_t released = 0;
     auto consumed = [&](const char* p) {
+        if (!in.mapped()) return;  // bytes read into memory are the Input's, not a mapping to drop
         auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-        std::size_t upto = static_cast<std::size_t>(p - m.data) / page * page;
+        std::size_t upto = static_cast<std::size_t>(p - text.data()) / page * page;
         if (upto >= released + (std::size_t(4) << 20)) {
-            ::madvise(const_cast<char*>(m.data) + released, upto - released, MADV_DONTNEED);
+            ::madvise(const_cast<char*>(text.data()) + released, upto - released, MADV_DONTNEED);
             released = upto;
         }
     };
@@ -155,7 +115,6 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
         consumed);
     auto s = read_fgraph_text_into(text, b);
     if (!s) return fail(s.error());
-    m.reset();  // every event is drained: nothing views the text any more
     calls.finish();
     w.flush();
     records.side().diagnostics = std::move(s->diagnostics);

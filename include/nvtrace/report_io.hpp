@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nvtrace/error.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace {
@@ -35,14 +36,16 @@ std::optional<Result<Report>> saved_report_from_text(std::string_view text, cons
 // may run at once on different threads.
 Result<Report> read_report_file(const std::string& path);
 
-// What `nvtrace check/diff/export` accept: a report.json, a capture directory holding one, or a trace file in
-// any format `nvtrace report` reads (built into a report on the fly, source.kind "file"); "-" (standard input),
-// a pipe or a FIFO is read whole once, then as a saved report when it starts with '{', else as a trace.
-Result<Report> load_report_input(const std::string& path);
+// What `nvtrace check/diff/export` accept, as open_input (nvtrace/input.hpp) tells it: a saved report, a capture
+// directory holding one (its report.json), or a trace in any format `nvtrace report` reads (built into a report
+// on the fly, source.kind "file", source.path as given). "-", a FIFO or a socket is read whole once. Errors:
+// open_input's, "DIR: no report.json (...)", the readers'.
+Result<Report> load_report(Input in);
+Result<Report> load_report_input(const std::string& path);  // load_report(open_input(path))
 
 // Whether load_report_input(path) reads a saved report (a capture directory, or a file whose first non-blank
 // character is '{') rather than importing a trace file; also true for a path it cannot open (it says why).
-// False for "-", a pipe or a FIFO, which are not peeked (they can be read only once).
+// False for what can be read only once (is_read_once), which is not opened here.
 // Saved reports may be loaded on several threads at once (`nvtrace diff` reads its two inputs in parallel);
 // trace files are imported one at a time (the trace.dat reader goes through libtracecmd).
 bool is_saved_report_input(const std::string& path);

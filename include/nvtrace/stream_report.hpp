@@ -30,6 +30,7 @@
 
 #include "nvtrace/error.hpp"
 #include "nvtrace/import.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_stream.hpp"
 
@@ -50,6 +51,11 @@ struct StreamedReport {
 // called with each ioctl record as the streamed report writes it (not for a format read whole).
 Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
                                         std::ostream& calls_out, const std::string& temp_dir,
+                                        ReportStream::Options options = {},
+                                        std::function<void(const IoctlRecord&)> on_ioctl = {});
+// The same for an input already opened (open_input; a read-once input is best opened with temp_dir as its spool_dir,
+// so that it is mapped from disk, not held in memory). `in` must outlive the call.
+Result<StreamedReport> report_streaming(const Input& in, std::ostream& calls_out, const std::string& temp_dir,
                                         ReportStream::Options options = {},
                                         std::function<void(const IoctlRecord&)> on_ioctl = {});
 

@@ -400,6 +400,96 @@ calls_jsonl_onto_the_input_is_refused)
     "$nv" report "$tmp/in.txt" --calls-jsonl "$tmp/calls.jsonl" >/dev/null || fail "a separate output failed"
     [ -s "$tmp/calls.jsonl" ] || fail "no calls written"
     ;;
+socket_is_read_once_like_a_pipe_in_every_command)
+    # A socket was read whole by `report` (as a pipe) but "cannot open" for check, diff and export, and a named
+    # AF_UNIX socket could be read by none of them. Now all four read a socket (named: connected to; or on standard
+    # input) once, as a pipe, and give the file's result.
+    f="$cases/fgraph-retval-merged-format.txt"
+    "$nv" report "$f" -o "$tmp/r.json" >/dev/null || fail "report -o"
+    printf 'check no-xid\n  absent log xid\n' >"$tmp/e.expect"
+    serve() {  # SOCKET FILE: FILE to every client, until killed
+        python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(sys.argv[1]); s.listen(8)
+data = open(sys.argv[2], "rb").read()
+while True:
+    c, _ = s.accept(); c.sendall(data); c.close()' "$1" "$2" &
+    }
+    on_socket_stdin() {  # FILE CMD...: CMD with a socketpair on standard input that carries FILE
+        python3 -c 'import socket, subprocess, sys
+a, b = socket.socketpair()
+p = subprocess.Popen(sys.argv[2:], stdin=b); b.close()
+a.sendall(open(sys.argv[1], "rb").read()); a.shutdown(socket.SHUT_WR)
+sys.exit(p.wait())' "$@"
+    }
+    serve "$tmp/t.sock" "$f"; p1=$!
+    serve "$tmp/r.sock" "$tmp/r.json"; p2=$!
+    trap 'kill $p1 $p2 2>/dev/null; rm -rf "$tmp"' EXIT
+    n=0; while { [ ! -S "$tmp/t.sock" ] || [ ! -S "$tmp/r.sock" ]; } && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
+    unname() { tail -n +2 "$1" | sed -E 's|^(diagnostic: .*: )[^ ]+:([0-9]+):|\1FILE:\2:|'; }
+    # report: a trace and a saved report, by socket name and on standard input.
+    "$nv" report "$f" >"$tmp/file.txt" || fail "report of the file"
+    "$nv" report "$tmp/t.sock" >"$tmp/sock.txt" 2>"$tmp/err" || fail "report SOCKET: exit $?, $(cat "$tmp/err")"
+    on_socket_stdin "$f" "$nv" report - >"$tmp/stdin.txt" 2>"$tmp/err" || fail "report - (socket): $(cat "$tmp/err")"
+    unname "$tmp/file.txt" >"$tmp/a"; unname "$tmp/sock.txt" >"$tmp/b"; unname "$tmp/stdin.txt" >"$tmp/c"
+    cmp "$tmp/a" "$tmp/b" || fail "report SOCKET differs from the file's"
+    cmp "$tmp/a" "$tmp/c" || fail "report - (socket) differs from the file's"
+    "$nv" report "$tmp/r.json" >"$tmp/saved.txt" || fail "report of the saved report"
+    "$nv" report "$tmp/r.sock" >"$tmp/saved-sock.txt" 2>"$tmp/err" || fail "report of a saved report on a socket: $(cat "$tmp/err")"
+    tail -n +2 "$tmp/saved.txt" >"$tmp/a"; tail -n +2 "$tmp/saved-sock.txt" >"$tmp/b"
+    cmp "$tmp/a" "$tmp/b" || fail "the saved report on a socket reads differently"
+    # export
+    "$nv" export "$f" --format csv >"$tmp/file.csv" || fail "export of the file"
+    for in in "$tmp/t.sock" "$tmp/r.sock"; do
+        "$nv" export "$in" --format csv >"$tmp/sock.csv" 2>"$tmp/err" || fail "export $in: $(cat "$tmp/err")"
+        cmp "$tmp/file.csv" "$tmp/sock.csv" || fail "export $in differs from the file's"
+    done
+    on_socket_stdin "$tmp/r.json" "$nv" export - --format csv >"$tmp/stdin.csv" 2>"$tmp/err" || fail "export - (socket): $(cat "$tmp/err")"
+    cmp "$tmp/file.csv" "$tmp/stdin.csv" || fail "export - (socket) differs from the file's"
+    # check
+    "$nv" check "$tmp/r.json" --expect "$tmp/e.expect" >"$tmp/check-file.txt" || fail "check of the file"
+    "$nv" check "$tmp/r.sock" --expect "$tmp/e.expect" >"$tmp/check-sock.txt" 2>"$tmp/err" || fail "check SOCKET: $(cat "$tmp/err")"
+    on_socket_stdin "$f" "$nv" check - --expect "$tmp/e.expect" >"$tmp/check-stdin.txt" 2>"$tmp/err" || fail "check - (socket): $(cat "$tmp/err")"
+    tail -n +2 "$tmp/check-file.txt" >"$tmp/a"
+    tail -n +2 "$tmp/check-sock.txt" | cmp - "$tmp/a" || fail "check SOCKET differs from the file's"
+    tail -n +2 "$tmp/check-stdin.txt" | cmp - "$tmp/a" || fail "check - (socket) differs from the file's"
+    # diff: a trace on one socket, its saved report on another
+    "$nv" diff "$f" "$tmp/r.json" >"$tmp/diff-file.txt" || fail "diff of the files"
+    "$nv" diff "$tmp/t.sock" "$tmp/r.sock" >"$tmp/diff-sock.txt" 2>"$tmp/err" || fail "diff of two sockets: $(cat "$tmp/err")"
+    grep -q 'base: .*t.sock  (14 calls)' "$tmp/diff-sock.txt" && grep -q 'new: .*r.sock  (14 calls)' "$tmp/diff-sock.txt" \
+        || fail "diff of two sockets: $(head -3 "$tmp/diff-sock.txt")"
+    grep -v '^#  \[[AB]\] ' "$tmp/diff-file.txt" >"$tmp/a"; grep -v '^#  \[[AB]\] ' "$tmp/diff-sock.txt" >"$tmp/b"
+    cmp "$tmp/a" "$tmp/b" || fail "diff of two sockets differs from the files'"
+    # `diff - -` would read standard input twice: the second was "empty input".
+    "$nv" diff - - </dev/null >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && grep -q 'can be read only once' "$tmp/err" || fail "diff - -: exit $rc, $(cat "$tmp/err")"
+    ;;
+fifo_saved_report_and_kmsg_are_read_once)
+    # `report FIFO` of a saved report went to the trace readers only after a peek; `--kmsg FIFO` was read twice
+    # (a blank-file test, then the reader: "empty input").
+    cd_=$cases/../capture_dir/fionread20
+    f="$cases/fgraph-retval-merged-format.txt"
+    mkfifo "$tmp/r.fifo" "$tmp/k.fifo"
+    "$nv" report "$cd_/report.json" >"$tmp/file.txt" || fail "the file"
+    cat "$cd_/report.json" >"$tmp/r.fifo" &
+    "$nv" report "$tmp/r.fifo" >"$tmp/fifo.txt" 2>"$tmp/err" || fail "report FIFO: $(cat "$tmp/err")"
+    wait
+    grep -q "^input: $tmp/r.fifo (saved report, nvtrace.report/1)$" "$tmp/fifo.txt" || fail "input line: $(head -1 "$tmp/fifo.txt")"
+    tail -n +2 "$tmp/file.txt" >"$tmp/a"; tail -n +2 "$tmp/fifo.txt" >"$tmp/b"
+    cmp "$tmp/a" "$tmp/b" || fail "report FIFO differs from the file's"
+    "$nv" report "$f" --kmsg "$cd_/kmsg" --json >"$tmp/k-file.json" || fail "--kmsg FILE"
+    cat "$cd_/kmsg" >"$tmp/k.fifo" &
+    # (timeout: the second open of the FIFO waited for a writer that had gone)
+    timeout 60 "$nv" report "$f" --kmsg "$tmp/k.fifo" --json >"$tmp/k-fifo.json" 2>"$tmp/err" || fail "--kmsg FIFO: exit $?, $(cat "$tmp/err")"
+    wait
+    python3 - "$tmp/k-file.json" "$tmp/k-fifo.json" <<'PY' || fail "--kmsg FIFO gives other kernel-log messages"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["kernel_log"] and len(a["kernel_log"]) == len(b["kernel_log"]), (len(a["kernel_log"]), len(b["kernel_log"]))
+sys.exit(0 if [m["text"] for m in a["kernel_log"]] == [m["text"] for m in b["kernel_log"]] else 1)
+PY
+    "$nv" report "$f" --kmsg "$tmp" >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" = 2 ] && grep -q -- '--kmsg .*is a directory' "$tmp/err" || fail "--kmsg DIR: exit $rc, $(cat "$tmp/err")"
+    ;;
 *) fail "unknown test $t" ;;
 esac
 echo "PASS: $t"
