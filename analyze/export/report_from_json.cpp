@@ -14,6 +14,7 @@
 
 #include "../record_fields.hpp"
 #include "nvtrace/import.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/report_io.hpp"
 
 namespace nvtrace {
@@ -759,18 +760,9 @@ Result<Report> read_report_file(const std::string& path) {
 }
 
 bool is_saved_report_input(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) return true;
-    struct stat st {};
-    if (path == "-" || (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)))
-        return false;  // not peeked: what a pipe gives can be read only once (load_report_input reads it)
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return true;  // load_report_input says why
-    char ch = 0;
-    while (in.get(ch) && (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')) {
-    }
-    return ch == '{';
+    if (is_read_once(path)) return false;  // not opened here: load_report_input reads it, once
+    auto in = open_input(path);
+    return !in || (in->kind != InputKind::trace_dat && in->kind != InputKind::text);
 }
 
 namespace {
@@ -793,40 +785,35 @@ std::optional<Result<Report>> saved_report_from_text(std::string_view text, cons
     auto j = json::parse(text, nullptr, false);
     if (j.is_discarded()) return Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")));
     auto r = report_from_json(j);
+Result<Report> load_report(Input in) {
+    switch (in.kind) {
+        case InputKind::capture_dir:
+        case InputKind::capture_dir_saved:
+            if (!in.has_report_json)
+                return fail(Error::usage(fmt::format("{}: no report.json (the run did not write its report; `nvtrace "
+                                                     "report {} -o FILE` re-analyses its raw pages)",
+                                                     in.path, in.path)));
+            return read_report_file((std::filesystem::path(in.path) / "report.json").string());
+        case InputKind::saved_report:
+            // A file by name is parsed as it is read; what was read once (stdin, a FIFO, a socket) from memory.
+            if (in.reopenable()) return read_report_file(in.path);
+            if (auto saved = saved_report_from_text(in.bytes(), in.name)) return std::move(*saved);
+            break;
+        case InputKind::trace_dat:
+        case InputKind::text:
+            break;
+    }
+    return report_of_trace(import_input(in), in.path);
+}
+
     if (!r) return Result<Report>(fail(Error::usage(name + ": " + r.error().message)));
     return r;
 }
 
 Result<Report> load_report_input(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-        fs::path rep = fs::path(path) / "report.json";
-        if (!fs::exists(rep, ec)) {
-            // As `nvtrace report DIR` says it: a run killed before it wrote its report left raw/ only.
-            if (!fs::exists(fs::path(path) / "meta.json", ec) && fs::exists(fs::path(path) / "raw", ec))
-                return fail(Error::usage(fmt::format(
-                    "{}: no report.json: an unfinished capture (nvtrace was killed before writing it?)", path)));
-            return fail(Error::usage(fmt::format("{}: not a capture directory (no report.json in it)", path)));
-        }
-        return read_report_file(rep.string());
-    }
-    // Standard input, a pipe or a FIFO (`cat X | nvtrace export -`, `<(...)`): read once, whole, then as report
-    // reads it (report.md): a saved report when it starts with '{', else a trace. Peeking and then reading the
-    // pipe again lost what the peek had read.
-    struct stat st {};
-    if (path == "-" || (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))) {
-        const std::string name = path == "-" ? "<stdin>" : path;
-        auto text = read_input_whole(path);
-        if (!text) return fail(text.error());
-        if (auto saved = saved_report_from_text(*text, name)) return std::move(*saved);
-        return report_of_trace(import_text(*text, name), path);
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
-    in.close();
-    if (is_saved_report_input(path)) return read_report_file(path);
-    return report_of_trace(import_file(path), path);
+    auto in = open_input(path);
+    if (!in) return fail(in.error());
+    return load_report(std::move(*in));
 }
 
 }  // namespace nvtrace
