@@ -294,7 +294,8 @@ void add_report(CLI::App& app, int& exit_code) {
         "a kernel log or test output with CUDA/driver errors (kernel_log only, no calls), a saved report (report.json, "
         "nvtrace.report/1: its summary; --json/-o write it again),\n"
         "a capture directory written by `nvtrace run` (re-analysed from its raw ring-buffer\n"
-        "pages, docs/formats.md), or - for standard input (a pipe is read whole). The format is detected from\n"
+        "pages, docs/formats.md), or - for standard input (a pipe, FIFO or Unix socket is read once, whole).\n"
+        "The format is detected from\n"
         "the content and needs evidence (30% of the first 400 lines); --format forces it.\n"
         "Exit codes: 0 ok, 2 unreadable or unusable input (random bytes, mostly unreadable lines), 3 an output\n"
         "that cannot be written. See docs/report.md.");
