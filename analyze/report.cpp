@@ -211,10 +211,7 @@ void ReportBuilder::add(const Event& ev, std::optional<std::uint64_t> open_call)
         if (ev.ts_known) gap.ts_ns = ev.ts_ns;
         if (ev.line) gap.line = ev.line;
         cm.gaps.push_back(std::move(gap));
-        if (l->kind == LostEvents::Kind::elided) {
-            ++cm.elided_spans;
-            return;
-        }
+        if (l->kind == LostEvents::Kind::elided) return;
         if (l->kind == LostEvents::Kind::buffer_started) return;
         if (l->count)
             cm.lost_events += *l->count;
@@ -308,8 +305,6 @@ Report ReportBuilder::finish(CallGraph&& g) {
         cm.overruns += s.overrun;
         cm.dropped_events += s.dropped_events;
     }
-    cm.orphan_returns = g.orphan_returns;
-    cm.unclosed_calls = g.unclosed_calls;
     cm.graph_overruns = g.graph_overruns;
 
     if (cm.overruns)
@@ -334,11 +329,10 @@ Report ReportBuilder::finish(CallGraph&& g) {
                                              late.size() == 1 ? "CPU" : "CPUs", fmt::join(late, ", "),
                                              late.size() == 1 ? "buffer" : "buffers"));
     }
-    if (cm.elided_spans)
-        cm.reasons.push_back(
-            fmt::format("{} elided span{}", thousands(cm.elided_spans), cm.elided_spans == 1 ? "" : "s"));
-    if (cm.orphan_returns) cm.reasons.push_back(fmt::format("{} returns without their entry", cm.orphan_returns));
-    if (cm.unclosed_calls) cm.reasons.push_back(fmt::format("{} calls without their return", cm.unclosed_calls));
+    if (std::uint64_t elided = cm.elided_spans())
+        cm.reasons.push_back(fmt::format("{} elided span{}", thousands(elided), elided == 1 ? "" : "s"));
+    if (g.orphan_returns) cm.reasons.push_back(fmt::format("{} returns without their entry", g.orphan_returns));
+    if (g.unclosed_calls) cm.reasons.push_back(fmt::format("{} calls without their return", g.unclosed_calls));
     if (cm.graph_overruns)
         cm.reasons.push_back(fmt::format("{} calls not traced: return stack full", cm.graph_overruns));
     if (stream.kmsg_overwritten) cm.reasons.push_back("kernel log records were overwritten before they were read");
@@ -357,7 +351,7 @@ Report ReportBuilder::finish(CallGraph&& g) {
     }
     add_diag(cm, Diag::lost_event_marks, loss_marks, first_loss_);
     add_diag(cm, Diag::buffer_started, buffer_marks, first_buffer_mark);
-    add_diag(cm, Diag::elided_span, cm.elided_spans, first_elided);
+    add_diag(cm, Diag::elided_span, cm.elided_spans(), first_elided);
     add_diag(cm, Diag::orphan_return, g.orphan_returns, describe_place(g.first_orphan_return, stream.file_name));
     add_diag(cm, Diag::unclosed_call, g.unclosed_calls, describe_place(g.first_unclosed_call, stream.file_name));
     add_diag(cm, Diag::depth_gap, g.depth_gaps, describe_place(g.first_depth_gap, stream.file_name));
@@ -371,7 +365,6 @@ Report ReportBuilder::finish(CallGraph&& g) {
             cm.reasons.push_back(fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
         // A line that could not be read may have held anything: what it held is missing.
         if (const DiagnosticInfo* info = find_diagnostic(d.name); info && info->unreadable) {
-            cm.unreadable_lines += d.count;
             cm.reasons.push_back(fmt::format("{} line{} could not be read (first: {})", thousands(d.count),
                                              d.count == 1 ? "" : "s", d.first_example));
         }

@@ -341,8 +341,8 @@ std::vector<Hole> build_holes(const Report& r) {
     if (overruns) unplaced(kAllData, fmt::format("{} ring-buffer overruns", overruns));
     if (cm.dropped_events) unplaced(kAllData, fmt::format("{} dropped events", cm.dropped_events));
     if (cm.graph_overruns) unplaced(kCalls, fmt::format("{} graph return-stack overruns", cm.graph_overruns));
-    if (cm.orphan_returns) unplaced(kCalls, fmt::format("{} returns without entry", cm.orphan_returns));
-    if (cm.unclosed_calls) unplaced(kCalls, fmt::format("{} calls without exit", cm.unclosed_calls));
+    if (cm.orphan_returns()) unplaced(kCalls, fmt::format("{} returns without entry", cm.orphan_returns()));
+    if (cm.unclosed_calls()) unplaced(kCalls, fmt::format("{} calls without exit", cm.unclosed_calls()));
     for (const Diagnostic& d : cm.diagnostics) {
         const DiagnosticInfo* info = find_diagnostic(d.name);
         if (info &&
@@ -356,6 +356,9 @@ std::vector<Hole> build_holes(const Report& r) {
         if (info ? makes_incomplete(*info) : d.severity == "data_loss")
             unplaced(kAllData, fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
     }
+    // /dev/kmsg said EPIPE (EventStream::kmsg_overwritten): the report keeps only its reason.
+    for (const std::string& why : cm.reasons)
+        if (why.rfind("kernel log records were overwritten", 0) == 0) unplaced(kLog, why);
     if (!cm.complete && holes.empty())
         unplaced(kAllData, cm.reasons.empty() ? std::string("the report says it is incomplete")
                                               : fmt::format("{}", fmt::join(cm.reasons, ", ")));

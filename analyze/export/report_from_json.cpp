@@ -295,15 +295,11 @@ void fill_head(Report& r, const json& j) {
     const std::string w = "completeness";
     cm.complete = need<bool>(*c, "complete", w);
     cm.lost_events = value_or<std::uint64_t>(*c, "lost_events", w, 0);
-    cm.orphan_returns = value_or<std::uint64_t>(*c, "orphan_returns", w, 0);
-    cm.unclosed_calls = value_or<std::uint64_t>(*c, "unclosed_calls", w, 0);
     cm.overruns = value_or<std::uint64_t>(*c, "overruns", w, 0);
     cm.dropped_events = value_or<std::uint64_t>(*c, "dropped_events", w, 0);
     cm.graph_overruns = value_or<std::uint64_t>(*c, "graph_overruns", w, 0);
     cm.entries_in_buffer = maybe<std::uint64_t>(*c, "entries_in_buffer", w);
     cm.entries_written = maybe<std::uint64_t>(*c, "entries_written", w);
-    cm.elided_spans = value_or<std::uint64_t>(*c, "elided_spans", w, 0);
-    cm.unreadable_lines = value_or<std::uint64_t>(*c, "unreadable_lines", w, 0);
     if (const json* gs = field(*c, "gaps"); gs && gs->is_array())
         for (std::size_t k = 0; k < gs->size(); ++k) {
             std::string gw = fmt::format("completeness.gaps[{}]", k);

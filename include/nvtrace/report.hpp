@@ -107,8 +107,6 @@ struct Gap {
 struct Completeness {
     bool complete = true;
     std::uint64_t lost_events = 0;     // events the kernel says it lost (missed-event marks, kmsg EPIPE)
-    std::uint64_t orphan_returns = 0;  // exits whose entry is not in the data
-    std::uint64_t unclosed_calls = 0;  // entries whose exit is not in the data
     std::uint64_t overruns = 0;        // ring-buffer overrun (overwritten events), summed over CPUs
     std::uint64_t dropped_events = 0;  // ring-buffer dropped events, summed over CPUs
     std::uint64_t graph_overruns = 0;  // calls lost to a full return stack (funcgraph_exit.overrun)
@@ -116,11 +114,32 @@ struct Completeness {
     // `overruns`. Null when the source has no such header.
     std::optional<std::uint64_t> entries_in_buffer;
     std::optional<std::uint64_t> entries_written;
-    std::uint64_t elided_spans = 0;      // " [..]" / "..." rows of an excerpt (gaps of kind "elided")
-    std::uint64_t unreadable_lines = 0;  // lines of a text source that could not be read (malformed_line, ...)
-    std::vector<Gap> gaps;               // every loss mark, in stream order
-    std::vector<std::string> reasons;    // why complete is false, one line each
+    std::vector<Gap> gaps;             // every loss mark, in stream order
+    std::vector<std::string> reasons;  // why complete is false, one line each
     std::vector<Diagnostic> diagnostics;
+
+    // Counts kept once, in the diagnostics or the gaps, and read from there (report.json writes them as fields).
+    std::uint64_t orphan_returns() const { return diagnostic_count(Diag::orphan_return); }  // exits without entry
+    std::uint64_t unclosed_calls() const { return diagnostic_count(Diag::unclosed_call); }  // entries without exit
+    // " [..]" / "..." rows of an excerpt: the gaps of kind "elided".
+    std::uint64_t elided_spans() const {
+        std::uint64_t n = 0;
+        for (const Gap& g : gaps)
+            n += g.kind == "elided" ? 1 : 0;
+        return n;
+    }
+    // Lines of a text source that could not be read: the diagnostics of unreadable lines (malformed_line, ...).
+    std::uint64_t unreadable_lines() const {
+        std::uint64_t n = 0;
+        for (const Diagnostic& d : diagnostics)
+            if (const DiagnosticInfo* i = find_diagnostic(d.name); i && i->unreadable) n += d.count;
+        return n;
+    }
+    std::uint64_t diagnostic_count(Diag id) const {
+        for (const Diagnostic& d : diagnostics)
+            if (d.name == diagnostic_info(id).name) return d.count;
+        return 0;
+    }
 };
 
 struct Check {

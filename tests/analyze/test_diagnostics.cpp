@@ -77,6 +77,6 @@ TEST(Diagnostics, ReportIsIncompleteExactlyForTheEntriesThatSaySo) {
         s.diagnostics.push_back(make_diagnostic(d.id, 1, "somewhere"));
         Report r = build_report(s);
         EXPECT_EQ(r.completeness.complete, !makes_incomplete(d)) << d.name;
-        EXPECT_EQ(r.completeness.unreadable_lines, d.unreadable ? 1u : 0u) << d.name;
+        EXPECT_EQ(r.completeness.unreadable_lines(), d.unreadable ? 1u : 0u) << d.name;
     }
 }

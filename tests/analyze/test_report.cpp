@@ -43,7 +43,7 @@ TEST(Report, OverrunLostMarksAndOrphansMakeItIncompleteWithReasons) {
     Report r = build_report(s);
     EXPECT_FALSE(r.completeness.complete);
     EXPECT_EQ(r.completeness.overruns, 17u);
-    EXPECT_EQ(r.completeness.orphan_returns, 1u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 1u);
     EXPECT_EQ(r.completeness.reasons.size(), 3u);
     bool has_orphan_diag = false;
     for (const auto& d : r.completeness.diagnostics)

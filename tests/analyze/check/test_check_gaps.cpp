@@ -185,10 +185,27 @@ TEST(Check, ElidedRowIsBoundedByTheEventsAroundIt) {
 TEST(Check, OrphanReturnsDoNotMakeIoctlChecksInconclusive) {
     Report r = phased_report();
     r.completeness.complete = false;
-    r.completeness.orphan_returns = 3;
     r.completeness.diagnostics.push_back(make_diagnostic(Diag::orphan_return, 3, "cpu 1 ts 1500 ns: f"));
     auto m = checks(r, kPerPhase);
     EXPECT_EQ(m["two-seen"].result, "fail") << m["two-seen"].why;
+    EXPECT_EQ(m["one-none"].result, "pass") << m["one-none"].why;
+}
+
+// /dev/kmsg records overwritten before they were read: kernel-log facts cannot be decided by absence, ioctl facts
+// can.
+TEST(Check, OverwrittenKernelLogMakesOnlyLogAbsenceInconclusive) {
+    Report r = phased_report();
+    r.completeness.complete = false;
+    r.completeness.diagnostics.push_back(make_diagnostic(Diag::orphan_return, 1, "cpu 1 ts 1500 ns: f"));
+    r.completeness.reasons = {"1 returns without their entry",
+                              "kernel log records were overwritten before they were read"};
+    KernelLogMessage k;
+    k.kind = "nv_status";
+    k.text = "NVRM: nvAssertFailed";
+    r.kernel_log.push_back(k);
+    auto m = checks(r, std::string(kPerPhase) + "check no-xid\n  absent log xid\n");
+    EXPECT_EQ(m["no-xid"].result, "inconclusive") << m["no-xid"].why;
+    EXPECT_NE(m["no-xid"].why.find("kernel log records were overwritten"), std::string::npos) << m["no-xid"].why;
     EXPECT_EQ(m["one-none"].result, "pass") << m["one-none"].why;
 }
 

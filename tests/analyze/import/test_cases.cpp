@@ -110,7 +110,7 @@ TEST(ImportCases, TaskSwitchMidSchedule) {
     EXPECT_EQ(orphans[1]->duration_ns, us(0.737));
     EXPECT_EQ(orphans[1]->parent, orphans[0]->id);
     EXPECT_EQ(orphans[1]->depth, 1);
-    EXPECT_EQ(r.completeness.orphan_returns, 2u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 2u);
     // The lines before the banner ran as the task switched out.
     EXPECT_EQ(orphans[0]->pid, 3210);
     EXPECT_EQ(orphans[1]->pid, 3210);
@@ -215,7 +215,7 @@ TEST(ImportCases, EventsSchedSwitchRpi) {
     EXPECT_EQ(m[1], "[+] in_interrupt: 0x00000000,preempt_count = 0x00000000, stack=0xb9714000");
     EXPECT_EQ(r.markers.size(), 2u);
     EXPECT_EQ(max_depth(l.in.stream), 0);
-    EXPECT_EQ(r.completeness.orphan_returns, 0u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 0u);
 }
 
 TEST(ImportCases, IrqNestedModuleSuffix) {
@@ -267,7 +267,7 @@ TEST(ImportCases, RetvalMergedFormat) {
             root_depths[n++] = x->depth;
     EXPECT_EQ(root_depths[0], 1);
     EXPECT_EQ(root_depths[1], 2);
-    EXPECT_EQ(r.completeness.orphan_returns, 0u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 0u);
 }
 
 TEST(ImportCases, OverheadMarkersCpuInterleave) {
@@ -306,7 +306,7 @@ TEST(ImportCases, OverheadMarkersCpuInterleave) {
     EXPECT_EQ(ipi->duration_ns, us(3.490));
     EXPECT_EQ(call(r, "scheduler_ipi")->parent, ipi->id);
     // Every close except handle_IPI's is an orphan.
-    EXPECT_EQ(r.completeness.orphan_returns, 17u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 17u);
 }
 
 TEST(ImportCases, FuncgraphProcColumn) {
@@ -328,7 +328,7 @@ TEST(ImportCases, FuncgraphProcColumn) {
     EXPECT_FALSE(orphan.parent);
     EXPECT_EQ(call(r, "d_free")->parent, orphan.id);
     EXPECT_EQ(call(r, "d_free")->kernel_depth, 8);
-    EXPECT_EQ(r.completeness.orphan_returns, 1u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 1u);
     int first_depth = -1;
     for (const Event& e : l.in.stream.events)
         if (auto* x = std::get_if<FuncEntry>(&e.body); x && !x->inferred) {
@@ -409,7 +409,7 @@ TEST(ImportCases, TraceCmdReportFgraphV6) {
     EXPECT_FALSE(call(r, "dput")->irq);
     EXPECT_FALSE(walk->irq);
     EXPECT_EQ(max_depth(l.in.stream), 10);
-    EXPECT_EQ(r.completeness.orphan_returns, 0u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 0u);
 }
 
 // ---- Added 2026-12-01 (../shared/cases/README.md, second round) ------------------------------------------
@@ -474,11 +474,11 @@ TEST(ImportCases, AmdgpuDmubEmailIndent) {
     EXPECT_EQ(reads, 7);
     EXPECT_EQ(max_depth(l.in.stream), 6);
     // The elision rows are gaps, not malformed lines, and the report is not complete.
-    EXPECT_EQ(r.completeness.elided_spans, 2u);
+    EXPECT_EQ(r.completeness.elided_spans(), 2u);
     EXPECT_EQ(gaps(r, "elided").size(), 2u);
     EXPECT_EQ(gaps(r, "elided")[0]->line, 1u);
     EXPECT_EQ(gaps(r, "elided")[1]->line, 19u);
-    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 0u);
     EXPECT_FALSE(r.completeness.complete);
     EXPECT_TRUE(has_reason(r, "2 elided spans"));
 }
@@ -537,7 +537,7 @@ TEST(ImportCases, ArgsRetaddrRetvalBtf) {
     EXPECT_EQ(call(r, "report_idle_softirq")->retval, 0);
     EXPECT_EQ(call(r, "cpuidle_not_available")->args, "drv=0x0, dev=0x0");
     EXPECT_EQ(call(r, "local_touch_nmi")->args, std::nullopt);  // "()" prints no arguments
-    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 0u);
 }
 
 // Kernel 5.3 boot trace of the function tracer: the header says 12,325 of 70,138 entries were overwritten and
@@ -584,7 +584,7 @@ TEST(ImportCases, FunctionTextAnnotateCpuBufferStarted) {
     EXPECT_EQ(completeness_line(r.completeness),
               "complete: no: 12,325 of 70,138 entries overwritten (the buffer wrapped); CPU 2 buffer started late "
               "(older events overwritten); 1 elided span");
-    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 0u);
 }
 
 // A k8s pod without access to /dev/nvidia-uvm: two failed opens (EPERM), then libcuda's ioctl on fd -1 (EBADF)
@@ -664,7 +664,7 @@ TEST(ImportCases, StraceUvmEpermIoc0StdoutInterleave) {
         if (e.name == "strace:exit") exit = &e;
     ASSERT_TRUE(exit);
     EXPECT_EQ(exit->text, "status=1");
-    EXPECT_EQ(r.completeness.elided_spans, 1u);  // the leading "..."
+    EXPECT_EQ(r.completeness.elided_spans(), 1u);  // the leading "..."
     EXPECT_FALSE(r.completeness.complete);
     // The gap's first example names the file and line (it said "cpu -1" for strace input).
     bool named = false;

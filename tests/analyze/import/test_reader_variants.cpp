@@ -66,8 +66,8 @@ TEST(ReaderVariants, FgraphAnnotateHeaderAndElisions) {
     EXPECT_EQ(r.completeness.overruns, 150u);
     ASSERT_TRUE(gap(r, "buffer_started"));
     EXPECT_EQ(gap(r, "buffer_started")->cpu, 3);
-    EXPECT_EQ(r.completeness.elided_spans, 2u);
-    EXPECT_EQ(r.completeness.unreadable_lines, 0u);
+    EXPECT_EQ(r.completeness.elided_spans(), 2u);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 0u);
     EXPECT_EQ(r.calls.size(), 4u);
 }
 
@@ -97,7 +97,7 @@ TEST(ReaderVariants, FgraphCutOffLastLine) {
     for (const auto& d : r.completeness.diagnostics)
         cut = cut || d.name == "truncated_last_line";
     EXPECT_TRUE(cut);
-    EXPECT_EQ(r.completeness.unreadable_lines, 1u);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
     EXPECT_FALSE(r.completeness.complete);
 }
 
