@@ -781,6 +781,10 @@ std::optional<Result<Report>> saved_report_from_text(std::string_view text, cons
     auto j = json::parse(text, nullptr, false);
     if (j.is_discarded()) return Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")));
     auto r = report_from_json(j);
+    if (!r) return Result<Report>(fail(Error::usage(name + ": " + r.error().message)));
+    return r;
+}
+
 Result<Report> load_report(Input in) {
     switch (in.kind) {
         case InputKind::capture_dir:
@@ -800,10 +804,6 @@ Result<Report> load_report(Input in) {
             break;
     }
     return report_of_trace(import_input(in), in.path);
-}
-
-    if (!r) return Result<Report>(fail(Error::usage(name + ": " + r.error().message)));
-    return r;
 }
 
 Result<Report> load_report_input(const std::string& path) {
