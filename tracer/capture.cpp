@@ -314,10 +314,10 @@ nlohmann::json stats_json(const std::vector<CpuBufferStats>& stats) {
 }
 
 // Event formats (events/header_page, header_event, <system>/<event>/format) for every type seen in the
-// pages plus the ones nvtrace enables; names them in meta "event_formats".
+// pages plus the ones nvtrace enables; names them in `saved` (meta.json "event_formats").
 Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int> types,
                           const std::vector<std::pair<std::string, std::string>>& always, const fs::path& dir,
-                          nlohmann::json& meta) {
+                          std::vector<std::string>& saved) {
     std::error_code ec;
     fs::create_directories(dir / "events", ec);
     for (const char* h : {"header_page", "header_event"}) {
@@ -332,7 +332,6 @@ Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int>
     for (int type : types)
         if (tep_event* ev = tep_find_event(tep, type); ev && ev->system && ev->name)
             names.emplace(ev->system, ev->name);
-    meta["event_formats"] = nlohmann::json::array();
     for (const auto& [sys, name] : names) {
         int size = 0;
         char* text = tracefs_event_file_read(inst, sys.c_str(), name.c_str(), "format", &size);
@@ -341,7 +340,7 @@ Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int>
         std::free(text);
         fs::create_directories(dir / "events" / sys / name, ec);
         if (auto r = write_file(dir / "events" / sys / name / "format", t); !r) return r;
-        meta["event_formats"].push_back(sys + ":" + name);
+        saved.push_back(sys + ":" + name);
     }
     return {};
 }
@@ -737,23 +736,23 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     SignalBlock signals;
     CaptureResult res;
     auto& meta = res.meta;
-    meta["command"] = opts.argv;
-    meta["modules"] = opts.modules;
-    meta["filters"] = opts.filters;
-    meta["notrace"] = opts.notrace;
-    meta["graph_functions"] = opts.graph_functions;
-    meta["max_depth"] = opts.max_depth ? nlohmann::json(*opts.max_depth) : nlohmann::json(nullptr);
-    meta["events"] = opts.events;
-    meta["started_utc"] = utc_now();
-    meta["tracing_dir"] = tracing_dir ? tracing_dir : "";
+    meta.capture_format = kCaptureDirFormat;
+    meta.command = opts.argv;
+    meta.modules = opts.modules;
+    meta.filters = opts.filters;
+    meta.notrace = opts.notrace;
+    meta.graph_functions = opts.graph_functions;
+    meta.max_depth = opts.max_depth;
+    meta.events = opts.events;
+    meta.started_utc = utc_now();
+    meta.tracing_dir = tracing_dir ? tracing_dir : "";
 
     auto inst_r = Instance::create();
     if (!inst_r) return fail(inst_r.error());
     Instance& inst = *inst_r;
-    meta["instance"] = inst.name();
+    meta.instance = inst.name();
     if (opts.out_dir.empty()) return fail(Error::internal("capture: no capture directory"));
     const fs::path out_dir(opts.out_dir);
-    meta["buffer_size_kb"] = nullptr;
     if (opts.buffer_size_kb) {
         if (tracefs_instance_set_buffer_size(inst.get(), static_cast<std::size_t>(*opts.buffer_size_kb), -1) < 0) {
             int err = errno;
@@ -761,7 +760,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             return fail(Error::environment(fmt::format("cannot set buffer_size_kb to {}: {}", *opts.buffer_size_kb,
                                                        why.empty() ? std::strerror(err) : why)));
         }
-        meta["buffer_size_kb"] = *opts.buffer_size_kb;
+        meta.buffer_size_kb = *opts.buffer_size_kb;
     }
     // One clock for both buffers: a new instance starts with `local`, while the top level may use another
     // (the kernel makes `global` the default where the TSC is unstable, e.g. under qemu TCG), and the
@@ -771,10 +770,10 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         auto lb = clocks.find('['), rb = clocks.find(']');
         std::string clock = (lb != std::string::npos && rb > lb) ? clocks.substr(lb + 1, rb - lb - 1) : "local";
         if (tracefs_instance_file_write(inst.get(), "trace_clock", clock.c_str()) < 0) clock = "local";
-        meta["clock"] = clock;
+        meta.clock = clock;
         // Before KmsgReader::start, so that a probe record never shows in the report (clock_offset.hpp).
         res.stream.kmsg_clock = kmsg_clock_offset(clock);
-        meta["kmsg_clock"] = to_json(*res.stream.kmsg_clock);
+        meta.kmsg_clock = res.stream.kmsg_clock;
     }
 
     // Where function_graph can run: the instance (>= ~6.11) or the top level under a journal.
@@ -811,7 +810,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             mode = "function_graph (top level)";
         }
     }
-    meta["tracer_mode"] = mode;
+    meta.tracer_mode = mode;
     for (const auto& m : opts.modules)
         if (!module_loaded(m) && !opts.future)
             return fail(Error::environment(fmt::format(
@@ -840,9 +839,8 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         res.filter_counts.push_back({"graph-function:" + f, n});
         if (n == 0) return fail(Error::usage(fmt::format("--graph-function '{}' matches no traceable function", f)));
     }
-    meta["filter_counts"] = nlohmann::json::object();
     for (const auto& fc : res.filter_counts)
-        meta["filter_counts"][fc.filter] = fc.functions;
+        meta.filter_counts[fc.filter] = fc.functions;
 
     // Event formats: the ftrace system (function_graph, print, stacks), the two ioctl events, and the user's
     // (load_event_formats).
@@ -897,8 +895,8 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             fd_events.push_back(name);
         else
             tracefs_event_disable(inst.get(), "syscalls", ("sys_enter_" + name).c_str());
-    meta["fd_events"] = fd_events;
-    meta["printk_console"] = console;
+    meta.fd_events = fd_events;
+    meta.printk_console = console;
     for (const auto& e : opts.events) {
         auto colon = e.find(':');
         std::string sys = e.substr(0, colon), name = e.substr(colon + 1);
@@ -920,19 +918,18 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     std::vector<std::pair<std::string, std::string>> env{{"NVTRACE_TRACE_MARKER", marker_path}};
     if (marker_fd >= 0) env.emplace_back("NVTRACE_TRACE_MARKER_FD", std::to_string(marker_fd));
     // User-space ioctl decoding (docs/preload.md): the library writes its markers to the same fd.
-    meta["preload"] = nullptr;
     if (opts.preload && marker_fd >= 0) {
         if (auto lib = find_preload_library()) {
             std::string ld = *lib;
             if (const char* old = std::getenv("LD_PRELOAD"); old && *old) ld += std::string(" ") + old;
             env.emplace_back("LD_PRELOAD", ld);
-            meta["preload"] = *lib;
+            meta.preload = *lib;
         } else if (opts.progress) {
             note("nvtrace: libnvtrace_preload.so not found: ioctls are not decoded in user space\n");
         }
     }
     std::optional<GatedChild::Identity> run_as = opts.as_root ? std::nullopt : GatedChild::sudo_invoker();
-    meta["run_as_uid"] = run_as ? run_as->uid : 0u;
+    meta.run_as_uid = run_as ? run_as->uid : 0u;
 
     // The program is a process tree: its orphans come back to nvtrace, which ends them before the instance
     // goes (runner.hpp, docs/run.md "Processes").
@@ -940,7 +937,6 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     struct SubreaperGuard {
         ~SubreaperGuard() { stop_being_subreaper(); }
     } subreaper_guard;
-    meta["timed_out"] = false;
     auto child_r = GatedChild::spawn(opts.argv, env, signals.old(), run_as);
     if (!child_r) return fail(child_r.error());
     GatedChild& child = *child_r;
@@ -948,10 +944,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         ::close(marker_fd);  // the child has its copy; the instance cannot be removed while we hold one
         marker_guard.fd = -1;
     }
-    meta["pid"] = child.pid();
+    meta.pid = child.pid();
     std::string pid_s = std::to_string(child.pid());
-    meta["tty"] = opts.tty;
-    meta["stopped_on_terminal"] = nullptr;
+    meta.tty = opts.tty;
     if (opts.tty)
         if (auto r = child.take_terminal(STDIN_FILENO); !r) return fail(r.error());
 
@@ -1009,7 +1004,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             if (auto r = write_fgraph_file("max_graph_depth", std::to_string(*opts.max_depth)); !r)
                 return fail(r.error());
         std::size_t matched = count_filter_lines(fgraph);
-        meta["filter_functions"] = matched;
+        meta.filter_functions = matched;
         if (matched == 0 && !opts.future) return fail(Error::environment("the filters matched no traceable function"));
         if (auto r = write_fgraph_file("set_ftrace_pid", pid_s); !r) return fail(r.error());
         if (fgraph) {
@@ -1050,7 +1045,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
         std::free(hp);
     }
-    meta["kept_events"] = kept_events;
+    meta.kept_events = kept_events;
     RawEventDecoder decoder(tep, kept_events);
     PageDecoder page_decoder(tep, decoder);
     RawRecorder raw;  // creates the capture directory (and raw/<buffer>/)
@@ -1105,7 +1100,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             kill_deadline = Clock::now() + std::chrono::seconds(2);
         }
         if (opts.timeout_s && !kill_deadline && Clock::now() - t0 > std::chrono::duration<double>(*opts.timeout_s)) {
-            meta["timed_out"] = true;
+            meta.timed_out = true;
             child.kill_group(SIGTERM);
             kill_deadline = Clock::now() + std::chrono::seconds(2);
         }
@@ -1115,7 +1110,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         kmsg.poll();
         status = child.poll_exit();
         if (auto stop = child.take_stop()) {
-            if ((*stop == SIGTTIN || *stop == SIGTTOU) && meta["stopped_on_terminal"].is_null()) {
+            if ((*stop == SIGTTIN || *stop == SIGTTOU) && !meta.stopped_on_terminal) {
                 // Not the terminal's foreground group (it leads its own: runner.hpp), it would wait forever. Said
                 // even with -q: nothing else would explain a run that ends this way.
                 if (*stop == SIGTTIN)
@@ -1126,7 +1121,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
                     note(
                         "nvtrace: program stopped: it writes to the terminal or changes its settings (SIGTTOU); run "
                         "it with output redirected or with --tty\n");
-                meta["stopped_on_terminal"] = *stop == SIGTTIN ? "SIGTTIN" : "SIGTTOU";
+                meta.stopped_on_terminal = *stop == SIGTTIN ? "SIGTTIN" : "SIGTTOU";
                 child.kill_group(SIGTERM);
                 child.kill_group(SIGCONT);  // a stopped process acts on SIGTERM once continued
                 if (!kill_deadline) kill_deadline = Clock::now() + std::chrono::seconds(2);
@@ -1152,21 +1147,17 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         auto ended = end_descendants(child.pgid(), std::chrono::seconds(2), [&] {
             if (opts.drain_while_running) drain();
         });
-        auto list = [](const std::vector<ProcessInfo>& ps, const char* how) {
-            nlohmann::json j = nlohmann::json::array();
+        auto list = [](std::vector<EndedProcess>& to, const std::vector<ProcessInfo>& ps, const char* how) {
             for (const auto& p : ps)
-                j.push_back({{"pid", p.pid}, {"comm", p.comm}, {"signal", how}});
-            return j;
+                to.push_back({p.pid, p.comm, how});
         };
-        meta["descendants_ended"] = list(ended.terminated, "SIGTERM");
-        for (auto& k : list(ended.killed, "SIGKILL"))
-            meta["descendants_ended"].push_back(k);
-        meta["descendants_left"] = list(ended.survivors, "none");
-        if (opts.progress && !meta["descendants_ended"].empty()) {
+        list(meta.descendants_ended, ended.terminated, "SIGTERM");
+        list(meta.descendants_ended, ended.killed, "SIGKILL");
+        list(meta.descendants_left, ended.survivors, "none");
+        if (opts.progress && !meta.descendants_ended.empty()) {
             std::vector<std::string> names;
-            for (const auto& p : meta["descendants_ended"])
-                names.push_back(fmt::format("{} ({}, {})", p["pid"].get<int>(), p["comm"].get<std::string>(),
-                                            p["signal"].get<std::string>()));
+            for (const auto& p : meta.descendants_ended)
+                names.push_back(fmt::format("{} ({}, {})", p.pid, p.comm, p.signal));
             note("nvtrace: ended what the program left running: {}\n", fmt::join(names, ", "));
         }
     }
@@ -1178,7 +1169,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
              status->exit_code ? fmt::format("exit {}", *status->exit_code)
              : status->signal  ? fmt::format("signal {}", *status->signal)
                                : "status unknown",
-             meta.value("timed_out", false) ? ", timed out" : "", out_dir.string());
+             meta.timed_out ? ", timed out" : "", out_dir.string());
 
     // Counters first, then the final drain (ci-environment.md section 2).
     auto stats_after = read_buffer_stats(inst.get(), "instance");
@@ -1247,36 +1238,29 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     res.restore_failures = journal.restore();
 
     res.status = *status;
-    meta["duration_ns"] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-    meta["exit_code"] = status->exit_code ? nlohmann::json(*status->exit_code) : nlohmann::json(nullptr);
-    meta["signal"] = status->signal ? nlohmann::json(*status->signal) : nlohmann::json(nullptr);
+    meta.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    meta.exit_code = status->exit_code;
+    meta.signal = status->signal;
     // The signal that stopped nvtrace while the program ran (passed on to the program's process group); one held
     // while the report is written comes after this file and changes nothing in the capture (exit 128 + N says it).
-    meta["interrupted_by"] = res.interrupted_by ? nlohmann::json(*res.interrupted_by) : nlohmann::json(nullptr);
-    meta["undecodable_records"] = decoder.undecodable();
-    meta["capture_format"] = kCaptureDirFormat;
+    meta.interrupted_by = res.interrupted_by;
+    meta.undecodable_records = decoder.undecodable();
     {
-        nlohmann::json r;
-        r["long_size"] = sizeof(long);
-        r["endianness"] = tep_is_file_bigendian(tep) ? "big" : "little";
-        r["page_size"] = tep_get_sub_buffer_size(tep);
-        r["buffers"] = nlohmann::json::array();
+        CaptureRaw& r = meta.raw;
+        r.long_size = sizeof(long);
+        r.endianness = tep_is_file_bigendian(tep) ? "big" : "little";
+        r.page_size = tep_get_sub_buffer_size(tep);
         for (const auto& src : raw.sources()) {
-            if (r["buffers"].empty() || r["buffers"].back()["name"] != src.buffer)
-                r["buffers"].push_back({{"name", src.buffer},
-                                        {"page_size", src.page_size},
-                                        {"cpus", nlohmann::json::array()},
-                                        {"pages", 0},
-                                        {"records", 0}});
-            auto& b = r["buffers"].back();
-            b["cpus"].push_back(src.cpu);
-            b["pages"] = b["pages"].get<std::uint64_t>() + src.pages;
-            b["records"] = b["records"].get<std::uint64_t>() + src.records;
+            if (r.buffers.empty() || r.buffers.back().name != src.buffer)
+                r.buffers.push_back({src.buffer, src.page_size, {}, 0, 0});
+            auto& b = r.buffers.back();
+            b.cpus.push_back(src.cpu);
+            *b.pages += src.pages;
+            *b.records += src.records;
         }
-        r["drained_while_running"] = opts.drain_while_running;
-        r["write_error"] = raw.write_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(raw.write_error);
-        r["decode_error"] = raw.decode_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(raw.decode_error);
-        meta["raw"] = r;
+        r.drained_while_running = opts.drain_while_running;
+        if (!raw.write_error.empty()) r.write_error = raw.write_error;
+        if (!raw.decode_error.empty()) r.decode_error = raw.decode_error;
     }
     if (!raw.write_error.empty() && opts.progress)
         fmt::print(stderr,
@@ -1289,7 +1273,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     st.kmsg_overwritten = kmsg.overwritten();
     note_reused_fds(st);
     if (use_fgraph) {
-        meta["unresolved_functions"] = unresolved;
+        meta.unresolved_functions = unresolved;
         // A lookup in the subset finds the same symbol: it is the nearest one at or below the address in both.
         std::string text;
         for (const auto& [addr, sym] : used)
@@ -1301,7 +1285,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     // The rest of the capture directory (docs/formats.md): what the offline reader needs besides the pages.
     if (auto r = save_formats(inst.get(), tep, page_decoder.types_seen(),
                               {{"syscalls", "sys_enter_ioctl"}, {"syscalls", "sys_exit_ioctl"}, {"ftrace", "print"}},
-                              out_dir, meta);
+                              out_dir, meta.event_formats);
         !r)
         return fail(r.error());
     {
@@ -1316,13 +1300,12 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         for (const auto& k : st.kmsg)
             kmsg_text += k.text + "\n";
         if (auto r = write_file(out_dir / "kmsg", kmsg_text); !r) return fail(r.error());
-        meta["kmsg_overwritten"] = st.kmsg_overwritten;
+        meta.kmsg_overwritten = st.kmsg_overwritten;
     }
     // Removed here rather than by the destructor, so that a failure reaches the caller (and the exit code).
-    meta["instance_left"] = nullptr;
     if (auto r = inst.remove(); !r) {
         res.instance_left = r.error().message;
-        meta["instance_left"] = r.error().message;
+        meta.instance_left = r.error().message;
     }
     if (opts.hold_signals) {
         // A signal during the decoding and the report is not lost: the caller saves the capture, then exits with it.

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nvtrace/capture_meta.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/report.hpp"
@@ -67,7 +68,7 @@ struct FilterCount {
 
 struct CaptureResult {
     EventStream stream;                         // everything but the events (fd paths, kmsg, buffer stats, comms)
-    nlohmann::json meta;                        // command, status, tracer mode, filters, clocks, times
+    CaptureMeta meta;                           // meta.json but the report's source and environment
     ExitStatus status;                          // the program's
     std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
     std::vector<std::string> restore_failures;  // top-level files that could not be restored

@@ -34,20 +34,11 @@ namespace nvtrace::cli {
 namespace {
 
 struct RunArgs {
-    std::vector<std::string> command;
+    tracer::RunRequest r;  // the program or scenario and the tracing options (scenario.hpp)
     std::string out;
-    std::vector<std::string> modules;
-    std::vector<std::string> events;
-    std::vector<std::string> filters, notrace, graph_functions;
-    int max_depth = 0;
-    bool future = false, force = false, as_root = false, no_preload = false;
-    double timeout_s = 0;
+    bool future = false, force = false, no_preload = false;
     bool json = false;
     bool quiet = false;
-    std::string expect;                   // --expect FILE (a scenario brings its own)
-    std::string bin_dir;                  // --bin-dir: where the built scenario programs are
-    std::string device;                   // --device: passed to the scenario program as "--device PATH"
-    bool no_graph = false;                // --no-graph: ioctls, markers and the kernel log only
     int buffer_size_kb = 0;               // --buffer-size: the instance's per-CPU ring buffer, KiB
     bool trace_dat = false;               // --trace-dat: also DIR/trace.dat through `trace-cmd restore`
     std::string source;                   // --source DIR: driver sources for source_links
@@ -177,7 +168,7 @@ bool in_path(const std::string& prog) {
 // kernels without it in instances) from the saved pages through `trace-cmd restore` (docs/run.md). The
 // header (event formats, kallsyms, saved_cmdlines) is made by `trace-cmd restore -c` from this machine's
 // tracefs, so this runs right after the capture, on the machine that made it. Returns the files written.
-Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, const nlohmann::json& meta) {
+Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, const CaptureMeta& meta) {
     if (!in_path("trace-cmd"))
         return fail(Error::environment("--trace-dat needs trace-cmd in PATH (Debian package trace-cmd)"));
     namespace fs = std::filesystem;
@@ -186,13 +177,11 @@ Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, con
     if (int rc = run_logged({"trace-cmd", "restore", "-c", "-o", head}, log); rc != 0)
         return fail(Error::environment(fmt::format("trace-cmd restore -c failed (exit {}): see {}", rc, log)));
     std::vector<std::string> written;
-    for (const auto& b : meta["raw"]["buffers"]) {
-        std::string name = b["name"] == "instance" ? "trace.dat" : "trace-top.dat";
+    for (const auto& b : meta.raw.buffers) {
+        std::string name = b.name == "instance" ? "trace.dat" : "trace-top.dat";
         std::vector<std::string> argv{"trace-cmd", "restore", "-i", head, "-o", (fs::path(out_dir) / name).string()};
-        for (const auto& cpu : b["cpus"])
-            argv.push_back(
-                (fs::path(out_dir) / "raw" / b["name"].get<std::string>() / fmt::format("cpu{}", cpu.get<int>()))
-                    .string());
+        for (int cpu : b.cpus)
+            argv.push_back((fs::path(out_dir) / "raw" / b.name / fmt::format("cpu{}", cpu)).string());
         if (int rc = run_logged(argv, log); rc != 0) {
             fs::remove(head);
             return fail(Error::environment(fmt::format("trace-cmd restore -i failed (exit {}): see {}", rc, log)));
@@ -226,119 +215,22 @@ struct SigpipeHeld {
 
 int do_run(RunArgs a) {
     SigpipeHeld sigpipe;
-    std::string default_name;  // of the default capture directory: the scenario's, else the program's
-    std::optional<tracer::Scenario> scenario;
-    std::optional<ExpectFile> expectations;
-    if (std::error_code ec; !a.command.empty() && std::filesystem::is_directory(a.command[0], ec) &&
-                            !tracer::is_scenario_dir(a.command[0])) {
-        fmt::print(stderr,
-                   "nvtrace run: {} is a directory but not a scenario (no scenario.conf in it; `nvtrace scenarios` "
-                   "lists them)\n",
-                   a.command[0]);
-        return static_cast<int>(ExitCode::usage);
+    auto resolved = tracer::resolve_run(a.r);
+    if (!resolved) {
+        tracer::note("nvtrace run: {}\n", resolved.error().message);
+        return static_cast<int>(resolved.error().code);
     }
-    if (!a.command.empty() && tracer::is_scenario_dir(a.command[0])) {
-        auto sc = tracer::read_scenario(a.command[0]);
-        if (!sc) {
-            tracer::note("nvtrace run: {}\n", sc.error().message);
-            return static_cast<int>(sc.error().code);
-        }
-        scenario = *sc;
-        // Command-line tracing options replace the scenario's (modules, filters) or add to them (events).
-        if (a.modules.empty()) a.modules = sc->modules;
-        if (a.filters.empty()) a.filters = sc->filters;
-        if (a.notrace.empty()) a.notrace = sc->notrace;
-        if (a.graph_functions.empty()) a.graph_functions = sc->graph_functions;
-        a.events.insert(a.events.begin(), sc->events.begin(), sc->events.end());
-        if (a.max_depth <= 0 && sc->max_depth) a.max_depth = *sc->max_depth;
-        if (a.timeout_s <= 0 && sc->timeout_s) a.timeout_s = *sc->timeout_s;
-        a.as_root = a.as_root || sc->as_root;
-        if (a.expect.empty()) a.expect = (sc->dir / sc->expect).string();
-        // Requirements nvtrace can check itself come first: a clean "cannot run here" beats a capture error.
-        tracer::Scenario req = *sc;
-        if (a.modules != sc->modules && !a.no_graph) {  // --module replaces the scenario's module requirements
-            std::erase_if(req.requires_, [](const std::string& r) { return r.rfind("module ", 0) == 0; });
-            for (const auto& m : a.modules)
-                req.requires_.push_back("module " + m);
-        }
-        if (!a.device.empty())
-            std::erase_if(req.requires_, [](const std::string& r) { return r.rfind("device ", 0) == 0; });
-        if (auto why = tracer::unmet_requirement(req)) {
-            fmt::print("cannot run here: {}\n", *why);
-            return static_cast<int>(ExitCode::environment);
-        }
-        auto prog = tracer::find_scenario_program(
-            *sc, a.bin_dir.empty() ? std::nullopt : std::optional<std::string>(a.bin_dir));
-        if (!prog) {
-            tracer::note("nvtrace run: {}\n", prog.error().message);
-            return static_cast<int>(prog.error().code);
-        }
-        std::vector<std::string> argv{prog->string()};
-        argv.insert(argv.end(), sc->args.begin(), sc->args.end());
-        if (!a.device.empty()) {
-            argv.push_back("--device");
-            argv.push_back(a.device);
-        }
-        argv.insert(argv.end(), a.command.begin() + 1, a.command.end());
-        a.command = argv;
-        if (a.out.empty()) default_name = sc->name;
-    } else if (!a.device.empty()) {
-        tracer::note("nvtrace run: --device is for scenario directories\n");
-        return static_cast<int>(ExitCode::usage);
+    if (resolved->cannot_run) {
+        fmt::print("cannot run here: {}\n", *resolved->cannot_run);
+        return static_cast<int>(ExitCode::environment);
     }
-    // A scenario whose call graph this kernel cannot record (no function_graph, a built-in driver) runs without it;
-    // the report says why (environment.function_graph) and the call-graph checks are inconclusive with that reason.
-    std::optional<std::string> no_graph_reason;
-    if (scenario && !a.no_graph) {
-        auto plan = tracer::plan_graph(a.modules, !a.filters.empty() || !a.graph_functions.empty());
-        for (const auto& n : plan.notes)
-            if (!a.quiet) tracer::note("nvtrace: {}\n", n);
-        a.modules = plan.modules;
-        no_graph_reason = plan.no_graph_reason;
-        if (no_graph_reason && !a.quiet)
-            tracer::note("nvtrace: {}; running without the call graph\n", *no_graph_reason);
-    }
-    if (a.no_graph || no_graph_reason) {
-        a.modules.clear();
-        a.filters.clear();
-        a.notrace.clear();
-        a.graph_functions.clear();
-        a.max_depth = 0;
-    }
-    if (!a.expect.empty() && tracer::is_scenario_dir(a.expect)) {  // like `nvtrace check --expect`
-        auto sc = tracer::read_scenario(a.expect);
-        if (!sc) {
-            tracer::note("nvtrace run: {}\n", sc.error().message);
-            return static_cast<int>(sc.error().code);
-        }
-        a.expect = (sc->dir / sc->expect).string();
-    } else if (!a.expect.empty() && std::filesystem::is_directory(a.expect)) {
-        fmt::print(stderr,
-                   "nvtrace run: --expect {}: a directory but not a scenario (no scenario.conf): give the "
-                   ".expect file\n",
-                   a.expect);
-        return static_cast<int>(ExitCode::usage);
-    }
-    if (!a.expect.empty()) {
-        auto ex = read_expectations_file(a.expect);
-        if (!ex) {
-            tracer::note("nvtrace run: {}\n", ex.error().message);
-            return static_cast<int>(ex.error().code);
-        }
-        if (ex->checks.empty()) {
-            tracer::note("nvtrace run: --expect {}: holds no checks, so nothing would be checked\n", a.expect);
-            return static_cast<int>(ExitCode::usage);
-        }
-        expectations = std::move(*ex);
-    }
-
-    // Option errors before anything is announced or made (a fresh user saw "tracing ...; capture directory D"
-    // and then the --event error). Whether the event exists is known once tracefs is read (capture()).
-    for (const auto& e : a.events)
-        if (auto colon = e.find(':'); colon == std::string::npos || colon == 0 || colon + 1 == e.size()) {
-            tracer::note("nvtrace run: --event '{}': expected SYSTEM:EVENT\n", e);
-            return static_cast<int>(ExitCode::usage);
-        }
+    for (const auto& n : resolved->notes)
+        if (!a.quiet) tracer::note("nvtrace: {}\n", n);
+    const tracer::RunRequest& run = resolved->run;
+    const std::optional<tracer::Scenario>& scenario = resolved->scenario;
+    const std::optional<ExpectFile>& expectations = resolved->expectations;
+    const std::optional<std::string>& no_graph_reason = resolved->no_graph_reason;
+    const std::string& default_name = resolved->default_name;
 
     if (a.tty && !::isatty(STDIN_FILENO)) {
         tracer::note("nvtrace run: --tty: standard input is not a terminal\n");
@@ -350,19 +242,19 @@ int do_run(RunArgs a) {
     }
 
     tracer::CaptureOptions opts;
-    opts.argv = a.command;
+    opts.argv = run.command;
     opts.tty = a.tty;
-    opts.modules = a.modules;
-    opts.events = a.events;
-    opts.filters = a.filters;
-    opts.notrace = a.notrace;
-    opts.graph_functions = a.graph_functions;
-    if (a.max_depth > 0) opts.max_depth = a.max_depth;
+    opts.modules = run.modules;
+    opts.events = run.events;
+    opts.filters = run.filters;
+    opts.notrace = run.notrace;
+    opts.graph_functions = run.graph_functions;
+    if (run.max_depth > 0) opts.max_depth = run.max_depth;
     opts.future = a.future;
     opts.force = a.force;
-    opts.as_root = a.as_root;
+    opts.as_root = run.as_root;
     opts.preload = !a.no_preload;
-    if (a.timeout_s > 0) opts.timeout_s = a.timeout_s;
+    if (run.timeout_s > 0) opts.timeout_s = run.timeout_s;
     opts.progress = !a.quiet;
 
     // The capture directory is made before the capture (the raw pages are written while the program runs),
@@ -374,15 +266,13 @@ int do_run(RunArgs a) {
     }
     std::error_code ec;
     bool out_existed = !a.out.empty() && std::filesystem::exists(a.out, ec);
-    if (default_name.empty() && !a.command.empty())
-        default_name = std::filesystem::path(a.command[0]).filename().string();
     auto dir_r = a.out.empty() ? make_default_out_dir(default_name) : prepare_out_dir(a.out);
     if (!dir_r) {
         tracer::note("nvtrace run: {}\n", dir_r.error().message);
         return static_cast<int>(dir_r.error().code);
     }
     const std::string out_dir = *dir_r;
-    if (!a.quiet) tracer::note("nvtrace: tracing {}; capture directory {}\n", fmt::join(a.command, " "), out_dir);
+    if (!a.quiet) tracer::note("nvtrace: tracing {}; capture directory {}\n", fmt::join(run.command, " "), out_dir);
     opts.out_dir = out_dir;
     if (a.buffer_size_kb > 0) opts.buffer_size_kb = a.buffer_size_kb;
     // Test hook (docs/testing.md): no reading while the program runs, only the final drain.
@@ -424,44 +314,38 @@ int do_run(RunArgs a) {
 
     // What `nvtrace report DIR` makes the report from besides the pages (docs/formats.md): the report's source
     // and environment are the run's.
-    nlohmann::json source = {
-        {"kind", "live"}, {"command", a.command}, {"pid", cap->meta["pid"]}, {"tracer_mode", cap->meta["tracer_mode"]}};
-    source["modules"] = a.modules;
-    source["filters"] = a.filters;
+    nlohmann::json source = {{"kind", "live"},
+                             {"command", run.command},
+                             {"pid", cap->meta.pid ? nlohmann::json(*cap->meta.pid) : nlohmann::json(nullptr)},
+                             {"tracer_mode", cap->meta.tracer_mode}};
+    source["modules"] = run.modules;
+    source["filters"] = run.filters;
     if (scenario) source["scenario"] = scenario->name;
-    if (expectations) source["expectations"] = a.expect;
+    if (expectations) source["expectations"] = run.expect;
     // The NVIDIA modules are always described: the checker decides version alternatives from them.
-    std::vector<std::string> env_modules = a.modules;
+    std::vector<std::string> env_modules = run.modules;
     for (const char* m : {"nvidia", "nvidia_uvm"})
         if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() &&
             tracer::module_state(m) != tracer::ModuleState::absent)
             env_modules.emplace_back(m);
     nlohmann::json environment = tracer::environment_info(env_modules);
     if (no_graph_reason) environment["function_graph"] = *no_graph_reason;
-    if (expectations && cap->meta.value("tracer_mode", "").rfind("function_graph", 0) == 0)
+    if (expectations && cap->meta.tracer_mode.rfind("function_graph", 0) == 0)
         if (auto nt = tracer::not_traceable(*expectations); !nt.empty()) environment["not_traceable"] = nt;
-    cap->meta["report_source"] = source;
-    cap->meta["environment"] = environment;
-    cap->meta["trace_dat"] = nlohmann::json::array();
+    cap->meta.report_source = source;
+    cap->meta.environment = environment;
     if (a.trace_dat) {
         if (auto td = write_trace_dat(out_dir, cap->meta); !td)
             tracer::note("nvtrace run: no trace.dat: {}\n", td.error().message);
         else
-            cap->meta["trace_dat"] = *td;
+            cap->meta.trace_dat = *td;
     }
-    nlohmann::json kmsg = nlohmann::json::array();
     for (const auto& k : cap->stream.kmsg)
-        kmsg.push_back(k.text);
-    cap->meta["kmsg_records"] = kmsg;
-    cap->meta["buffer_stats"] = nlohmann::json::array();
-    for (const auto& s : cap->stream.buffer_stats)
-        cap->meta["buffer_stats"].push_back(
-            {{"cpu", s.cpu}, {"buffer", s.buffer}, {"overrun", s.overrun}, {"dropped_events", s.dropped_events}});
+        cap->meta.kmsg_records.push_back(k.text);
+    cap->meta.buffer_stats = cap->stream.buffer_stats;
     // meta.json first: with it the directory can be re-analysed (`nvtrace report DIR`) even when report.json
     // cannot be written (a full disk) or nvtrace is killed while writing it.
-    if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json",
-                            cap->meta.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-        !w) {
+    if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json", dump_capture_meta(cap->meta)); !w) {
         tracer::note("nvtrace run: {}\n", w.error().message);
         return static_cast<int>(ExitCode::environment);
     }
@@ -513,44 +397,44 @@ void add_run(CLI::App& app, int& exit_code) {
         "(tracing state not restored, instance left, scenario cannot run), 1 (a check failed), then with\n"
         "--exit-status program the program's status (128+N when signal N killed it), else 0. So\n"
         "`nvtrace run --exit-status program -- ./test && echo ok` says ok only when ./test exited 0.");
-    run->add_option("command", args->command,
+    run->add_option("command", args->r.command,
                     "Program and arguments (after --), or a scenario directory [-- its program's arguments]")
         ->required()
         ->expected(-1);
     run->add_option(
-        "--expect", args->expect,
+        "--expect", args->r.expect,
         "Check the report against this expectations file, or a scenario directory's (docs/expectations.md); "
         "a file without checks is an error");
-    run->add_option("--bin-dir", args->bin_dir,
+    run->add_option("--bin-dir", args->r.bin_dir,
                     "Where the built scenario programs are (default: found from nvtrace's own path)");
-    run->add_flag("--no-graph", args->no_graph,
+    run->add_flag("--no-graph", args->r.no_graph,
                   "No function_graph (drop modules and filters, also a scenario's): ioctls, markers, kernel log only");
-    run->add_option("--device", args->device,
+    run->add_option("--device", args->r.device,
                     "Scenario only: pass --device PATH to its program (e.g. another GEM driver)");
     run->add_option("-o,--out", args->out,
                     "Capture directory: created, or an existing one without a capture (default: a new "
                     "runs/<program>-<UTC time>.<microseconds>Z-<pid>)");
-    run->add_option("-m,--module", args->modules,
+    run->add_option("-m,--module", args->r.modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--filter", args->filters,
+    run->add_option("--filter", args->r.filters,
                     "Also trace functions matching this glob (set_ftrace_filter); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--notrace", args->notrace,
+    run->add_option("--notrace", args->r.notrace,
                     "Never trace functions matching this glob (set_ftrace_notrace); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--graph-function", args->graph_functions,
+    run->add_option("--graph-function", args->r.graph_functions,
                     "Start graphs only at these functions (set_graph_function); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--max-depth", args->max_depth, "Cap the graph depth (max_graph_depth)")
+    run->add_option("--max-depth", args->r.max_depth, "Cap the graph depth (max_graph_depth)")
         ->check(nvtrace::cli::positive_number);
     run->add_flag("--future", args->future, "Arm :mod:M for a module that is not loaded yet (applied when it loads)");
     run->add_flag("--force", args->force,
                   "Take the top level although another tracer is set or a journal exists (it is still restored)");
-    run->add_flag("--as-root", args->as_root, "Under sudo, run the program as root instead of the invoking user");
+    run->add_flag("--as-root", args->r.as_root, "Under sudo, run the program as root instead of the invoking user");
     run->add_flag("--no-preload", args->no_preload,
                   "Do not inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)");
-    run->add_option("-e,--event", args->events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
+    run->add_option("-e,--event", args->r.events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
         ->allow_extra_args(false);
     run->add_option("--buffer-size", args->buffer_size_kb,
                     "Per-CPU ring-buffer size of nvtrace's instance in KiB (buffer_size_kb; default: the kernel's)")
@@ -558,7 +442,7 @@ void add_run(CLI::App& app, int& exit_code) {
     run->add_flag("--trace-dat", args->trace_dat,
                   "Also write DIR/trace.dat (and trace-top.dat) from the raw pages with `trace-cmd restore` "
                   "(needs trace-cmd)");
-    run->add_option("--timeout", args->timeout_s,
+    run->add_option("--timeout", args->r.timeout_s,
                     "Stop the program and its process group after this many seconds (SIGTERM, then SIGKILL 2 s later)")
         ->check(nvtrace::cli::positive_number);
     run->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");

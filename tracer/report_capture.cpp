@@ -21,24 +21,16 @@ namespace nvtrace::cli {
 namespace {
 
 // "program: CMD (pid P, exit N)" and "tracer: MODE", from meta.json (docs/run.md "Summary").
-void print_program(const nlohmann::json& meta) {
-    auto code = meta.value("exit_code", nlohmann::json());
-    auto sig = meta.value("signal", nlohmann::json());
-    std::string status = code.is_number_integer() ? fmt::format("exit {}", code.get<int>())
-                         : sig.is_number_integer()
-                             ? fmt::format("killed by signal {} ({})", sig.get<int>(), strsignal(sig.get<int>()))
-                             : "unknown";
-    if (meta.value("timed_out", false)) status += ", timed out";
-    if (auto d = meta.find("descendants_ended"); d != meta.end() && d->is_array() && !d->empty())
-        status += fmt::format(", {} process(es) it left running ended", d->size());
-    std::vector<std::string> command;
-    if (auto c = meta.find("command"); c != meta.end() && c->is_array())
-        for (const auto& x : *c)
-            if (x.is_string()) command.push_back(x.get<std::string>());
-    auto pid = meta.value("pid", nlohmann::json());
-    fmt::print("program: {} (pid {}, {})\n", fmt::join(command, " "),
-               pid.is_number_integer() ? std::to_string(pid.get<int>()) : std::string("unknown"), status);
-    fmt::print("tracer: {}\n", meta.value("tracer_mode", std::string("unknown")));
+void print_program(const CaptureMeta& meta) {
+    std::string status = meta.exit_code ? fmt::format("exit {}", *meta.exit_code)
+                         : meta.signal  ? fmt::format("killed by signal {} ({})", *meta.signal, strsignal(*meta.signal))
+                                        : "unknown";
+    if (meta.timed_out) status += ", timed out";
+    if (!meta.descendants_ended.empty())
+        status += fmt::format(", {} process(es) it left running ended", meta.descendants_ended.size());
+    fmt::print("program: {} (pid {}, {})\n", fmt::join(meta.command, " "),
+               meta.pid ? std::to_string(*meta.pid) : std::string("unknown"), status);
+    fmt::print("tracer: {}\n", meta.absent_keys.count("tracer_mode") ? "unknown" : meta.tracer_mode);
 }
 
 // The reason a scenario program gave for exiting kScenarioCannotRun ("nvtrace-cannot-run: REASON" marker).
@@ -57,18 +49,11 @@ std::string cannot_run_reason(const Report& r, const std::string& program) {
 
 // The run's checks again: a scenario that said it cannot run here is not checked (report.source.cannot_run);
 // else its expectations file (when still readable) and, for a scenario, the program's own verdict.
-void redo_checks(Report& report, const nlohmann::json& meta, CaptureReport& out) {
+void redo_checks(Report& report, const CaptureMeta& meta, CaptureReport& out) {
     const nlohmann::json& captured = report.source;
     if (!captured.is_object()) return;
-    auto code = meta.value("exit_code", nlohmann::json());
-    auto sig = meta.value("signal", nlohmann::json());
-    std::optional<int> exit_code = code.is_number_integer() ? std::optional<int>(code.get<int>()) : std::nullopt;
-    std::optional<int> signal = sig.is_number_integer() ? std::optional<int>(sig.get<int>()) : std::nullopt;
-    if (captured.contains("scenario") && exit_code == tracer::kScenarioCannotRun) {
-        std::string program;
-        if (auto c = meta.find("command"); c != meta.end() && c->is_array() && !c->empty() && (*c)[0].is_string())
-            program = (*c)[0].get<std::string>();
-        out.cannot_run = cannot_run_reason(report, program);
+    if (captured.contains("scenario") && meta.exit_code == tracer::kScenarioCannotRun) {
+        out.cannot_run = cannot_run_reason(report, meta.command.empty() ? std::string() : meta.command[0]);
         report.source["cannot_run"] = *out.cannot_run;
         return;
     }
@@ -80,11 +65,11 @@ void redo_checks(Report& report, const nlohmann::json& meta, CaptureReport& out)
             report.checks = check_report(report, *ex);
     }
     if (captured.contains("scenario"))
-        report.checks.insert(report.checks.begin(), tracer::scenario_program_check(exit_code, signal));
+        report.checks.insert(report.checks.begin(), tracer::scenario_program_check(meta.exit_code, meta.signal));
 }
 
 // The summary around the body: the program lines first, the checks and the caller's tail after.
-ReportSinks with_capture_summary(ReportSinks s, const nlohmann::json& meta, const Report& report) {
+ReportSinks with_capture_summary(ReportSinks s, const CaptureMeta& meta, const Report& report) {
     auto head = s.head;
     s.head = [head, &meta] {
         if (head) head();
@@ -126,9 +111,9 @@ std::optional<CaptureReport> streamed(const std::string& dir, CaptureDirReader& 
     Report& report = r.report();
     for (auto& m : extra_log)
         report.kernel_log.push_back(std::move(m));
-    const nlohmann::json& meta = reader.meta();
-    report.source = meta.value("report_source", nlohmann::json::object());
-    report.environment = meta.value("environment", nlohmann::json::object());
+    const CaptureMeta& meta = reader.meta();
+    report.source = meta.report_source;
+    report.environment = meta.environment;
     out.exit_code = write_and_print_streamed(r, *ioctls, with_capture_summary(sinks, meta, report));
     return out;
 }
@@ -145,8 +130,8 @@ CaptureReport report_capture_dir(const std::string& dir, ReportSinks sinks, Capt
     }
     {
         // Streamed unless something needs the whole report: --source, or the run's checks to redo.
-        nlohmann::json cap = reader->meta().value("report_source", nlohmann::json::object());
-        bool checks = cap.is_object() && (cap.contains("expectations") || cap.contains("scenario"));
+        const nlohmann::json& cap = reader->meta().report_source;
+        bool checks = cap.contains("expectations") || cap.contains("scenario");
         if (o.source_dir.empty() && !checks && !reader->has_function_graph()) {
             if (auto rc = streamed(dir, *reader, sinks, o.extra_log)) return *rc;
             reader = CaptureDirReader::open(dir);  // the pages are read again, whole
@@ -163,7 +148,7 @@ CaptureReport report_capture_dir(const std::string& dir, ReportSinks sinks, Capt
         out.exit_code = static_cast<int>(data.error().code);
         return out;
     }
-    const nlohmann::json& meta = data->meta;
+    const CaptureMeta& meta = data->meta;
     Report report = build_report(data->stream);
     for (auto& m : o.extra_log)
         report.kernel_log.push_back(std::move(m));
@@ -172,8 +157,8 @@ CaptureReport report_capture_dir(const std::string& dir, ReportSinks sinks, Capt
             out.exit_code = rc;
             return out;
         }
-    report.source = meta.value("report_source", nlohmann::json::object());
-    report.environment = meta.value("environment", nlohmann::json::object());
+    report.source = meta.report_source;
+    report.environment = meta.environment;
     redo_checks(report, meta, out);
     out.checks = report.checks;
     out.exit_code = write_and_print(report, with_capture_summary(sinks, meta, report));

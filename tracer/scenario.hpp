@@ -86,6 +86,37 @@ nlohmann::json not_traceable(const ExpectFile& ex);
 // modprobe vgem)"), or nullopt. `modules` replaces the scenario's own module requirements when given (--module).
 std::optional<std::string> unmet_requirement(const Scenario& s);
 
+// What `nvtrace run` was asked: the command line's program (or scenario directory) and tracing options.
+struct RunRequest {
+    std::vector<std::string> command;  // CMD ARGS, or SCENARIO_DIR [PROGRAM ARGS]
+    std::vector<std::string> modules, filters, notrace, graph_functions, events;
+    int max_depth = 0;     // 0: none
+    double timeout_s = 0;  // 0: none
+    bool as_root = false;
+    bool no_graph = false;
+    std::string expect;   // --expect FILE or scenario directory
+    std::string bin_dir;  // --bin-dir
+    std::string device;   // --device (scenario only)
+};
+
+// The run to make: a scenario's program, argv and options merged with the command line's (its modules, filters,
+// notrace, graph functions replaced by the command line's when given, its events added), the expectations read,
+// and the call graph planned (plan_graph). `cannot_run`: a requirement nvtrace checks itself is not met (the run
+// says "cannot run here: ..." and exits 3). `notes`: the progress lines of plan_graph, for stderr.
+struct ResolvedRun {
+    RunRequest run;  // final: argv in run.command, options merged, graph options cleared
+    std::optional<Scenario> scenario;
+    std::optional<ExpectFile> expectations;  // read from run.expect (a file path once resolved)
+    std::optional<std::string> no_graph_reason;
+    std::optional<std::string> cannot_run;
+    std::vector<std::string> notes;
+    std::string default_name;  // of the default capture directory: the scenario's, else the program's
+};
+
+// Errors (the message without "nvtrace run: "): a directory that is not a scenario, an unreadable scenario.conf
+// or expectations file, an expectations file without checks, --device without a scenario, a bad --event.
+Result<ResolvedRun> resolve_run(RunRequest req);
+
 // Directories that hold scenarios, in search order: `dir` when given, $NVTRACE_SCENARIOS_DIR, ./scenarios, the
 // source tree nvtrace was built from, EXE_DIR/../share/nvtrace/scenarios. Only existing ones.
 std::vector<std::filesystem::path> scenario_roots(const std::optional<std::string>& dir);

@@ -445,7 +445,7 @@ bool is_raw_capture_dir(const std::string& dir) {
 
 struct CaptureDirReader::Impl {
     fs::path dir;
-    nlohmann::json meta;
+    CaptureMeta meta;
     std::unique_ptr<tep_handle, TepDeleter> tep;
     std::unique_ptr<RawEventDecoder> decoder;
     std::unique_ptr<PageDecoder> pages;
@@ -471,7 +471,7 @@ CaptureDirReader::CaptureDirReader(CaptureDirReader&&) noexcept = default;
 CaptureDirReader& CaptureDirReader::operator=(CaptureDirReader&&) noexcept = default;
 CaptureDirReader::~CaptureDirReader() = default;
 
-const nlohmann::json& CaptureDirReader::meta() const {
+const CaptureMeta& CaptureDirReader::meta() const {
     return impl_->meta;
 }
 EventStream& CaptureDirReader::side() {
@@ -486,44 +486,27 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
     const fs::path dir(dir_s);
     impl->dir = dir;
     const fs::path meta_path = dir / "meta.json";
-    auto meta = slurp_json(meta_path);
+    auto meta_j = slurp_json(meta_path);
+    if (!meta_j) return fail(meta_j.error());
+    auto meta = capture_meta_from_json(*meta_j, meta_path.string());
     if (!meta) return fail(meta.error());
-    if (!meta->is_object() || !meta->contains("capture_format"))
-        return fail(bad(meta_path, "no \"capture_format\": not a raw capture directory (written before format 1?)"));
-    if (!(*meta)["capture_format"].is_number_integer() || (*meta)["capture_format"].get<int>() != kCaptureDirFormat)
-        return fail(bad(meta_path, fmt::format("capture_format {} is not {} (the version this nvtrace reads)",
-                                               (*meta)["capture_format"].dump(), kCaptureDirFormat)));
     impl->meta = *meta;
-    if (!meta->contains("raw") || !(*meta)["raw"].is_object())
-        return fail(bad(meta_path, "expected an object \"raw\""));
-    const auto& raw = (*meta)["raw"];
-    auto long_size = json_uint(raw, "long_size", meta_path);
-    if (!long_size) return fail(long_size.error());
-    if (*long_size != 4 && *long_size != 8) return fail(bad(meta_path, "raw.long_size must be 4 or 8"));
-    if (!raw.contains("endianness") || !raw["endianness"].is_string() ||
-        (raw["endianness"] != "little" && raw["endianness"] != "big"))
-        return fail(bad(meta_path, "raw.endianness must be \"little\" or \"big\""));
-    if (!raw.contains("buffers") || !raw["buffers"].is_array())
-        return fail(bad(meta_path, "expected an array raw.buffers"));
+    const CaptureRaw& raw = meta->raw;
 
     // Formats: header_page first (sub-buffer layout), then every saved event format.
     impl->tep.reset(tep_alloc());
     tep_handle* tep = impl->tep.get();
     if (!tep) return fail(Error::internal("tep_alloc failed"));
-    tep_set_file_bigendian(tep, raw["endianness"] == "big" ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
-    tep_set_long_size(tep, static_cast<int>(*long_size));
+    tep_set_file_bigendian(tep, raw.endianness == "big" ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+    tep_set_long_size(tep, static_cast<int>(raw.long_size));
     {
         const fs::path hp = dir / "events" / "header_page";
         auto text = slurp(hp);
         if (!text) return fail(text.error());
         if (text->find("commit") == std::string::npos) return fail(bad(hp, "no \"commit\" field: not a header_page"));
-        if (tep_parse_header_page(tep, text->data(), text->size(), static_cast<int>(*long_size)) < 0)
+        if (tep_parse_header_page(tep, text->data(), text->size(), static_cast<int>(raw.long_size)) < 0)
             return fail(bad(hp, "libtraceevent cannot parse it (tep_parse_header_page)"));
     }
-    std::vector<std::string> other_events;
-    if (meta->contains("kept_events") && (*meta)["kept_events"].is_array())
-        for (const auto& e : (*meta)["kept_events"])
-            if (e.is_string()) other_events.push_back(e.get<std::string>());
     {
         const fs::path events_dir = dir / "events";
         std::error_code ec;
@@ -533,12 +516,8 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
             if (it->path().filename() == "format" && it.depth() == 2) formats.push_back(it->path());
         if (ec) return fail(bad(events_dir, "cannot list: " + ec.message()));
         std::sort(formats.begin(), formats.end());
-        if (!meta->contains("event_formats") || !(*meta)["event_formats"].is_array())
-            return fail(bad(meta_path, "expected an array \"event_formats\""));
         // Every format the capture saved must be there: a missing one would silently drop its events.
-        for (const auto& name : (*meta)["event_formats"]) {
-            if (!name.is_string()) return fail(bad(meta_path, "event_formats holds a non-string"));
-            std::string n = name.get<std::string>();
+        for (const std::string& n : meta->event_formats) {
             auto colon = n.find(':');
             if (colon == std::string::npos || n.find('/') != std::string::npos || n.find("..") != std::string::npos)
                 return fail(bad(meta_path, fmt::format("event_formats: bad name '{}'", n)));
@@ -558,39 +537,21 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
             if (!ev) return fail(bad(f, "libtraceevent cannot parse it (tep_parse_event)"));
         }
     }
-    impl->decoder = std::make_unique<RawEventDecoder>(tep, other_events);
+    impl->decoder = std::make_unique<RawEventDecoder>(tep, meta->kept_events);
     impl->pages = std::make_unique<PageDecoder>(tep, *impl->decoder);
 
     // Page files: buffers in the saved order, CPUs in the saved order (the live capture's drain order). Each must
     // be there and hold whole pages; their counts are checked against meta.json after decoding.
-    for (const auto& b : raw["buffers"]) {
-        if (!b.is_object() || !b.contains("name") || !b["name"].is_string() || !b.contains("cpus") ||
-            !b["cpus"].is_array())
-            return fail(bad(meta_path, "each raw.buffers entry needs \"name\", \"page_size\" and \"cpus\""));
-        std::string name = b["name"].get<std::string>();
-        if (name != "instance" && name != "top")
-            return fail(bad(meta_path, fmt::format("raw.buffers: unknown buffer '{}'", name)));
-        auto psz = json_uint(b, "page_size", meta_path);
-        if (!psz) return fail(psz.error());
-        if (*psz < 16 || *psz > (1u << 24)) return fail(bad(meta_path, fmt::format("raw.buffers: page_size {}", *psz)));
+    for (const CaptureBuffer& b : raw.buffers) {
         Impl::Buffer buf;
-        buf.name = name;
-        if (b.contains("pages") && b.contains("records")) {
-            auto want_pages = json_uint(b, "pages", meta_path);
-            auto want_records = json_uint(b, "records", meta_path);
-            if (!want_pages) return fail(want_pages.error());
-            if (!want_records) return fail(want_records.error());
-            buf.pages = *want_pages;
-            buf.records = *want_records;
-        }
-        for (const auto& c : b["cpus"]) {
-            if (!c.is_number_unsigned() || c.get<std::uint64_t>() > 65535)
-                return fail(bad(meta_path, "raw.buffers cpus must be CPU numbers"));
-            int cpu = c.get<int>();
-            fs::path file = dir / "raw" / name / fmt::format("cpu{}", cpu);
+        buf.name = b.name;
+        buf.pages = b.pages;
+        buf.records = b.records;
+        for (int cpu : b.cpus) {
+            fs::path file = dir / "raw" / b.name / fmt::format("cpu{}", cpu);
             if (std::ifstream in(file, std::ios::binary); !in) {
-                if (raw.contains("decode_error") && raw["decode_error"].is_string() && !fs::exists(file)) {
-                    impl->decode_error = raw["decode_error"].get<std::string>();
+                if (raw.decode_error && !fs::exists(file)) {
+                    impl->decode_error = raw.decode_error;
                     continue;  // the capture knew: pages_not_read below
                 }
                 return fail(Error::usage(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno))));
@@ -598,19 +559,17 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
             std::error_code ec;
             auto fsize = fs::file_size(file, ec);
             if (ec) return fail(bad(file, ec.message()));
-            if (fsize % *psz != 0)
+            if (fsize % b.page_size != 0)
                 return fail(bad(file, fmt::format("truncated: {} bytes is not a whole number of {}-byte pages "
                                                   "(last page starts at offset {})",
-                                                  fsize, *psz, fsize - fsize % *psz)));
+                                                  fsize, b.page_size, fsize - fsize % b.page_size)));
             buf.files.push_back(impl->files.size());
-            impl->files.push_back({name, cpu, file.string(), static_cast<std::size_t>(*psz), 0, 0, 0});
+            impl->files.push_back({b.name, cpu, file.string(), static_cast<std::size_t>(b.page_size), 0, 0, 0});
         }
         impl->buffers.push_back(std::move(buf));
     }
-    if (raw["buffers"].empty()) return fail(bad(meta_path, "raw.buffers lists no buffer: nothing to decode"));
     // The capture could not read or write some pages (meta.json raw.write_error): their events are lost.
-    if (raw.contains("write_error") && raw["write_error"].is_string())
-        impl->write_error = raw["write_error"].get<std::string>();
+    impl->write_error = raw.write_error;
 
     EventStream& st = impl->side;
     std::error_code kec;
@@ -690,21 +649,9 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
         auto k = slurp(dir / "kmsg");
         if (!k) return fail(k.error());
         st.kmsg = split_kmsg(*k);
-        st.kmsg_overwritten = meta->value("kmsg_overwritten", false);
+        st.kmsg_overwritten = meta->kmsg_overwritten;
     }
-    if (meta->contains("kmsg_clock") && (*meta)["kmsg_clock"].is_object()) {
-        const auto& k = (*meta)["kmsg_clock"];
-        KmsgClockOffset c;
-        if (!k.contains("trace_clock") || !k["trace_clock"].is_string() || !k.contains("basis") ||
-            !k["basis"].is_string() || !k.contains("uncertainty_ns") || !k["uncertainty_ns"].is_number_unsigned() ||
-            !k.contains("offset_ns") || !(k["offset_ns"].is_null() || k["offset_ns"].is_number_integer()))
-            return fail(bad(meta_path, "kmsg_clock needs trace_clock, offset_ns, uncertainty_ns and basis"));
-        c.trace_clock = k["trace_clock"].get<std::string>();
-        if (!k["offset_ns"].is_null()) c.offset_ns = k["offset_ns"].get<std::int64_t>();
-        c.uncertainty_ns = k["uncertainty_ns"].get<std::uint64_t>();
-        c.basis = k["basis"].get<std::string>();
-        st.kmsg_clock = c;
-    }
+    st.kmsg_clock = meta->kmsg_clock;
     return CaptureDirReader(std::move(impl));
 }
 

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nvtrace/capture_meta.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/raw_event_decoder.hpp"
@@ -120,10 +121,10 @@ std::vector<CpuBufferStats> buffer_stats_delta(const std::vector<CpuBufferStats>
 
 // Everything a capture directory holds, re-analysed: `stream` equals the EventStream the live capture
 // produced (events sorted, functions resolved from the saved kallsyms subset, comms, kmsg records, fd
-// paths, buffer-stat deltas); `meta` is meta.json as written.
+// paths, buffer-stat deltas); `meta` is meta.json as read (nvtrace/capture_meta.hpp).
 struct CaptureDirData {
     EventStream stream;
-    nlohmann::json meta;
+    CaptureMeta meta;
     std::uint64_t undecodable_records = 0;  // ioctl / funcgraph records whose format nvtrace cannot read
     std::size_t unresolved_functions = 0;   // function addresses not in the saved kallsyms
 };
@@ -139,7 +140,7 @@ public:
     CaptureDirReader& operator=(CaptureDirReader&&) noexcept;
     ~CaptureDirReader();
 
-    const nlohmann::json& meta() const;
+    const CaptureMeta& meta() const;
     // True when the capture saved kallsyms (function_graph ran): its calls are built from the whole stream.
     bool has_function_graph() const;
     // The stream without its events, as read_capture_dir gives it; its diagnostics (damaged pages, pages not

@@ -65,7 +65,7 @@ TEST(CaptureDir, ReanalysisOfTheCommittedCaptureEqualsTheReportItsRunWrote) {
     auto data = read_capture_dir(kCapture.string());
     ASSERT_TRUE(data) << data.error().message;
     Report r = build_report(data->stream);
-    r.environment = data->meta["environment"];
+    r.environment = data->meta.environment;
     nlohmann::json got = to_json(r);
     std::ifstream in(kCapture / "report.json");
     nlohmann::json live = nlohmann::json::parse(in);
