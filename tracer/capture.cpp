@@ -321,12 +321,9 @@ Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int>
     std::error_code ec;
     fs::create_directories(dir / "events", ec);
     for (const char* h : {"header_page", "header_event"}) {
-        int size = 0;
-        char* text = tracefs_instance_file_read(nullptr, (std::string("events/") + h).c_str(), &size);
+        auto text = read_instance_file(nullptr, (std::string("events/") + h).c_str());
         if (!text) return fail(Error::environment(fmt::format("cannot read events/{} from tracefs", h)));
-        std::string t(text, static_cast<std::size_t>(std::max(size, 0)));
-        std::free(text);
-        if (auto r = write_file(dir / "events" / h, t); !r) return r;
+        if (auto r = write_file(dir / "events" / h, *text); !r) return r;
     }
     std::set<std::pair<std::string, std::string>> names(always.begin(), always.end());
     for (int type : types)
@@ -346,22 +343,16 @@ Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int>
 }
 
 std::string top_file(const char* name) {
-    int size = 0;
-    char* s = tracefs_instance_file_read(nullptr, name, &size);
-    if (!s) return {};
-    std::string out(s, size > 0 ? static_cast<std::size_t>(size) : 0);
-    std::free(s);
+    std::string out = read_instance_file(nullptr, name).value_or("");
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
         out.pop_back();
     return out;
 }
 
 std::size_t count_filter_lines(tracefs_instance* inst) {
-    int size = 0;
-    char* s = tracefs_instance_file_read(inst, "set_ftrace_filter", &size);
-    if (!s) return 0;
-    std::istringstream in(std::string(s, static_cast<std::size_t>(size)));
-    std::free(s);
+    auto text = read_instance_file(inst, "set_ftrace_filter");
+    if (!text) return 0;
+    std::istringstream in(*text);
     std::size_t n = 0;
     std::string line;
     while (std::getline(in, line))
@@ -781,10 +772,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     tracefs_instance* fgraph = nullptr;  // instance that carries function_graph, nullptr = top level
     std::string mode = "events";
     if (use_fgraph) {
-        int sz = 0;
-        char* avail = tracefs_instance_file_read(inst.get(), "available_tracers", &sz);
-        std::string in_instance = avail ? std::string(avail, static_cast<std::size_t>(sz)) : "";
-        std::free(avail);
+        std::string in_instance = read_instance_file(inst.get(), "available_tracers").value_or("");
         if (in_instance.find("function_graph") != std::string::npos) {
             fgraph = inst.get();
             mode = "function_graph (instance)";
@@ -1036,14 +1024,10 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     // The sub-buffer layout (long size, endianness, page size) for kbuffer, from the top-level header_page
     // as libtracefs itself does in tracefs_cpu_open.
     {
-        int size = 0;
-        char* hp = tracefs_instance_file_read(nullptr, "events/header_page", &size);
-        if (!hp || tep_parse_header_page(tep, hp, static_cast<unsigned long>(std::max(size, 0)),
-                                         static_cast<int>(sizeof(long))) < 0) {
-            std::free(hp);
+        auto hp = read_instance_file(nullptr, "events/header_page");
+        if (!hp || tep_parse_header_page(tep, hp->data(), static_cast<unsigned long>(hp->size()),
+                                         static_cast<int>(sizeof(long))) < 0)
             return fail(Error::environment("cannot read or parse events/header_page"));
-        }
-        std::free(hp);
     }
     meta.kept_events = kept_events;
     RawEventDecoder decoder(tep, kept_events);

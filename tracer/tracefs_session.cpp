@@ -21,15 +21,19 @@
 
 namespace nvtrace::tracer {
 
-namespace {
-
-std::string read_top(const std::string& file) {
+std::optional<std::string> read_instance_file(tracefs_instance* inst, const char* file) {
     int size = 0;
-    char* s = tracefs_instance_file_read(nullptr, file.c_str(), &size);
-    if (!s) return {};
+    char* s = tracefs_instance_file_read(inst, file, &size);
+    if (!s) return std::nullopt;
     std::string out(s, size > 0 ? static_cast<std::size_t>(size) : 0);
     std::free(s);
     return out;
+}
+
+namespace {
+
+std::string read_top(const std::string& file) {
+    return read_instance_file(nullptr, file.c_str()).value_or("");
 }
 
 std::string trim(std::string s) {
@@ -209,14 +213,12 @@ std::vector<CpuBufferStats> read_buffer_stats(tracefs_instance* inst, const std:
     long ncpu = ::sysconf(_SC_NPROCESSORS_CONF);
     for (int cpu = 0; cpu < ncpu; ++cpu) {
         std::string file = fmt::format("per_cpu/cpu{}/stats", cpu);
-        int size = 0;
-        char* s = tracefs_instance_file_read(inst, file.c_str(), &size);
-        if (!s) continue;
+        auto text = read_instance_file(inst, file.c_str());
+        if (!text) continue;
         CpuBufferStats st;
         st.cpu = cpu;
         st.buffer = label;
-        std::istringstream in(std::string(s, static_cast<std::size_t>(size)));
-        std::free(s);
+        std::istringstream in(*text);
         std::string line;
         while (std::getline(in, line)) {
             auto colon = line.find(':');

@@ -25,6 +25,10 @@ namespace nvtrace::tracer {
 inline constexpr const char* kJournalDir = "/run/nvtrace";
 inline constexpr const char* kJournalPath = "/run/nvtrace/journal.json";
 
+// The content of `file` (relative to the instance directory; instance nullptr = top level), or nullopt when it
+// cannot be read.
+std::optional<std::string> read_instance_file(tracefs_instance* inst, const char* file);
+
 // Reads the kernel's reason for the last rejected write (tracefs error_log), or "".
 std::string kernel_error(tracefs_instance* inst);
 
