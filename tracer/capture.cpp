@@ -216,7 +216,7 @@ private:
         decode_error = std::move(problems.first);
         diagnostics = std::move(problems.diagnostics);
         // A page file that could not be opened or read back (removed while the program ran): its events are lost.
-        if (problems.io) count_diagnostic(diagnostics, "pages_not_read", "data_loss", decode_error);
+        if (problems.io) count_diagnostic(diagnostics, Diag::pages_not_read, decode_error);
     }
 
     // Splices the full pages available now from trace_pipe_raw into the source's pipe, until none is left or
@@ -1216,8 +1216,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     });
     res.stream.diagnostics = std::move(raw.diagnostics);
     // Pages the drain could not read or write are events lost: the report says so (read_capture_dir too).
-    if (!raw.write_error.empty())
-        count_diagnostic(res.stream.diagnostics, "pages_not_saved", "data_loss", raw.write_error);
+    if (!raw.write_error.empty()) count_diagnostic(res.stream.diagnostics, Diag::pages_not_saved, raw.write_error);
     kmsg.poll();
     res.restore_failures = journal.restore();
 
