@@ -132,7 +132,8 @@ const RawEventDecoder::Fields& RawEventDecoder::fields_for(int type) {
         f.kind = Kind::console;
         f.text = field("msg");
     } else if (std::find(other_events_.begin(), other_events_.end(), sys + ":" + name) != other_events_.end() ||
-               std::find(other_events_.begin(), other_events_.end(), sys + ":*") != other_events_.end()) {
+               std::find(other_events_.begin(), other_events_.end(), sys + ":*") != other_events_.end() ||
+               std::find(other_events_.begin(), other_events_.end(), "*:*") != other_events_.end()) {
         f.kind = Kind::other;
     }
     if ((f.kind == Kind::func_entry && !f.func) ||

@@ -185,6 +185,10 @@ int on_record_multi(tracecmd_input* handle, tep_record* rec, int cpu, void* data
 Result<void> read_handles(const std::string& path, const std::vector<std::string>& other_events, EventStream& stream,
                           std::vector<std::size_t>* segment_starts, TraceDatSink* sink, TraceDatStreamed* state,
                           int fd = -1) {
+    // Without a list every event of the file is kept: its recording chose them (`trace-cmd record -e`, `nvtrace
+    // run --event`), and one dropped here would be missing from the report with nothing said.
+    const std::vector<std::string> every{"*:*"};
+    const std::vector<std::string>& kept = other_events.empty() ? every : other_events;
     tracecmd_set_loglevel(TEP_LOG_NONE);
     import::LibraryCrashGuard guard(
         fmt::format("nvtrace: {}: libtracecmd crashed reading it (a damaged trace.dat; "
@@ -227,7 +231,7 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
         for (tracecmd_input* h : handles) {
             tep_handle* tep = tracecmd_get_tep(h);
             if (!tep) continue;
-            RawEventDecoder decoder(tep, other_events);
+            RawEventDecoder decoder(tep, kept);
             IterateCtx ctx{&decoder, tep, &stream, &stream.events, nullptr, state, {}, {}};
             if (segment_starts) segment_starts->push_back(stream.events.size());
             {
@@ -249,7 +253,7 @@ Result<void> read_handles(const std::string& path, const std::vector<std::string
         for (tracecmd_input* h : handles) {
             tep_handle* tep = tracecmd_get_tep(h);
             if (!tep) continue;
-            auto& decoder = decoders.emplace_back(std::make_unique<RawEventDecoder>(tep, other_events));
+            auto& decoder = decoders.emplace_back(std::make_unique<RawEventDecoder>(tep, kept));
             auto& ctx = ctxs.emplace_back(
                 std::make_unique<IterateCtx>(IterateCtx{decoder.get(), tep, &stream, &scratch, sink, state, {}, {}}));
             multi.by_handle.emplace_back(h, ctx.get());

@@ -24,7 +24,8 @@ namespace nvtrace {
 
 class RawEventDecoder {
 public:
-    // `other_events` are "system:event" names to keep as OtherEvent (the user's --event list).
+    // `other_events` are "system:event" names to keep as OtherEvent (the user's --event list); "system:*" keeps
+    // a system's, "*:*" every event nvtrace has no other use for (a trace.dat: its recording chose them).
     explicit RawEventDecoder(tep_handle* tep, std::vector<std::string> other_events = {});
 
     // nullopt for event types nvtrace does not keep. A record shorter than its common header or than the

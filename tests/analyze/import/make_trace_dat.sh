@@ -8,14 +8,15 @@
 # instances at once, sys_enter_ioctl in one and sys_exit_ioctl in the other (`trace-cmd extract -B A -B B`), so
 # each call's entry and exit are in different buffers of the file and only a merge of the buffers by time pairs
 # them (the trace.dat streamed report reads all buffers at once; it used to give up on such a file). Optional:
-# where it cannot be made, the other files are still written. Never leaves an instance behind.
+# where it cannot be made, the other files are still written. Then OUTDIR/ioctl-sched.dat: the ioctls and
+# sched:sched_process_exit, an event nvtrace has no use of its own for (the report lists it under `events`). Never leaves an instance behind.
 # Without root, tracefs or trace-cmd it writes OUTDIR/SKIPPED with the reason and succeeds, unless
 # CI=true: then it fails.
 set -u
 out=$1
 loop=$2
 mkdir -p "$out"
-rm -f "$out"/ioctl-v7.dat "$out"/ioctl-v6.dat "$out"/ioctl-two-buffers.dat "$out"/SKIPPED
+rm -f "$out"/ioctl-v7.dat "$out"/ioctl-v6.dat "$out"/ioctl-two-buffers.dat "$out"/ioctl-sched.dat "$out"/SKIPPED
 
 skip() {
     if [ "${CI:-}" = true ]; then
@@ -87,4 +88,24 @@ if mkdir "$two_a" && mkdir "$two_b"; then
 fi
 cleanup_two
 [ -d "$two_a" ] || [ -d "$two_b" ] && { echo "make_trace_dat: instance $name-enter/-exit left behind" >&2; exit 1; }
+
+if [ -d "$tracefs/events/sched/sched_process_exit" ] && mkdir "$inst"; then
+    echo 0 > "$inst/tracing_on"
+    echo $$ > "$inst/set_event_pid"
+    [ -f "$inst/options/event-fork" ] && echo 1 > "$inst/options/event-fork"
+    echo 1 > "$inst/events/syscalls/sys_enter_ioctl/enable"
+    echo 1 > "$inst/events/syscalls/sys_exit_ioctl/enable"
+    echo 1 > "$inst/events/sched/sched_process_exit/enable"
+    echo 1 > "$inst/tracing_on"
+    "$loop" 5 || { echo "make_trace_dat: $loop failed" >&2; exit 1; }
+    echo 0 > "$inst/tracing_on"
+    if trace-cmd extract -B "$name" -o "$out/ioctl-sched.dat" > "$out/extract-sched.log" 2>&1; then
+        echo "make_trace_dat: wrote $out/ioctl-sched.dat"
+    else
+        rm -f "$out/ioctl-sched.dat"
+        echo "make_trace_dat: no ioctl-sched.dat: trace-cmd extract failed (see $out/extract-sched.log)"
+    fi
+    cleanup
+fi
+[ -d "$inst" ] && { echo "make_trace_dat: instance $name left behind" >&2; exit 1; }
 exit 0

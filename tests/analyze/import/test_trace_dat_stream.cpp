@@ -426,3 +426,39 @@ TEST(TraceDatStream, BuffersWhoseTimesInterleaveAreStreamedInTimeOrder) {
     ASSERT_GT(wr.ioctls.size(), 0u);
     EXPECT_TRUE(wr.ioctls.front().ret.has_value());
 }
+
+// A trace.dat recorded with an event nvtrace has no use of its own for (make_trace_dat.sh's ioctl-sched.dat:
+// sched:sched_process_exit beside the ioctls). Both readers dropped it without a word (the decoder kept only
+// the events on a list, and a trace.dat's list was empty), so `report DIR/trace.dat` listed no events where
+// `report DIR` listed the run's --event records. Every event the recording chose is kept, streamed or whole.
+TEST(TraceDatStream, EveryEventTheRecordingChoseIsKept) {
+    if (!trace_dat_supported()) GTEST_SKIP() << "built without libtracecmd (static build)";
+    const std::string path = kDir + "/ioctl-sched.dat";
+    if (!std::filesystem::exists(path)) {
+        if (on_ci()) FAIL() << "no ioctl-sched.dat on CI: " << skip_reason();
+        GTEST_SKIP() << "make_trace_dat.sh wrote no ioctl-sched.dat: " << skip_reason();
+    }
+    auto whole = read_trace_dat(path);
+    ASSERT_TRUE(whole) << whole.error().message;
+    std::size_t exits = 0, ioctls = 0;
+    for (const Event& ev : whole->events) {
+        if (const auto* o = std::get_if<OtherEvent>(&ev.body))
+            exits += o->system == "sched" && o->name == "sched_process_exit";
+        ioctls += std::holds_alternative<IoctlEnter>(ev.body);
+    }
+    EXPECT_GE(exits, 1u) << "the loop's exit is recorded";
+    EXPECT_GE(ioctls, 5u);
+    EventStream side;
+    std::size_t streamed_exits = 0;
+    auto st = stream_trace_dat(path, side, [&](const Event& ev) {
+        if (const auto* o = std::get_if<OtherEvent>(&ev.body)) streamed_exits += o->name == "sched_process_exit";
+        return true;
+    });
+    ASSERT_TRUE(st) << st.error().message;
+    EXPECT_EQ(streamed_exits, exits);
+    Report r = build_report(*whole);
+    std::size_t listed = 0;
+    for (const auto& e : r.events)
+        listed += e.name == "sched:sched_process_exit";
+    EXPECT_EQ(listed, exits);
+}
