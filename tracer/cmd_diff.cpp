@@ -112,7 +112,7 @@ int do_diff(const DiffArgs& args) {
             if (in->calls == 0) return usage_error(Error::usage(describe_empty_phase(*in, *o.phase)));
     }
     // `--ignore '*'` left no call on either side: "no change" (exit 0 even with --exit-code) would claim a
-    // comparison that did not happen (a second fresh user), as for two reports without calls above.
+    // comparison that did not happen, as for two reports without calls above.
     if (d.a.calls == 0 && d.b.calls == 0)
         return usage_error(Error::usage("--ignore left no call in either report: nothing to compare"));
     if (args.json) {

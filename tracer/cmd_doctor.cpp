@@ -14,7 +14,7 @@ namespace {
 
 int do_doctor(const std::vector<std::string>& modules, bool json) {
     // A module name is what /sys/module lists: letters, digits, '_' and '-'. `--module ''` and `../kernel` were
-    // reported as "built into the kernel" (a second fresh user): the name was joined into /sys/module/NAME.
+    // reported as "built into the kernel": the name was joined into /sys/module/NAME.
     for (const auto& m : modules)
         if (m.empty() || m.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
                              std::string::npos) {

@@ -28,7 +28,7 @@ int do_export(const ExportArgs& a) {
         tracer::note("nvtrace export: unknown --format '{}' (expected json, chrome, folded or csv)\n", a.format);
         return static_cast<int>(ExitCode::usage);
     }
-    // `export DIR -o DIR/report.json` wrote CSV over the run's report (a fresh user): refused as `report` does.
+    // `export DIR -o DIR/report.json` wrote CSV over the run's report: refused as `report` does.
     if (auto why = overwrites_capture("-o", a.out, a.input); why || (why = overwrites_input("-o", a.out, a.input))) {
         tracer::note("nvtrace export: {}\n", *why);
         return static_cast<int>(ExitCode::usage);

@@ -127,9 +127,9 @@ int report_calls_jsonl(const ReportArgs& a, const Input& in, const std::string& 
 }
 
 // A trace.dat reported without holding its events (docs/report.md): stream_trace_dat feeds a ReportStream.
-// nullopt when the file cannot be streamed (function-graph events, times going back, buffers whose events
-// interleave, no temporary file, unreadable): the caller then reads it whole, which gives the same report
-// (and the same error for an unreadable file).
+// nullopt when the file cannot be streamed (function-graph events: the call graph is built from the whole
+// stream; no temporary file; unreadable): the caller then reads it whole, which gives the same report (and the
+// same error for an unreadable file). Times going back and interleaved buffers are the sorter's.
 std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<KernelLogMessage>& kmsg,
                                              const std::vector<Diagnostic>& kmsg_diags) {
     const ReportSinks sinks = sinks_of(a, std::string(format_name(TraceFormat::trace_dat)));

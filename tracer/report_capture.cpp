@@ -83,9 +83,9 @@ ReportSinks with_capture_summary(ReportSinks s, const CaptureMeta& meta, const R
     return s;
 }
 
-// The re-analysis without holding the events (CaptureDirReader::stream into a ReportStream). nullopt when it
-// cannot be streamed (an event out of time order, no temporary file): the caller reads the directory whole,
-// which gives the same report.
+// The re-analysis without holding the events (CaptureDirReader::stream into a ReportStream, whose sorter takes
+// every event). nullopt, with nothing read, when there is no place for the temporary files: the caller reads the
+// directory whole, which gives the same report.
 std::optional<CaptureReport> streamed(const std::string& dir, CaptureDirReader& reader, const ReportSinks& sinks,
                                       std::vector<KernelLogMessage>& extra_log) {
     CaptureReport out;
@@ -101,7 +101,12 @@ std::optional<CaptureReport> streamed(const std::string& dir, CaptureDirReader& 
         out.exit_code = static_cast<int>(st.error().code);
         return out;
     }
-    if (!*st || !folded) return std::nullopt;
+    if (!*st || !folded) {  // a function-graph event in a capture without kallsyms: a damaged directory
+        tracer::note("nvtrace {}: {}: function-graph events in a capture without a kallsyms file\n", sinks.command,
+                     dir);
+        out.exit_code = static_cast<int>(ExitCode::usage);
+        return out;
+    }
     r.side().diagnostics = reader.side().diagnostics;  // complete once the pages are decoded
     if (auto f = r.finish(); !f) {
         tracer::note("nvtrace {}: {}\n", sinks.command, f.error().message);
@@ -134,12 +139,6 @@ CaptureReport report_capture_dir(const std::string& dir, ReportSinks sinks, Capt
         bool checks = cap.contains("expectations") || cap.contains("scenario");
         if (o.source_dir.empty() && !checks && !reader->has_function_graph()) {
             if (auto rc = streamed(dir, *reader, sinks, o.extra_log)) return *rc;
-            reader = CaptureDirReader::open(dir);  // the pages are read again, whole
-            if (!reader) {
-                tracer::note("nvtrace {}: {}\n", sinks.command, reader.error().message);
-                out.exit_code = static_cast<int>(reader.error().code);
-                return out;
-            }
         }
     }
     auto data = reader->read_all();

@@ -108,8 +108,8 @@ Result<Scenario> read_scenario(const fs::path& dir) {
             s.as_root = true;
         } else if (key == "requires") {
             if (value.empty()) return err("expected a requirement after 'requires'");
-            // `requires module` or `requires device` without its name was kept as free text, never checked (a
-            // second fresh user). Other free text (`requires an NVIDIA GPU ...`) is documentation for people.
+            // `requires module` or `requires device` without its name was kept as free text, never checked.
+            // Other free text (`requires an NVIDIA GPU ...`) is documentation for people.
             if (w.size() == 2 && (w[1] == "module" || w[1] == "device"))
                 return err(
                     fmt::format("expected a {} after 'requires {}'", w[1] == "module" ? "module name" : "path", w[1]));

@@ -1,5 +1,5 @@
 // nvtrace/report_fold.hpp: ReportStream::add on a second thread, so that a report is folded and written while
-// the next events are decoded (issue 8, docs/performance.md). Used by `nvtrace run`'s report stage and by the
+// the next events are decoded (docs/performance.md). Used by `nvtrace run`'s report stage and by the
 // streamed `nvtrace report` of a trace.dat and of a capture directory.
 //
 // The producer (the thread that decodes) add()s events; they are handed over in batches of 4,096, through a

@@ -1,5 +1,5 @@
-// nvtrace/report_stream.hpp: a report written without holding its ioctls, events and markers (issue 8,
-// docs/performance.md): a capture of a million ioctls holds about 4,100 ioctl records instead of all of them.
+// nvtrace/report_stream.hpp: a report written without holding its ioctls, events and markers
+// (docs/performance.md): a capture of a million ioctls holds about 4,100 ioctl records instead of all of them.
 //
 // The events are fed one at a time to a ReportBuilder (nvtrace/report_builder.hpp), through a sorter
 // (analyze/sorter.hpp) that puts them in time order. Its ioctl records are written, as they complete, straight
