@@ -139,7 +139,7 @@ btype=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
 # The compile line of nvtrace's main.cpp as the build ran it (flags of the build type included).
 compile_line=$(python3 -c 'import json,sys
 for e in json.load(open(sys.argv[1])):
-    if e["file"].endswith("tracer/main.cpp"): print(e.get("command", " ".join(e.get("arguments", [])))); break' \
+    if e["file"].endswith("tracer/cmd/main.cpp"): print(e.get("command", " ".join(e.get("arguments", [])))); break' \
     "$BUILD/compile_commands.json" 2>/dev/null || true)
 {
     echo "nvtrace GPU bundle (scripts/gpu-bundle.sh; docs/gpu-check.md)"
@@ -147,7 +147,7 @@ for e in json.load(open(sys.argv[1])):
     echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -srm)"
     echo "build dir: $BUILD"
     echo "build type: ${btype:-RelWithDebInfo (the CMakeLists.txt default; debug info removed at install)}"
-    echo "compile line (tracer/main.cpp): ${compile_line:-unknown (no compile_commands.json)}"
+    echo "compile line (tracer/cmd/main.cpp): ${compile_line:-unknown (no compile_commands.json)}"
     echo "installed with: cmake --install --strip (no debug info)"
     cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
     echo "compiler: $("${cxx:-c++}" --version 2>/dev/null | head -1)"

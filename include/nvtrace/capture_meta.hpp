@@ -1,6 +1,6 @@
 // nvtrace/capture_meta.hpp: meta.json of a capture directory (docs/formats.md "Capture directory") as one type.
 //
-// The live capture (tracer/capture.cpp, tracer/cmd_run.cpp) fills a CaptureMeta and writes it with
+// The live capture (tracer/capture.cpp, tracer/cmd/cmd_run.cpp) fills a CaptureMeta and writes it with
 // dump_capture_meta; the offline reader (CaptureDirReader) and the capture summary read it back with
 // capture_meta_from_json. The JSON is an object whose keys nlohmann writes sorted, so the bytes of a capture's
 // meta.json depend only on the values. Units: ns for durations; buffer sizes in KiB (buffer_size_kb), page sizes

@@ -1,5 +1,5 @@
 // stream_trace_dat (nvtrace/import.hpp) against read_trace_dat on every trace.dat the fixture make_trace_dat.sh
-// made, and the report `nvtrace report FILE.dat` streams from it (ReportStream, tracer/cmd_report.cpp) against
+// made, and the report `nvtrace report FILE.dat` streams from it (ReportStream, tracer/cmd/cmd_report.cpp) against
 // the whole report, write_json(build_report(read_trace_dat(...))): the same events in the same order, the same
 // comms and diagnostics, the same report.json bytes, from the library and from the command.
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-// commands.hpp: the table of nvtrace subcommands. Each tracer/cmd_<name>.cpp is thin (parse options with
+// commands.hpp: the table of nvtrace subcommands. Each tracer/cmd/cmd_<name>.cpp is thin (parse options with
 // CLI11, call the libraries, print) and registers itself with NVTRACE_COMMAND; main.cpp adds them in order.
 #pragma once
 
