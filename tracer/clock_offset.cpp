@@ -90,11 +90,4 @@ KmsgClockOffset kmsg_clock_offset(const std::string& trace_clock) {
     return best;
 }
 
-nlohmann::json to_json(const KmsgClockOffset& c) {
-    return {{"trace_clock", c.trace_clock},
-            {"offset_ns", c.offset_ns ? nlohmann::json(*c.offset_ns) : nlohmann::json(nullptr)},
-            {"uncertainty_ns", c.uncertainty_ns},
-            {"basis", c.basis}};
-}
-
 }  // namespace nvtrace::tracer

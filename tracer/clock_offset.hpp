@@ -16,8 +16,6 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/event.hpp"
 
 namespace nvtrace::tracer {
@@ -29,7 +27,5 @@ KmsgClockOffset kmsg_clock_offset(const std::string& trace_clock);
 // Pure: offset is the middle of [t0 - ts - 999, t1 - ts], uncertainty its half width (rounded up).
 KmsgClockOffset offset_from_probe(const std::string& trace_clock, std::uint64_t t0_ns, std::uint64_t t1_ns,
                                   std::uint64_t ts_us);
-
-nlohmann::json to_json(const KmsgClockOffset& c);
 
 }  // namespace nvtrace::tracer

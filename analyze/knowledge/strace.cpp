@@ -253,6 +253,15 @@ void split_errno(std::string_view rest, CallResult& out) {
     out.errno_text = std::string(text);
 }
 
+// A call's result as the log gave it, onto its ioctl record (a whole line, or the `resumed` / gVisor X half).
+void take_result(StraceIoctl& io, const CallResult& res) {
+    io.ret = res.ret;
+    io.error = res.error;
+    io.errno_name = res.errno_name;
+    io.errno_text = res.errno_text;
+    io.duration_ns = res.duration_ns;
+}
+
 CallResult parse_result(std::string_view r) {
     CallResult out;
     r = trim(r);
@@ -483,13 +492,8 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (l->resumed) {
                 auto it = pending.find(l->pid.value_or(-1));
                 if (it == pending.end()) return;
-                StraceIoctl& io = log.ioctls[it->second];
-                io.ret = res.ret;
-                io.error = res.error;
-                io.errno_name = res.errno_name;
-                io.errno_text = res.errno_text;
-                io.duration_ns = res.duration_ns;
-                io.truncated = truncated;
+                take_result(log.ioctls[it->second], res);
+                log.ioctls[it->second].truncated = truncated;
                 pending.erase(it);
                 return;
             }
@@ -515,11 +519,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                 if (!io.cmd && !truncated) diag(Diag::strace_unknown_request, lineno, io.cmd_text);
             }
             if (args.size() >= 3) io.arg = std::string(args[2]);
-            io.ret = res.ret;
-            io.error = res.error;
-            io.errno_name = res.errno_name;
-            io.errno_text = res.errno_text;
-            io.duration_ns = res.duration_ns;
+            take_result(io, res);
             if (l->unfinished) pending[l->pid.value_or(-1)] = log.ioctls.size();
             log.ioctls.push_back(std::move(io));
             return;
@@ -708,12 +708,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         if (half == 'X') {
             auto it = gv_open.find(tid);
             if (it != gv_open.end()) {
-                StraceIoctl& io = log.ioctls[it->second];
-                io.ret = res.ret;
-                io.error = res.error;
-                io.errno_name = res.errno_name;
-                io.errno_text = res.errno_text;
-                io.duration_ns = res.duration_ns;
+                take_result(log.ioctls[it->second], res);
                 gv_open.erase(it);
                 return;
             }
@@ -730,11 +725,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         }
         if (args.size() >= 3) io.arg = std::string(args[2]);
         if (half == 'X') {
-            io.ret = res.ret;
-            io.error = res.error;
-            io.errno_name = res.errno_name;
-            io.errno_text = res.errno_text;
-            io.duration_ns = res.duration_ns;
+            take_result(io, res);
         } else {
             // A second E on a thread whose last call never exited: that one's X is not in the log.
             gv_open[tid] = log.ioctls.size();
