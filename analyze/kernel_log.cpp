@@ -283,8 +283,19 @@ public:
     KernelLogParse finish();
 
 private:
-    void diag(Diag d, std::uint32_t lineno, const std::string& what) {
-        count_diagnostic(out_.diagnostics, d, fmt::format("{}:{}: {}", file_, lineno, what));
+    // The example quotes the input: control bytes (a terminal escape in a hostile log) and bytes that are not
+    // UTF-8 are shown as \xNN, so printing a diagnostic never echoes them.
+    void diag(Diag d, std::uint32_t lineno, std::string_view what) {
+        std::string shown = fmt::format("{}:{}: ", file_, lineno);
+        bool utf8 = valid_utf8(what);
+        for (char ch : what) {
+            auto c = static_cast<unsigned char>(ch);
+            if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
+                shown += fmt::format("\\x{:02x}", c);
+            else
+                shown.push_back(ch);
+        }
+        count_diagnostic(out_.diagnostics, d, shown);
     }
     void append(int idx, std::string_view body, std::uint32_t lineno);
     void record(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno,

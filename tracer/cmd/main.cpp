@@ -40,6 +40,15 @@ int main(int argc, char** argv) {
         std::string where = "nvtrace";
         for (const CLI::App* sub : app.get_subcommands())
             where += " " + sub->get_name();
+        if (where == "nvtrace" && argc > 1) {  // CLI11 says only "A subcommand is required"
+            std::string names;
+            for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+                names += (names.empty() ? "" : ", ") + sub->get_name();
+            nvtrace::tracer::note("nvtrace: '{}' is not {} (the commands: {})\nRun 'nvtrace --help' for the options.\n",
+                                  argv[1], argv[1][0] == '-' ? "an option of nvtrace before a command" : "a command",
+                                  names);
+            return 2;
+        }
         nvtrace::tracer::note("{}: {}\nRun '{} --help' for the options.\n", where, e.what(), where);
         return 2;
     } catch (const std::exception& e) {

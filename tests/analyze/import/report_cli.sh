@@ -243,6 +243,24 @@ unwritable_stderr_is_not_a_crash)
     "$nv" report "$cases/fgraph-retval-merged-format.txt" >/dev/full 2>/dev/full; rc=$?
     [ "$rc" = 3 ] || fail "stdout and stderr onto /dev/full: exit $rc, expected 3"
     ;;
+unknown_command_is_named)
+    # `nvtrace bogus` said only "A subcommand is required".
+    "$nv" bogus 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q "^nvtrace: 'bogus' is not a command (the commands: run, report," "$tmp/err" ||
+        fail "bogus: exit $rc"
+    "$nv" --bogus 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] && grep -q "^nvtrace: '--bogus' is not an option of nvtrace" "$tmp/err" || fail "--bogus: exit $rc"
+    ;;
+kernel_log_examples_escape_control_bytes)
+    # `nvtrace dmesg junk.bin` echoed the junk's bytes (a terminal escape among them) in its diagnostics.
+    printf '\033]0;owned\007\033[2J\377\376 junk\n' >"$tmp/junk.bin"
+    "$nv" dmesg "$tmp/junk.bin" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat -v "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    ! grep -q "$(printf '\033')" "$tmp/err" || fail "an escape byte reached stderr"
+    grep -qF 'found "\x1b]0;owned\x07\x1b[2J\xff\xfe junk"' "$tmp/err" || fail "example not shown as \\xNN"
+    "$nv" dmesg --json "$tmp/junk.bin" >"$tmp/j" 2>/dev/null
+    ! grep -q "$(printf '\033')" "$tmp/j" || fail "an escape byte reached the JSON"
+    ;;
 option_error_names_the_command)
     # A first user got "--timeout: Value 0 not in range 0.000000 to 1797...(309 digits)" with no "nvtrace run:".
     "$nv" run --timeout 0 -- true 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
