@@ -14,6 +14,7 @@
 #include "runner.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
+#include "uprobes.hpp"
 
 namespace nvtrace::tracer {
 
@@ -150,6 +151,9 @@ Result<CleanupResult> cleanup(bool dry_run) {
         res.actions.push_back(std::move(a));
     }
     tracefs_list_free(names);
+    // After the instances: a probe still enabled in a leftover instance could not be removed.
+    for (auto& a : cleanup_uprobes(dry_run, res.kept))
+        res.actions.push_back(std::move(a));
     return res;
 }
 

@@ -1,7 +1,8 @@
 // cleanup.hpp: undo what a killed nvtrace run left behind.
 //
-// Two kinds of leftovers: the top-level state journal (kJournalPath, written before nvtrace changes any
-// top-level tracefs file) and private instances named nvtrace-<pid>. Only leftovers whose owner pid is
+// Three kinds of leftovers: the top-level state journal (kJournalPath, written before nvtrace changes any
+// top-level tracefs file), private instances named nvtrace-<pid>, and uprobes in groups nvtrace_<pid>
+// (uprobes.hpp cleanup_uprobes). Only leftovers whose owner pid is
 // gone are touched; a running nvtrace keeps its own.
 // Thread-safety: one thread; not safe to run concurrently with another cleanup.
 #pragma once
@@ -33,7 +34,8 @@ struct CleanupResult {
     std::vector<std::string> kept;  // leftovers of running nvtrace processes
 };
 
-// Restores the journal of a dead run and removes stale nvtrace-<pid> instances. `dry_run` only lists.
+// Restores the journal of a dead run and removes stale nvtrace-<pid> instances and nvtrace_<pid> uprobes.
+// `dry_run` only lists.
 Result<CleanupResult> cleanup(bool dry_run);
 
 bool pid_alive(int pid);

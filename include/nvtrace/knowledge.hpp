@@ -397,4 +397,59 @@ bool is_accelerator_device_path(std::string_view path);
 // The ioctls as report rows, named from their fd path when known, else from the number.
 std::vector<IoctlRecord> strace_ioctl_records(const StraceLog& log);
 
+// ---- CUDA driver API (libcuda.so.1) and runtime (libcudart.so.N): the entry points nvtrace probes ---------------
+// Sources: cuda.h (CUresult, the driver API prototypes) and driver_types.h / cuda_runtime_api.h (cudaError_t, the
+// runtime prototypes) of the CUDA toolkit 13.0 (CUDA_VERSION 13000, CUDART_VERSION 13000). Arguments are placed
+// by the x86-64 System V ABI (integer and pointer arguments in rdi, rsi, rdx, rcx, r8, r9, then on the stack;
+// a dim3 by value takes two registers) and written as uprobe fetch-args (kernel Documentation/trace/
+// uprobetracer.rst): "%di", "$stack1" (the first stack argument: $stack0 is the return address at entry),
+// "+0(%si)" with type "string" (a C string the argument points to).
+
+enum class CudaLayer : std::uint8_t { driver, runtime };  // libcuda.so.1 (CUresult) / libcudart.so.N (cudaError_t)
+
+enum class CudaArgKind : std::uint8_t {
+    bytes,           // a size in bytes
+    count,           // a number of elements, a grid or block dimension
+    flags,           // a flags word (printed in hex)
+    address,         // a host (or unified) virtual address: a buffer, an out-parameter, a struct
+    device_address,  // a CUdeviceptr
+    handle,          // CUcontext, CUstream, CUmodule, CUfunction, ... (opaque pointers)
+    device,          // a device ordinal (CUdevice, int device)
+    enum_value,      // an enum (cudaMemcpyKind, CUdevice_attribute, ...)
+    value,           // any other integer
+    string,          // a C string (a file name, a symbol name)
+};
+
+struct CudaApiArg {
+    const char* name = nullptr;      // the parameter's name in the header; nullptr ends the list
+    const char* location = "";       // "%di", "$stack1", "+0(%si)"
+    const char* type = "";           // uprobe fetch type: "u64", "x32", "s32", "string", "b32@32/64"
+    CudaArgKind kind = CudaArgKind::value;
+};
+
+inline constexpr std::size_t kCudaApiMaxArgs = 12;
+
+struct CudaApi {
+    const char* symbol = "";  // the exported name ("cuMemAlloc_v2"); the _ptds/_ptsz per-thread-stream variant of a
+                              // symbol takes the same arguments (cuda.h __CUDA_API_PTDS / __CUDA_API_PTSZ)
+    CudaLayer layer = CudaLayer::driver;
+    CudaApiArg args[kCudaApiMaxArgs] = {};
+    std::span<const CudaApiArg> arguments() const;
+};
+
+std::span<const CudaApi> cuda_apis();
+// The entry for an exported name; a name ending in _ptds or _ptsz finds the entry of the name without it.
+const CudaApi* cuda_api(std::string_view symbol);
+// "name=%di:u64 name2=+0(%si):string": the uprobe fetch-args of `api`'s arguments.
+std::string cuda_fetchargs(const CudaApi& api);
+
+struct CudaResult {
+    std::int32_t value = 0;
+    const char* name = "";
+};
+std::span<const CudaResult> cu_results();       // CUresult (cuda.h enum cudaError_enum)
+std::span<const CudaResult> cuda_errors();      // cudaError_t (driver_types.h enum cudaError)
+std::optional<std::string_view> cu_result_name(std::int64_t value);   // 34 -> "CUDA_ERROR_STUB_LIBRARY"
+std::optional<std::string_view> cuda_error_name(std::int64_t value);  // 35 -> "cudaErrorInsufficientDriver"
+
 }  // namespace nvtrace
