@@ -16,11 +16,6 @@
 
 namespace nvtrace {
 
-IocFields decode_ioc(std::uint64_t cmd) {
-    auto c = static_cast<std::uint32_t>(cmd);
-    return {c >> 30, (c >> 8) & 0xffu, c & 0xffu, (c >> 16) & 0x3fffu};
-}
-
 std::optional<std::string> ioctl_name(std::uint64_t cmd, std::optional<std::string_view> device_path) {
     return describe_ioctl(cmd, device_path).name;
 }

@@ -28,7 +28,11 @@ struct IocFields {
     unsigned size = 0;
 };
 
-IocFields decode_ioc(std::uint64_t cmd);
+// `_IOC(dir, type, nr, size)` taken apart as include/uapi/asm-generic/ioctl.h lays it out.
+inline IocFields decode_ioc(std::uint64_t cmd) {
+    auto c = static_cast<std::uint32_t>(cmd);
+    return {c >> 30, (c >> 8) & 0xffu, c & 0xffu, (c >> 16) & 0x3fffu};
+}
 
 // Name of a request number. With the path of the fd it was issued on ("/dev/nvidiactl",
 // "/dev/nvidia-uvm", "/dev/dri/renderD128"), the device decides the family; without one, the number is
