@@ -32,11 +32,12 @@ struct Instant {
     std::string name;
     std::string cat;
     json args;
+    std::optional<std::uint64_t> dur;  // ns: written as a complete ('X') slice, not an instant
 };
 
 struct Ev {
     std::uint64_t ts = 0;
-    char ph = 'B';        // 'B', 'E', 'i'
+    char ph = 'B';        // 'B', 'E', 'i' (an instant, or a complete slice when it has a dur)
     std::size_t ref = 0;  // call index for B/E, instant index for i
 };
 
@@ -90,6 +91,7 @@ private:
     std::vector<std::uint64_t> start_, end_;
     std::unordered_map<std::uint64_t, std::size_t> pos_;  // call id -> index
     std::vector<Instant> instants_;
+    std::map<TrackKey, std::uint64_t> ioctl_slice_end_;  // ns: where each track's last ioctl slice ended
     Track* current_ = nullptr;
     bool first_event_ = true;
 
@@ -160,9 +162,9 @@ private:
 
     void add_instant(const TrackKey& k, Instant in) {
         Track& t = tracks_[k];
+        if (!in.dur) ++stats_.instants;
         instants_.push_back(std::move(in));
         t.instants.push_back(instants_.size() - 1);
-        ++stats_.instants;
     }
 
     void add_instants() {
@@ -180,9 +182,9 @@ private:
                 // the call it was printed under.
                 std::uint64_t ts = m.ts_ns ? std::clamp(*m.ts_ns, start_[*call], end_[*call]) : start_[*call];
                 args["call"] = *m.call;
-                add_instant(track_of_[*call], {ts, std::move(name), "kernel_log", std::move(args)});
+                add_instant(track_of_[*call], {ts, std::move(name), "kernel_log", std::move(args), {}});
             } else if (m.ts_ns) {
-                add_instant(TrackKey{-1, -1, true}, {*m.ts_ns, std::move(name), "kernel_log", std::move(args)});
+                add_instant(TrackKey{-1, -1, true}, {*m.ts_ns, std::move(name), "kernel_log", std::move(args), {}});
             } else {
                 ++stats_.skipped_instants;
             }
@@ -206,7 +208,21 @@ private:
                 }
             std::string name = io.name ? "ioctl " + *io.name : fmt::format("ioctl 0x{:x}", io.cmd);
             if (tracks_[k].comm.empty()) tracks_[k].comm = io.comm;
-            add_instant(k, {ts, std::move(name), "ioctl", std::move(args)});
+            // An ioctl with no call under it and a known exit is a slice of its thread (a run without function
+            // tracing is a timeline of these); one under a call is an instant, the call's slice has the time.
+            // One that would overlap the thread's previous ioctl slice stays an instant, counted as adjusted.
+            std::optional<std::uint64_t> dur;
+            if (!io.call && io.calls.empty() && io.exit_ns && *io.exit_ns >= io.enter_ns) {
+                std::uint64_t& free_from = ioctl_slice_end_[k];
+                if (io.enter_ns >= free_from) {
+                    dur = *io.exit_ns - io.enter_ns;
+                    free_from = *io.exit_ns;
+                    ++stats_.ioctl_slices;
+                } else {
+                    ++stats_.adjusted_slices;
+                }
+            }
+            add_instant(k, {ts, std::move(name), "ioctl", std::move(args), dur});
         }
         for (const MarkerEntry& m : r_.markers) {
             if (!m.ts_ns) {
@@ -227,9 +243,12 @@ private:
             std::vector<Ev> merged;
             merged.reserve(t.events.size() + t.instants.size());
             std::size_t k = 0;
+            // A slice with no call in it that starts when a call ends or begins goes after the end, before the begin.
+            auto before = [&](const Instant& in, const Ev& e) {
+                return in.ts < e.ts || (in.ts == e.ts && e.ph == (in.dur ? 'B' : 'E'));
+            };
             for (const Ev& e : t.events) {
-                while (k < t.instants.size() &&
-                       (instants_[t.instants[k]].ts < e.ts || (instants_[t.instants[k]].ts == e.ts && e.ph == 'E')))
+                while (k < t.instants.size() && before(instants_[t.instants[k]], e))
                     merged.push_back({instants_[t.instants[k++]].ts, 'i', t.instants[k - 1]});
                 merged.push_back(e);
             }
@@ -270,6 +289,7 @@ private:
                       {"tracks", stats_.tracks},
                       {"slices", stats_.slices},
                       {"instants", stats_.instants},
+                      {"ioctl_slices", stats_.ioctl_slices},
                       {"synthetic_slices", stats_.synthetic_slices},
                       {"adjusted_slices", stats_.adjusted_slices},
                       {"skipped_instants", stats_.skipped_instants}})
@@ -286,8 +306,11 @@ private:
         first_event_ = false;
         if (e.ph == 'i') {
             const Instant& in = instants_[e.ref];
-            out_ << head("i", in.name) << ",\"s\":\"t\",\"cat\":" << dump(json(in.cat)) << ",\"args\":" << dump(in.args)
-                 << '}';
+            if (in.dur)
+                out_ << head("X", in.name) << ",\"dur\":" << ts_us(*in.dur);
+            else
+                out_ << head("i", in.name) << ",\"s\":\"t\"";
+            out_ << ",\"cat\":" << dump(json(in.cat)) << ",\"args\":" << dump(in.args) << '}';
             return;
         }
         const Call& c = r_.calls[e.ref];

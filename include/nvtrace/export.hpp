@@ -36,9 +36,11 @@ std::optional<ExportFormat> parse_export_format(
 struct ChromeTraceStats {
     std::uint64_t tracks = 0;
     std::uint64_t slices = 0;            // B/E pairs
-    std::uint64_t instants = 0;          // kernel-log lines, ioctls, markers
+    std::uint64_t instants = 0;          // kernel-log lines, ioctls, markers (not those written as slices)
+    std::uint64_t ioctl_slices = 0;      // X slices: ioctls with a known exit and no call under them
     std::uint64_t synthetic_slices = 0;  // calls without an entry time, placed from durations
-    std::uint64_t adjusted_slices = 0;   // shifted or stretched to keep tracks nested and monotonic
+    std::uint64_t adjusted_slices = 0;   // shifted or stretched to keep tracks nested and monotonic, or an ioctl
+                                         // left an instant because it overlaps its thread's previous ioctl slice
     std::uint64_t skipped_instants = 0;  // kernel-log lines with neither a time nor a call, markers without a time
 };
 ChromeTraceStats write_chrome_trace(const Report& report, std::ostream& out);

@@ -61,9 +61,9 @@ void add_export(CLI::App& app, int& exit_code) {
     CLI::App* cmd = app.add_subcommand("export", "Write a report as JSON, Chrome trace JSON, folded stacks or CSV");
     cmd->footer(
         "INPUT: a report.json, a capture directory or a trace file. Formats: json (the report, schema\n"
-        "nvtrace.report/1), chrome (Perfetto UI, chrome://tracing), folded (flamegraph.pl, speedscope; self ns),\n"
-        "csv (one row per call). Exit codes: 0 ok, 2 bad input or format, or -o onto the input or into a capture\n"
-        "directory, 3 cannot write. See docs/export.md.");
+        "nvtrace.report/1), chrome (Perfetto UI, chrome://tracing; calls and ioctls as slices per thread),\n"
+        "folded (flamegraph.pl, speedscope; self ns), csv (one row per call). Exit codes: 0 ok, 2 bad input or\n"
+        "format, or -o onto the input or into a capture directory, 3 cannot write. See docs/export.md.");
     cmd->add_option("input", args->input, "Report, capture directory or trace file")->required();
     cmd->add_option("-f,--format", args->format, "json, chrome, folded or csv")->required();
     cmd->add_option("-o,--out", args->out, "Output file (default: stdout)");

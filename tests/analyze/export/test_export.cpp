@@ -4,7 +4,9 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -42,10 +44,11 @@ std::uint64_t ts_ns(const nlohmann::json& ts) {
 }
 
 struct ChromeCheck {
-    std::size_t slices = 0, instants = 0;
+    std::size_t slices = 0, instants = 0, complete_slices = 0;
 };
 
-// Every B has its E on the same track, in stack order; timestamps never go back on a track.
+// Every B has its E on the same track, in stack order; timestamps never go back on a track; the slices of a track
+// (B/E pairs and X slices) nest: each lies inside the one it starts in, or starts after it ends.
 ChromeCheck check_chrome(const std::string& text) {
     ChromeCheck out;
     nlohmann::json j = nlohmann::json::parse(text);
@@ -53,6 +56,8 @@ ChromeCheck check_chrome(const std::string& text) {
     std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::string>> stacks;
     std::map<std::pair<std::int64_t, std::int64_t>, std::uint64_t> last;
     std::set<std::pair<std::int64_t, std::int64_t>> named;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint64_t>> begins;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> spans;
     for (const auto& e : j["traceEvents"]) {
         auto key = std::pair{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()};
         std::string ph = e["ph"];
@@ -68,6 +73,7 @@ ChromeCheck check_chrome(const std::string& text) {
         last[key] = ts;
         if (ph == "B") {
             stacks[key].push_back(e["name"]);
+            begins[key].push_back(ts);
             ++out.slices;
         } else if (ph == "E") {
             auto& st = stacks[key];
@@ -75,6 +81,11 @@ ChromeCheck check_chrome(const std::string& text) {
             if (st.empty()) continue;
             EXPECT_EQ(st.back(), e["name"]) << e.dump();
             st.pop_back();
+            spans[key].emplace_back(begins[key].back(), ts);
+            begins[key].pop_back();
+        } else if (ph == "X") {
+            spans[key].emplace_back(ts, ts + ts_ns(e["dur"]));
+            ++out.complete_slices;
         } else {
             EXPECT_EQ(ph, "i") << e.dump();
             EXPECT_EQ(e["s"], "t");
@@ -83,6 +94,18 @@ ChromeCheck check_chrome(const std::string& text) {
     }
     for (const auto& [key, st] : stacks)
         EXPECT_TRUE(st.empty()) << st.size() << " B without E on track " << key.first << "/" << key.second;
+    for (auto& [key, sp] : spans) {
+        std::sort(sp.begin(), sp.end(),
+                  [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+        std::vector<std::uint64_t> open_ends;
+        for (auto [start, end] : sp) {
+            while (!open_ends.empty() && open_ends.back() <= start)
+                open_ends.pop_back();
+            EXPECT_TRUE(open_ends.empty() || end <= open_ends.back())
+                << "slice " << start << ".." << end << " overlaps its parent's end on track " << key.first;
+            open_ends.push_back(end);
+        }
+    }
     return out;
 }
 
@@ -149,7 +172,9 @@ TEST(ExportChrome, NestedAndMonotonicOnEveryReport) {
         EXPECT_EQ(c.slices, r.calls.size());
         EXPECT_EQ(stats.slices, r.calls.size());
         EXPECT_EQ(c.instants, stats.instants);
-        EXPECT_EQ(stats.instants + stats.skipped_instants, r.kernel_log.size() + r.ioctls.size() + r.markers.size());
+        EXPECT_EQ(c.complete_slices, stats.ioctl_slices);
+        EXPECT_EQ(stats.instants + stats.ioctl_slices + stats.skipped_instants,
+                  r.kernel_log.size() + r.ioctls.size() + r.markers.size());
     }
 }
 
@@ -181,6 +206,48 @@ TEST(ExportChrome, FixtureTimesAreKeptExactly) {
         }
     }
     EXPECT_TRUE(seen_b && seen_log && seen_ioctl);
+}
+
+TEST(ExportChrome, IoctlsWithoutCallsAreSlicesOfTheirThread) {
+    // A run where function tracing is refused: ioctls only. Each with a known exit is an X slice of its thread,
+    // lasting enter..exit; one whose exit was not seen stays an instant; one that overlaps its thread's previous
+    // slice (two records claiming the same time) stays an instant and is counted as adjusted.
+    Report r;
+    auto ioctl = [&](int pid, std::uint64_t enter, std::optional<std::uint64_t> exit, const char* name) {
+        IoctlRecord io;
+        io.pid = pid;
+        io.comm = "app";
+        io.fd = 3;
+        io.cmd = 0x541b;
+        io.name = name;
+        io.enter_ns = enter;
+        io.exit_ns = exit;
+        r.ioctls.push_back(io);
+    };
+    ioctl(100, 1000, 3500, "FIONREAD");
+    ioctl(101, 1200, 1700, "TCGETS");
+    ioctl(100, 4000, std::nullopt, "FIONREAD");
+    ioctl(100, 5000, 9000, "FIONREAD");
+    ioctl(100, 8000, 8500, "FIONREAD");
+    std::ostringstream out;
+    ChromeTraceStats stats = write_chrome_trace(r, out);
+    ChromeCheck c = check_chrome(out.str());
+    EXPECT_EQ(stats.ioctl_slices, 3u);
+    EXPECT_EQ(c.complete_slices, 3u);
+    EXPECT_EQ(stats.instants, 2u);
+    EXPECT_EQ(stats.adjusted_slices, 1u);
+    EXPECT_EQ(stats.tracks, 2u);
+    std::vector<std::tuple<std::int64_t, std::uint64_t, std::uint64_t>> xs;
+    nlohmann::json j = nlohmann::json::parse(out.str());
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "X") {
+            EXPECT_EQ(e["cat"], "ioctl");
+            EXPECT_EQ(e["pid"], e["tid"]);
+            xs.emplace_back(e["tid"].get<std::int64_t>(), ts_ns(e["ts"]), ts_ns(e["dur"]));
+        }
+    std::sort(xs.begin(), xs.end());
+    using X = std::tuple<std::int64_t, std::uint64_t, std::uint64_t>;
+    EXPECT_EQ(xs, (std::vector<X>{{100, 1000, 2500}, {100, 5000, 4000}, {101, 1200, 500}}));
 }
 
 TEST(ExportChrome, UntimedTraceIsLaidOutFromDurations) {
