@@ -190,6 +190,39 @@ Result<UprobeSpec> parse_uprobe_spec(std::string_view text) {
     return spec;
 }
 
+Result<std::vector<LibraryCandidate>> resolve_uprobe_library(std::string_view lib, const std::string& program,
+                                                             const SearchContext& ctx) {
+    auto exe = read_elf(program);
+    if (!exe) return fail(exe.error());
+    if (lib.find('/') != std::string_view::npos) {
+        auto c = find_library(lib, *exe, nullptr, ctx);
+        if (c.empty())
+            return fail(Error::usage(fmt::format("--uprobe library {}: not an ELF file of the program's class", lib)));
+        return c;
+    }
+    auto needed = needed_libraries(program, ctx);
+    if (!needed) return fail(needed.error());
+    // "libc" and "libc.so" both stand for "libc.so.<version>".
+    const bool ends_so = lib.size() > 3 && lib.substr(lib.size() - 3) == ".so";
+    const std::string stem = ends_so ? std::string(lib) : std::string(lib) + ".so";
+    for (const auto& n : *needed) {
+        bool same = n.name == lib || n.name == stem;
+        bool stem_of =
+            n.name.size() > stem.size() && n.name.compare(0, stem.size(), stem) == 0 && n.name[stem.size()] == '.';
+        if ((same || stem_of) && n.file) {
+            // Every candidate for that name, as the object that needs it searches.
+            auto requester = n.requested_by == exe->path ? *exe : read_elf(n.requested_by).value_or(*exe);
+            return find_library(n.name, requester, &*exe, ctx);
+        }
+    }
+    auto c = find_library(lib, *exe, nullptr, ctx);
+    if (c.empty())
+        return fail(Error::usage(
+            fmt::format("--uprobe library '{}': expected a path, or a library {} loads or could dlopen; none found",
+                        lib, program)));
+    return c;
+}
+
 std::vector<UprobeDef> ProbePlan::defs() const {
     std::vector<UprobeDef> out;
     for (const auto& f : functions) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "elf_file.hpp"
+#include "library_search.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/knowledge.hpp"
 #include "uprobes.hpp"
@@ -40,6 +41,13 @@ struct UprobeSpec {
 Result<UprobeSpec> parse_uprobe_spec(std::string_view text);
 // One fetch-arg, [NAME=]FETCHARG[:TYPE]; "" when valid, else what was expected.
 std::string check_fetcharg(std::string_view arg);
+
+// The files a spec's LIB names for `program`, the loader's choice first: a path (with '/') as is; a name equal to,
+// or the stem of ("libc" for "libc.so.6"), a library the program loads at start (DT_NEEDED, breadth first), found
+// where the loader finds it; otherwise the name as a dlopen from the program would find it ("libcuda.so.1").
+// Error::usage naming LIB and the program when nothing is found.
+Result<std::vector<LibraryCandidate>> resolve_uprobe_library(std::string_view lib, const std::string& program,
+                                                             const SearchContext& ctx);
 
 // A probe pair (entry and return) on one function of one file.
 struct PlannedFunction {

@@ -380,6 +380,28 @@ TEST(UprobeSpec, errors_say_what_was_expected) {
     }
 }
 
+TEST(UprobeSpec, library_names_resolve_as_the_program_loads_them) {
+    auto cache = read_ld_cache();
+    ASSERT_TRUE(cache);
+    SearchContext ctx;
+    ctx.cache = *cache;
+    const std::string self = fs::canonical("/proc/self/exe").string();
+    auto libc_ldd = ldd(self).at("libc.so.6");
+    for (const char* name : {"libc", "libc.so", "libc.so.6"}) {
+        auto c = resolve_uprobe_library(name, self, ctx);
+        ASSERT_TRUE(c) << name << ": " << c.error().message;
+        ASSERT_FALSE(c->empty());
+        EXPECT_EQ(fs::canonical(c->front().path), fs::canonical(libc_ldd)) << name;
+    }
+    // "libc" must not match libcap or libcrypt: only "libc.so.*".
+    auto none = resolve_uprobe_library("libnvtrace_no_such_library", self, ctx);
+    ASSERT_FALSE(none);
+    EXPECT_NE(none.error().message.find("libnvtrace_no_such_library"), std::string::npos);
+    auto path = resolve_uprobe_library(kLibc, self, ctx);
+    ASSERT_TRUE(path);
+    EXPECT_EQ(path->front().found_by, "path given");
+}
+
 // ---- the probe plan -----------------------------------------------------------------------------------------
 
 TEST(UprobePlan, generic_probe_on_libc_getpid_at_readelf_offset) {
