@@ -403,11 +403,13 @@ LinePrefix parse_line_prefix(std::string_view line) {
     if (auto kt = parse_bracket_seconds(rest)) {
         out.ts_ns = kt->first;
         std::size_t q = p + kt->second;
-        // CONFIG_PRINTK_CALLER: "[    T1]" / "[  C3]" right after the time.
-        if (q < line.size() && line[q] == '[') {
-            std::size_t close = line.find(']', q);
-            if (close != std::string_view::npos && close - q <= 12) {
-                std::string_view id = trim(line.substr(q + 1, close - q - 1));
+        // CONFIG_PRINTK_CALLER: "[    T1]" / "[  C3]" right after the time (the console, /proc/kmsg), or after
+        // one space (util-linux dmesg prints its caller-ID column as a column of its own).
+        if (std::size_t b = q + (q + 1 < line.size() && line[q] == ' ' && line[q + 1] == '[');
+            b < line.size() && line[b] == '[') {
+            std::size_t close = line.find(']', b);
+            if (close != std::string_view::npos && close - b <= 12) {
+                std::string_view id = trim(line.substr(b + 1, close - b - 1));
                 if (id.size() >= 2 && (id[0] == 'T' || id[0] == 'C')) {
                     bool ok = true;
                     for (char c : id.substr(1))

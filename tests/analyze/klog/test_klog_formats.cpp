@@ -34,6 +34,21 @@ TEST(KlogFormat, DmesgWithPrintkCallerId) {
     EXPECT_EQ(p.messages[0].text, kXid);
 }
 
+TEST(KlogFormat, DmesgCallerIdAsItsOwnColumn) {
+    // util-linux dmesg prints the caller ID (CONFIG_PRINTK_CALLER) as a column after the time, one space between;
+    // the Xid was read as "kernel other" text starting "[    T1]". A CPU caller ("C3") and the console's form
+    // with no space are read the same way.
+    for (std::string prefix : {"[    5.100000] [    T1] ", "[    5.100000] [  C3] ", "[    5.100000][    T1] "}) {
+        auto p = one(prefix + kXid + "\n", "dmesg");
+        EXPECT_EQ(p.messages[0].ts_ns, 5100000000u) << prefix;
+        EXPECT_EQ(p.messages[0].text, kXid) << prefix;
+        EXPECT_EQ(p.messages[0].kind, "xid") << prefix;
+    }
+    // A bracketed word that is not a caller ID stays in the message.
+    auto p = one("[    5.100000] [drm] Initialized nvidia-drm 0.0.0\n", "dmesg");
+    EXPECT_EQ(p.messages[0].text, "[drm] Initialized nvidia-drm 0.0.0");
+}
+
 TEST(KlogFormat, DmesgRawLevel) {
     auto p = one("<3>[    5.000001] " + kXid, "dmesg");
     EXPECT_TRUE(p.messages[0].level_known);
