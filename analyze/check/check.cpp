@@ -236,10 +236,16 @@ std::vector<Window> phase_windows(const Report& r, const std::string& phase) {
 //  - lost_events on CPU N: between N's event before the mark and its event at or after it (a ring-buffer page's
 //    missed events precede its first record; "CPU:N [LOST M EVENTS]" precedes N's next line);
 //  - a gap without a CPU (an elided row): between the events of any CPU around it.
-// A gap without a time, and every loss the report counts but does not place, hides everything.
+// A gap without a time, and every loss the report counts but does not place, hides everything, except that a
+// loss of the ring buffer cannot hide kernel-log lines that did not come through it: a live capture that read
+// /dev/kmsg (kmsg_clock recorded) and has no printk:console line (attached "console") in its kernel log.
 std::vector<Hole> build_holes(const Report& r) {
     const Completeness& cm = r.completeness;
     std::vector<Hole> holes;
+    const bool log_outside_buffer =
+        r.kmsg_clock && std::none_of(r.kernel_log.begin(), r.kernel_log.end(),
+                                     [](const KernelLogMessage& m) { return m.attached == "console"; });
+    const unsigned buffer_data = log_outside_buffer ? kAllData & ~kLog : kAllData;
     std::map<int, std::vector<std::uint64_t>> cpu_times;  // CPU -> times of its recorded events, sorted
     std::vector<std::uint64_t> all_times;
     for (const Call& c : r.calls)
@@ -294,6 +300,7 @@ std::vector<Hole> build_holes(const Report& r) {
 
     for (const Gap& g : cm.gaps) {
         Hole h;
+        if (g.kind != "elided") h.hides = buffer_data;
         const auto& t = times_of(g.cpu);
         std::string cpu = g.cpu >= 0 ? fmt::format(" on CPU {}", g.cpu) : std::string();
         if (g.kind == "buffer_started") {
@@ -328,6 +335,7 @@ std::vector<Hole> build_holes(const Report& r) {
     }
     if (overwritten && started_marks) {
         Hole h;
+        h.hides = buffer_data;
         if (!all_times.empty()) h.before_ns = all_times.front();
         h.text = fmt::format("entries overwritten before the trace begins (the buffer wrapped: {} entries in all)",
                              thousands(overwritten));
@@ -336,10 +344,11 @@ std::vector<Hole> build_holes(const Report& r) {
 
     // Counted, not placed: hides everything (the call-tree counts: every call).
     auto unplaced = [&](unsigned hides, std::string text) { holes.push_back({hides, {}, {}, std::move(text)}); };
-    if (cm.lost_events > placed_lost) unplaced(kAllData, fmt::format("{} lost events", cm.lost_events - placed_lost));
+    if (cm.lost_events > placed_lost)
+        unplaced(buffer_data, fmt::format("{} lost events", cm.lost_events - placed_lost));
     std::uint64_t overruns = cm.overruns - (started_marks ? std::min(overwritten, cm.overruns) : 0);
-    if (overruns) unplaced(kAllData, fmt::format("{} ring-buffer overruns", overruns));
-    if (cm.dropped_events) unplaced(kAllData, fmt::format("{} dropped events", cm.dropped_events));
+    if (overruns) unplaced(buffer_data, fmt::format("{} ring-buffer overruns", overruns));
+    if (cm.dropped_events) unplaced(buffer_data, fmt::format("{} dropped events", cm.dropped_events));
     if (cm.graph_overruns) unplaced(kCalls, fmt::format("{} graph return-stack overruns", cm.graph_overruns));
     if (cm.orphan_returns()) unplaced(kCalls, fmt::format("{} returns without entry", cm.orphan_returns()));
     if (cm.unclosed_calls()) unplaced(kCalls, fmt::format("{} calls without exit", cm.unclosed_calls()));
@@ -407,6 +416,14 @@ struct Context {
             if (overlaps) texts.push_back(h.text);
         }
         if (texts.empty()) return std::nullopt;
+        // Gaps with the same text (several "an unknown number of events lost on CPU 1") are named once, counted.
+        std::vector<std::string> named;
+        std::map<std::string, std::size_t> times;
+        for (const std::string& t : texts)
+            if (times[t]++ == 0) named.push_back(t);
+        for (std::string& t : named)
+            if (times[t] > 1) t += fmt::format(" (x{})", times[t]);
+        texts = std::move(named);
         constexpr std::size_t kShown = 3;
         std::string out =
             fmt::format("{}", fmt::join(texts.begin(), texts.begin() + std::min(texts.size(), kShown), ", "));

@@ -209,6 +209,40 @@ TEST(Check, OverwrittenKernelLogMakesOnlyLogAbsenceInconclusive) {
     EXPECT_EQ(m["one-none"].result, "pass") << m["one-none"].why;
 }
 
+// A live capture that read its kernel log from /dev/kmsg (kmsg_clock recorded, no printk:console line): lost
+// ring-buffer events cannot hide a kernel-log line, so `absent log xid` passes; ioctl facts in the lost span stay
+// inconclusive. With a line that came through the ring buffer (attached "console"), the loss hides log lines too.
+// The same gap text three times is named once, counted.
+TEST(Check, RingBufferLossDoesNotHideKernelLogReadFromKmsg) {
+    Report r = phased_report();
+    r.kmsg_clock = KmsgClockOffset{"local", 0, 0, "same_clock"};
+    for (int k = 0; k < 3; ++k)
+        add_gap(r, "lost_events", 1, 2500);
+    r.completeness.overruns = 556;
+    KernelLogMessage k;
+    k.kind = "nv_status";
+    k.text = "NVRM: nvAssertFailed";
+    k.seq = 7;
+    k.attached = "time";
+    r.kernel_log.push_back(k);
+    std::string expect = std::string(kPerPhase) + "check no-xid\n  absent log xid\n";
+    auto m = checks(r, expect);
+    EXPECT_EQ(m["no-xid"].result, "pass") << m["no-xid"].why;
+    EXPECT_EQ(m["two-none"].result, "inconclusive") << m["two-none"].why;
+    EXPECT_NE(m["two-none"].why.find("an unknown number of events lost on CPU 1 between 1.5 us and 2.5 us (x3)"),
+              std::string::npos)
+        << m["two-none"].why;
+
+    r.kernel_log[0].attached = "console";
+    m = checks(r, expect);
+    EXPECT_EQ(m["no-xid"].result, "inconclusive") << m["no-xid"].why;
+
+    r.kernel_log[0].attached = "time";
+    r.kmsg_clock.reset();  // not a kmsg capture: where the log came from is not known
+    m = checks(r, expect);
+    EXPECT_EQ(m["no-xid"].result, "inconclusive") << m["no-xid"].why;
+}
+
 // A data_loss diagnostic has no place: every phase.
 TEST(Check, DataLossDiagnosticCoversEveryPhase) {
     Report r = phased_report();
