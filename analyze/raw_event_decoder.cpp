@@ -1,4 +1,4 @@
-#include "nvtrace/raw_event_decoder.hpp"
+#include "raw_event_decoder.hpp"
 
 #include <algorithm>
 #include <cstring>

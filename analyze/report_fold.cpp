@@ -1,6 +1,8 @@
 // ReportFold (include/nvtrace/report_fold.hpp).
 #include "nvtrace/report_fold.hpp"
 
+#include "raw_event_decoder.hpp"
+
 #include <event-parse.h>
 
 #include <algorithm>
@@ -166,7 +168,8 @@ bool ReportFold::add(Event&& ev) {
     return true;
 }
 
-bool ReportFold::add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec) {
+bool ReportFold::add(const RawRecord& r) {
+    const auto& [decoder, fields, rec] = r;
     Impl& s = *impl_;
     if (s.result || s.refused) return false;
     using Kind = RawEventDecoder::Kind;

@@ -42,8 +42,7 @@ tep_handle* load_tep() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static tep_handle* tep = load_tep();
     constexpr std::size_t kPage = 4096;
-    nvtrace::RawEventDecoder decoder(tep, {"ftrace:*"});
-    nvtrace::PageDecoder pages(tep, decoder);
+    nvtrace::PageDecoder pages(tep, {"ftrace:*"});
     std::vector<unsigned char> page(kPage + nvtrace::PageDecoder::kPageSlack);
     std::vector<nvtrace::Event> out;
     for (std::size_t off = 0; off < size; off += kPage) {

@@ -33,7 +33,6 @@ extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its ow
 #include "kmsg_reader.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/ioctl.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
 #include "procfs.hpp"
@@ -525,8 +524,7 @@ nlohmann::json fd_lifetimes(RawRecorder& raw, tep_handle* tep, const std::vector
     // field follows the print fmt: "id=000a", "fd=00000004", without the "0x" outside the conversion). Each page is
     // first checked and decoded by PageDecoder (lost-event marks, the preload's markers); a page it refuses is
     // skipped, and then a change may be missing.
-    RawEventDecoder dec(tep);
-    PageDecoder pages(tep, dec);
+    PageDecoder pages(tep);
     FdLifetimeInput in;
     in.process_of = polls.process_of;
     in.changes_may_be_missing = loss;
@@ -1030,8 +1028,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             return fail(Error::environment("cannot read or parse events/header_page"));
     }
     meta.kept_events = kept_events;
-    RawEventDecoder decoder(tep, kept_events);
-    PageDecoder page_decoder(tep, decoder);
+    PageDecoder page_decoder(tep, kept_events);
     RawRecorder raw;  // creates the capture directory (and raw/<buffer>/)
     const auto page_size = static_cast<std::size_t>(std::max(0, tep_get_sub_buffer_size(tep)));
     if (auto r = raw.open(inst.get(), "instance", out_dir, page_size); !r) return fail(r.error());
@@ -1227,7 +1224,7 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     // The signal that stopped nvtrace while the program ran (passed on to the program's process group); one held
     // while the report is written comes after this file and changes nothing in the capture (exit 128 + N says it).
     meta.interrupted_by = res.interrupted_by;
-    meta.undecodable_records = decoder.undecodable();
+    meta.undecodable_records = page_decoder.undecodable();
     {
         CaptureRaw& r = meta.raw;
         r.long_size = sizeof(long);

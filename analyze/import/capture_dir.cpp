@@ -21,6 +21,7 @@ extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its ow
 #include <kbuffer.h>
 }
 
+#include "../raw_event_decoder.hpp"
 #include "nvtrace/symbols.hpp"
 
 namespace nvtrace {
@@ -43,7 +44,8 @@ std::uint64_t read_word(const unsigned char* p, int size, bool big_endian) {
 
 }  // namespace
 
-PageDecoder::PageDecoder(tep_handle* tep, RawEventDecoder& decoder) : tep_(tep), decoder_(decoder), seen_(65536, 0) {
+PageDecoder::PageDecoder(tep_handle* tep, std::vector<std::string> other_events)
+    : tep_(tep), decoder_(std::make_unique<RawEventDecoder>(tep, std::move(other_events))), seen_(65536, 0) {
     long_size_ = tep_get_long_size(tep) == 4 ? 4 : 8;
     big_endian_ = tep_is_file_bigendian(tep);
     kbuf_ = kbuffer_alloc(long_size_ == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
@@ -52,6 +54,10 @@ PageDecoder::PageDecoder(tep_handle* tep, RawEventDecoder& decoder) : tep_(tep),
 
 PageDecoder::~PageDecoder() {
     if (kbuf_) kbuffer_free(kbuf_);
+}
+
+std::uint64_t PageDecoder::undecodable() const {
+    return decoder_->undecodable();
 }
 
 std::set<int> PageDecoder::types_seen() const {
@@ -153,7 +159,7 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
             lost.body = l;
             out.push_back(std::move(lost));
         }
-        decoder_.decode_append(&rec, out);
+        decoder_->decode_append(&rec, out);
     }
     return {};
 }
@@ -447,7 +453,6 @@ struct CaptureDirReader::Impl {
     fs::path dir;
     CaptureMeta meta;
     std::unique_ptr<tep_handle, TepDeleter> tep;
-    std::unique_ptr<RawEventDecoder> decoder;
     std::unique_ptr<PageDecoder> pages;
     std::vector<PageFile> files;
     // Per buffer of meta.json raw.buffers: its files (indexes into `files`) and the counts the capture wrote.
@@ -537,8 +542,7 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
             if (!ev) return fail(bad(f, "libtraceevent cannot parse it (tep_parse_event)"));
         }
     }
-    impl->decoder = std::make_unique<RawEventDecoder>(tep, meta->kept_events);
-    impl->pages = std::make_unique<PageDecoder>(tep, *impl->decoder);
+    impl->pages = std::make_unique<PageDecoder>(tep, meta->kept_events);
 
     // Page files: buffers in the saved order, CPUs in the saved order (the live capture's drain order). Each must
     // be there and hold whole pages; their counts are checked against meta.json after decoding.
@@ -709,7 +713,7 @@ Result<CaptureDirData> CaptureDirReader::read_all() {
     res.meta = m.meta;
     res.stream = std::move(m.side);
     res.stream.events = std::move(all);
-    res.undecodable_records = m.decoder->undecodable();
+    res.undecodable_records = m.pages->undecodable();
     // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
     if (m.has_kallsyms) {
         auto ks = slurp(m.dir / "kallsyms");

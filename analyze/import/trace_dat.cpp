@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "../raw_event_decoder.hpp"
 #include "nvtrace/import.hpp"
 
 #ifdef NVTRACE_HAVE_TRACECMD
@@ -31,7 +32,6 @@ static inline int tracefs_hist_command(struct tracefs_instance* i, struct tracef
 
 #include "library_crash_guard.hpp"
 #include "nvtrace/capture_dir.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 #include "temp_copy.hpp"
 #endif
 
@@ -151,7 +151,7 @@ int on_record(tracecmd_input* /*handle*/, tep_record* rec, int cpu, void* data) 
         // Streamed, and decodable from its bytes alone: handed over undecoded (TraceDatSink::record).
         note_comm(*ctx, ctx->decoder->pid(*rec));
         if (hand_over(*ctx) != 0) return -1;
-        if (!ctx->sink->record(*ctx->decoder, *f, *rec)) {
+        if (!ctx->sink->record(RawRecord{*ctx->decoder, *f, *rec})) {
             *ctx->state = TraceDatStreamed::stopped;
             return -1;
         }
@@ -328,5 +328,11 @@ Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& 
 }
 
 #endif
+
+bool TraceDatSink::record(const RawRecord& r) {
+    Event ev;
+    r.decoder.fill(r.rec, r.fields, ev);
+    return event(ev);
+}
 
 }  // namespace nvtrace

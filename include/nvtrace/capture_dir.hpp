@@ -25,21 +25,23 @@
 #include "nvtrace/capture_meta.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 
 struct tep_handle;
 struct kbuffer;
 
 namespace nvtrace {
 
+class RawEventDecoder;  // analyze/raw_event_decoder.hpp
+
 // Version of the capture directory layout, meta.json "capture_format". 1: raw pages + formats.
 inline constexpr int kCaptureDirFormat = 1;
 
-// Decodes ring-buffer sub-buffers with libtraceevent's kbuffer into Events (through RawEventDecoder).
-// The tep_handle must have parsed events/header_page (long size, endianness) and the event formats.
+// Decodes ring-buffer sub-buffers with libtraceevent's kbuffer into Events, field layouts from the event formats.
+// The tep_handle (opaque here) must have parsed events/header_page (long size, endianness) and the event formats,
+// and outlive the decoder. `other_events`: the "system:event" names kept as OtherEvent (RawEventDecoder).
 class PageDecoder {
 public:
-    PageDecoder(tep_handle* tep, RawEventDecoder& decoder);
+    explicit PageDecoder(tep_handle* tep, std::vector<std::string> other_events = {});
     ~PageDecoder();
     PageDecoder(const PageDecoder&) = delete;
     PageDecoder& operator=(const PageDecoder&) = delete;
@@ -56,12 +58,14 @@ public:
     // Records seen so far (every event type, kept or not) and the event type ids they had.
     std::uint64_t records() const { return records_; }
     std::set<int> types_seen() const;
+    // Records of a kept type too short for the fields read (only in damaged data): skipped.
+    std::uint64_t undecodable() const;
 
     static constexpr std::size_t kPageSlack = 64;
 
 private:
     tep_handle* tep_;
-    RawEventDecoder& decoder_;
+    std::unique_ptr<RawEventDecoder> decoder_;
     kbuffer* kbuf_ = nullptr;
     int long_size_ = 8;
     bool big_endian_ = false;

@@ -25,7 +25,6 @@
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/kernel_log.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 
 namespace nvtrace {
 
@@ -74,7 +73,7 @@ Result<EventStream> read_function_text(std::string_view text, std::string_view f
 // "CPU:N [M EVENTS DROPPED]"; function / kernel_stack / other events as in read_function_text.
 Result<EventStream> read_trace_cmd_report(std::string_view text, std::string_view file_name);
 
-// trace.dat through libtracecmd: the top buffer and every instance buffer, decoded with RawEventDecoder,
+// trace.dat through libtracecmd: the top buffer and every instance buffer, decoded from the event formats,
 // function names from the file's kallsyms (tep_find_function). Module names: libtraceevent keeps them
 // (tep_find_function_module) and they are filled when the file's kallsyms had them. Missed events ->
 // LostEvents. Error::environment when nvtrace was built without libtracecmd (the static build).
@@ -104,22 +103,21 @@ using TraceDatEach = std::function<bool(Event&)>;
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, const TraceDatEach& each,
                                           std::vector<std::string> other_events = {});
 
-// The same with the decoding left to the receiver where it can be: a record RawEventDecoder decodes from its
-// bytes alone (RawEventDecoder::plain; not funcgraph entries and exits, which are named here) is given to
-// record() undecoded, every other event to event(), all in one order. A record's pid has its comm in
-// side.comms before the call. `decoder` and `fields` stay valid until handle_done() (called once, after the
-// last record of every buffer); `rec` during the call only. false from
-// event() or record() stops the reading (`stopped`).
+// A ring-buffer record a reader checked and left undecoded, for a receiver that decodes it later or on another
+// thread (ReportFold::add): its bytes alone decode it (funcgraph entries and exits, which need the file's
+// kallsyms, are never one). Opaque outside analyze/ (analyze/raw_event_decoder.hpp).
+struct RawRecord;
+
+// The same with the decoding left to the receiver where it can be: a RawRecord is given to record()
+// undecoded, every other event to event(), all in one order. A record's pid has its comm in side.comms
+// before the call. What a RawRecord refers to stays valid until handle_done() (called once, after the last
+// record of every buffer), except its bytes: during the call only. false from event() or record() stops the
+// reading (`stopped`).
 class TraceDatSink {
 public:
     virtual ~TraceDatSink() = default;
-    virtual bool event(Event& ev) = 0;  // may move from ev
-    // By default decoded here (decoder.fill) and given to event().
-    virtual bool record(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec) {
-        Event ev;
-        decoder.fill(rec, fields, ev);
-        return event(ev);
-    }
+    virtual bool event(Event& ev) = 0;          // may move from ev
+    virtual bool record(const RawRecord& rec);  // by default decoded here and given to event()
     virtual void handle_done() {}
 };
 Result<TraceDatStreamed> stream_trace_dat(const std::string& path, EventStream& side, TraceDatSink& sink,

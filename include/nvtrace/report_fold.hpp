@@ -28,10 +28,11 @@
 #include <string>
 
 #include "nvtrace/event.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/report_stream.hpp"
 
 namespace nvtrace {
+
+struct RawRecord;  // a record left undecoded (nvtrace/import.hpp)
 
 class ReportFold {
 public:
@@ -44,13 +45,12 @@ public:
     // One event, moved from. false for a FuncEntry/FuncExit (not taken), and for every call after it: stop adding.
     // Every other event is taken: true.
     bool add(Event&& ev);
-    // A record `decoder` checked, whose Fields are plain (RawEventDecoder::plain): its bytes are copied here and
-    // decoded on the fold thread (decoder.fill), which keeps the decoding off this thread. `decoder` and `fields`
-    // must stay valid until the next sync() or finish(); `rec` is read during the call only. Returns as
-    // add(Event&&) (false for a funcgraph_entry/funcgraph_exit record).
-    bool add(const RawEventDecoder& decoder, const RawEventDecoder::Fields& fields, const tep_record& rec);
-    // Hands over what was added and waits until it is folded: after it, the decoders and Fields of the records
-    // added so far are no longer used (a reader that frees them between buffers calls it first).
+    // A record left undecoded: its bytes are copied here and decoded on the fold thread, which keeps the
+    // decoding off this thread. What it refers to (its decoder) must stay valid until the next sync() or
+    // finish(); its bytes are read during the call only. Returns as add(Event&&).
+    bool add(const RawRecord& rec);
+    // Hands over what was added and waits until it is folded: after it, the decoders of the records added so
+    // far are no longer used (a reader that frees them between buffers calls it first).
     void sync();
     // Hands over the last batch and waits for the fold thread. true when every event added was taken (no
     // function-graph event came). Further calls return the same.

@@ -148,9 +148,7 @@ std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<Ke
         ReportFold& fold;
         explicit Sink(ReportFold& f) : fold(f) {}
         bool event(Event& ev) override { return fold.add(std::move(ev)); }
-        bool record(const RawEventDecoder& d, const RawEventDecoder::Fields& f, const tep_record& rec) override {
-            return fold.add(d, f, rec);  // decoded on the fold thread
-        }
+        bool record(const RawRecord& rec) override { return fold.add(rec); }  // decoded on the fold thread
         void handle_done() override { fold.sync(); }
     } sink(fold);
     auto st = stream_trace_dat(a.input, side, sink);

@@ -22,9 +22,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../../../analyze/raw_event_decoder.hpp"
 #include "ioctl_formats.hpp"
 #include "nvtrace/capture_dir.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/report.hpp"
 
 namespace fs = std::filesystem;

@@ -16,9 +16,9 @@
 #include <event-parse.h>
 #include <gtest/gtest.h>
 
+#include "../../../analyze/raw_event_decoder.hpp"
 #include "../test_io.hpp"
 #include "ioctl_formats.hpp"
-#include "nvtrace/raw_event_decoder.hpp"
 #include "nvtrace/report_fold.hpp"
 #include "nvtrace/report_stream.hpp"
 
@@ -158,7 +158,7 @@ TEST(ReportFold, RecordsDecodedOnTheFoldThreadGiveTheReportOfTheDecodedEvents) {
                 producer.fill(rec, *f, ev);
                 ASSERT_TRUE(fold.add(std::move(ev)));
             } else {
-                ASSERT_TRUE(fold.add(producer, *f, rec));
+                ASSERT_TRUE(fold.add(RawRecord{producer, *f, rec}));
             }
             std::memset(bytes.data(), 0xff, bytes.size());  // the record is copied: its bytes may change now
         }

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "../../../analyze/raw_event_decoder.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_stream.hpp"
@@ -224,12 +225,12 @@ TEST(TraceDatStream, SinkGetsPlainRecordsUndecodedAndTheyDecodeToTheSameEvents) 
                 seen.push_back(describe(ev));
                 return true;
             }
-            bool record(const RawEventDecoder& d, const RawEventDecoder::Fields& f, const tep_record& rec) override {
+            bool record(const RawRecord& r) override {
                 ++records;
-                int pid = d.pid(rec);
+                int pid = r.decoder.pid(r.rec);
                 if (pid > 0 && file_comms->count(pid) && !side->comms.count(pid)) ++comms_missing;
                 Event ev;
-                d.fill(rec, f, ev);
+                r.decoder.fill(r.rec, r.fields, ev);
                 seen.push_back(describe(ev));
                 return true;
             }

@@ -1,4 +1,4 @@
-// nvtrace/raw_event_decoder.hpp: raw ring-buffer records (struct tep_record) -> nvtrace::Event.
+// raw_event_decoder.hpp (private to analyze): raw ring-buffer records (struct tep_record) -> nvtrace::Event.
 //
 // Field layouts are never hard-coded: they come from the event `format` files that libtraceevent parsed
 // into the tep_handle (kernel/trace/trace_entries.h for ftrace:funcgraph_*; include/trace/events/
@@ -88,6 +88,13 @@ private:
     tep_format_field* common_flags_ = nullptr;
     tep_format_field* common_pid_ = nullptr;
     std::uint64_t undecodable_ = 0;
+};
+
+// A record `decoder` checked, whose Fields are plain (nvtrace/import.hpp).
+struct RawRecord {
+    const RawEventDecoder& decoder;
+    const RawEventDecoder::Fields& fields;
+    const tep_record& rec;
 };
 
 }  // namespace nvtrace
