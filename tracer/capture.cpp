@@ -5,8 +5,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +19,8 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <iterator>
+#include <ranges>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -36,6 +40,7 @@ extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its ow
 #include "nvtrace/symbols.hpp"
 #include "preload_path.hpp"
 #include "procfs.hpp"
+#include "scenario.hpp"
 #include "stderr_note.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
@@ -185,7 +190,7 @@ public:
 
     // After close(): every event of the page files, merged by time as `nvtrace report DIR` reads them
     // (decode_page_files_merged, nvtrace/capture_dir.hpp), handed to `sink` one at a time; counts each file's
-    // pages and records, decode_error and diagnostics. false when `sink` refused one.
+    // pages and records, and decode_error. false when `sink` refused one.
     bool decode_merged(PageDecoder& dec, const std::function<bool(Event&)>& sink) {
         std::vector<PageFile> files = page_files();
         PageFileProblems problems;
@@ -195,9 +200,8 @@ public:
     }
 
     std::vector<Source>& sources() { return sources_; }
-    std::string write_error;  // the first read or write error of the drain: pages were lost
-    std::string decode_error;
-    std::vector<Diagnostic> diagnostics;  // decode_merged(): damaged pages (data_loss)
+    std::string write_error;   // the first read or write error of the drain: pages were lost
+    std::string decode_error;  // decode_merged(): the first page file it could not read back
 
 private:
     std::vector<PageFile> page_files() const {
@@ -213,9 +217,6 @@ private:
             sources_[i].records = files[i].records;
         }
         decode_error = std::move(problems.first);
-        diagnostics = std::move(problems.diagnostics);
-        // A page file that could not be opened or read back (removed while the program ran): its events are lost.
-        if (problems.io) count_diagnostic(diagnostics, Diag::pages_not_read, decode_error);
     }
 
     // Splices the full pages available now from trace_pipe_raw into the source's pipe, until none is left or
@@ -341,6 +342,69 @@ Result<void> save_formats(tracefs_instance* inst, tep_handle* tep, std::set<int>
     return {};
 }
 
+// Runs argv (no shell) with stdout and stderr appended to `log`; its exit code, or -1 when it did not run.
+int run_logged(const std::vector<std::string>& argv, const std::string& log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    std::vector<char*> a;
+    for (const auto& x : argv)
+        a.push_back(const_cast<char*>(x.c_str()));
+    a.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool in_path(const std::string& prog) {
+    const char* path = std::getenv("PATH");
+    std::string p = path ? path : "/usr/bin:/bin";
+    for (std::size_t pos = 0; pos <= p.size();) {
+        std::size_t colon = p.find(':', pos);
+        std::string dir = p.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+        if (!dir.empty() && ::access((dir + "/" + prog).c_str(), X_OK) == 0) return true;
+        if (colon == std::string::npos) break;
+        pos = colon + 1;
+    }
+    return false;
+}
+
+// --trace-dat: DIR/trace.dat (instance buffer) and DIR/trace-top.dat (top-level buffer, function_graph on
+// kernels without it in instances) from the saved pages through `trace-cmd restore` (docs/run.md). The
+// header (event formats, kallsyms, saved_cmdlines) is made by `trace-cmd restore -c` from this machine's
+// tracefs, so this runs right after the capture, on the machine that made it. Returns the files written.
+Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, const CaptureMeta& meta) {
+    if (!in_path("trace-cmd"))
+        return fail(Error::environment("--trace-dat needs trace-cmd in PATH (Debian package trace-cmd)"));
+    namespace fs = std::filesystem;
+    const std::string log = (fs::path(out_dir) / "trace-cmd-restore.log").string();
+    const std::string head = (fs::path(out_dir) / ".trace-dat-header").string();
+    if (int rc = run_logged({"trace-cmd", "restore", "-c", "-o", head}, log); rc != 0)
+        return fail(Error::environment(fmt::format("trace-cmd restore -c failed (exit {}): see {}", rc, log)));
+    std::vector<std::string> written;
+    for (const auto& b : meta.raw.buffers) {
+        std::string name = b.name == "instance" ? "trace.dat" : "trace-top.dat";
+        std::vector<std::string> argv{"trace-cmd", "restore", "-i", head, "-o", (fs::path(out_dir) / name).string()};
+        for (int cpu : b.cpus)
+            argv.push_back((fs::path(out_dir) / "raw" / b.name / fmt::format("cpu{}", cpu)).string());
+        if (int rc = run_logged(argv, log); rc != 0) {
+            fs::remove(head);
+            return fail(Error::environment(fmt::format("trace-cmd restore -i failed (exit {}): see {}", rc, log)));
+        }
+        written.push_back(name);
+    }
+    std::error_code ec;
+    fs::remove(head, ec);
+    fs::remove(log, ec);
+    return written;
+}
+
 std::string top_file(const char* name) {
     std::string out = read_instance_file(nullptr, name).value_or("");
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
@@ -411,10 +475,6 @@ private:
     bool hold_ = false;
 };
 
-bool event_exists(const char* tracing_dir, const char* system, const char* event) {
-    return ::access(fmt::format("{}/events/{}/{}", tracing_dir, system, event).c_str(), F_OK) == 0;
-}
-
 // A tep holding the ring-buffer header and the formats of `events` ("system:event", or "system:*" for a whole
 // system), read from tracing_dir. tracefs_local_events_system loads whole systems and always parses
 // /proc/kallsyms (libtracefs 1.6, load_mappings): 0.107 s and 739 formats for ftrace, syscalls and printk here
@@ -464,60 +524,26 @@ tep_handle* load_event_formats(const char* tracing_dir, const std::vector<std::s
 // The syscalls that give, copy or end fds with the fd number in their record (the argument or the return value):
 // FdCall in nvtrace/ioctl.hpp. pipe, pipe2 and socketpair are not among them: they write their two fds into user
 // memory, which the tracepoint does not record; the lifetimes account for such fds filling free numbers.
-constexpr const char* kFdSyscalls[] = {"open",
-                                       "openat",
-                                       "openat2",
-                                       "creat",
-                                       "open_by_handle_at",
-                                       "close",
-                                       "close_range",
-                                       "dup",
-                                       "dup2",
-                                       "dup3",
-                                       "fcntl",
-                                       "socket",
-                                       "accept",
-                                       "accept4",
-                                       "eventfd",
-                                       "eventfd2",
-                                       "memfd_create",
-                                       "memfd_secret",
-                                       "signalfd",
-                                       "signalfd4",
-                                       "timerfd_create",
-                                       "epoll_create",
-                                       "epoll_create1",
-                                       "inotify_init",
-                                       "inotify_init1",
-                                       "fanotify_init",
-                                       "userfaultfd",
-                                       "perf_event_open",
-                                       "io_uring_setup",
-                                       "pidfd_open",
-                                       "pidfd_getfd",
-                                       "fsopen",
-                                       "fsmount",
-                                       "fspick",
-                                       "open_tree",
-                                       "execve",
-                                       "execveat"};
+constexpr std::string_view kFdSyscalls =
+    "open openat openat2 creat open_by_handle_at close close_range dup dup2 dup3 fcntl socket accept accept4 eventfd "
+    "eventfd2 memfd_create memfd_secret signalfd signalfd4 timerfd_create epoll_create epoll_create1 inotify_init "
+    "inotify_init1 fanotify_init userfaultfd perf_event_open io_uring_setup pidfd_open pidfd_getfd fsopen fsmount "
+    "fspick open_tree execve execveat";
 
-// The fd lifetimes of the capture (EventStream::fd_lifetimes, build_fd_lifetimes) from a first pass over the
-// saved pages: the fd syscalls, the poll brackets (trace_marker_raw of nvtrace's own pid) and the preload's enter
-// markers (its readlink at each ioctl). Without fd events or timed polls, the polls' paths are recorded as before
-// (add_fd_path: an fd seen naming several files is named nowhere). Returns fd_paths.json (docs/formats.md).
+// fd_paths.json (docs/formats.md) from a first pass over the saved pages: the fd lifetimes (build_fd_lifetimes) from
+// the fd syscalls, the poll brackets (trace_marker_raw of nvtrace's own pid) and the preload's enter markers (its
+// readlink at each ioctl). Without fd events or timed polls, the polls' paths alone (format 1: an fd seen naming
+// several files is named nowhere).
 nlohmann::json fd_lifetimes(RawRecorder& raw, tep_handle* tep, const std::vector<std::string>& fd_events,
-                            const FdPollLog& polls, bool timed_polls, bool loss, EventStream& st) {
-    std::map<int, std::vector<int>> threads;
-    for (const auto& [tid, pid] : polls.process_of)
-        threads[pid].push_back(tid);
+                            const FdPollLog& polls, bool timed_polls, bool loss) {
     if (fd_events.empty() || !timed_polls) {
+        std::map<int, std::vector<int>> threads;
+        for (const auto& [tid, pid] : polls.process_of)
+            threads[pid].push_back(tid);
         nlohmann::json fds = nlohmann::json::array();
         for (const auto& run : polls.runs)
-            for (int tid : threads[run.pid]) {
-                add_fd_path(st, tid, run.fd, run.path);
+            for (int tid : threads[run.pid])
                 fds.push_back({tid, run.fd, run.path});
-            }
         return fds;
     }
     // The records are read with kbuffer and their fields with tep_get_field_val (libtraceevent's printed text of a
@@ -649,13 +675,11 @@ nlohmann::json fd_lifetimes(RawRecorder& raw, tep_handle* tep, const std::vector
             if (poll_seen[k] == 3)
                 in.samples.push_back({run.pid, run.fd, poll_begin[k], poll_end[k], run.path, "poll"});
     }
-    st.fd_lifetimes = build_fd_lifetimes(in);
-    st.fd_lifetimes_recorded = true;
     nlohmann::json lifetimes = nlohmann::json::array();
     auto opt_ns = [](const std::optional<std::uint64_t>& v) {
         return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
     };
-    for (const FdLifetime& l : st.fd_lifetimes)
+    for (const FdLifetime& l : build_fd_lifetimes(in))
         lifetimes.push_back({{"pid", l.pid},
                              {"fd", l.fd},
                              {"from_ns", opt_ns(l.from_ns)},
@@ -709,202 +733,270 @@ Check scenario_program_check(std::optional<int> exit_code, std::optional<int> si
     return prog;
 }
 
-Result<CaptureResult> capture(const CaptureOptions& opts) {
-    if (opts.argv.empty()) return fail(Error::usage("no command given: nvtrace run [options] -- CMD [ARGS]"));
-    if (auto root = require_root(); !root) return fail(root.error());
-    const char* tracing_dir = nullptr;
-    if (tracefs_tracing_dir_is_mounted(false, &tracing_dir) != 1)
-        return fail(Error::environment("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"));
-    bool use_fgraph = !opts.modules.empty() || !opts.filters.empty() || !opts.graph_functions.empty();
-    if (!use_fgraph && (!opts.notrace.empty() || opts.max_depth))
+bool wants_function_graph(const CaptureMeta& m) {
+    return !m.modules.empty() || !m.filters.empty() || !m.graph_functions.empty();
+}
+
+Result<CapturePlan> plan_capture(const CaptureOptions& opts, const KernelOffer& offer) {
+    const CaptureMeta& m = opts.meta;
+    if (m.command.empty()) return fail(Error::usage("no command given: nvtrace run [options] -- CMD [ARGS]"));
+    CapturePlan p;
+    p.meta = m;
+    p.meta.capture_format = kCaptureDirFormat;
+    p.meta.tracing_dir = offer.tracing_dir;
+    p.meta.instance = offer.instance;
+    p.fgraph = wants_function_graph(m);
+    if (!p.fgraph && (!m.notrace.empty() || m.max_depth))
         return fail(
             Error::usage("--notrace and --max-depth need function_graph: add --module, --filter or --graph-function"));
+    // Where function_graph can run: the instance (>= ~6.11) or the top level under a journal.
+    p.top_level = p.fgraph && !offer.fgraph_in_instance;
+    std::istringstream tracers(offer.top_tracers);
+    if (p.top_level && std::find(std::istream_iterator<std::string>(tracers), {}, "function_graph") ==
+                           std::istream_iterator<std::string>())
+        return fail(Error::environment(fmt::format(
+            "the function_graph tracer is not available in this kernel (available_tracers: {})", offer.top_tracers)));
+    p.meta.tracer_mode = !p.fgraph     ? "events"
+                         : p.top_level ? "function_graph (top level)"
+                                       : "function_graph (instance)";
 
-    // From here on a SIGINT/SIGTERM/SIGHUP/SIGQUIT waits for the drain loop (or is dropped if setup fails), so that
-    // no signal can stop nvtrace between creating the instance and restoring the state.
-    SignalBlock signals;
-    CaptureResult res;
-    auto& meta = res.meta;
-    meta.capture_format = kCaptureDirFormat;
-    meta.command = opts.argv;
-    meta.modules = opts.modules;
-    meta.filters = opts.filters;
-    meta.notrace = opts.notrace;
-    meta.graph_functions = opts.graph_functions;
-    meta.max_depth = opts.max_depth;
-    meta.events = opts.events;
-    meta.started_utc = utc_now();
-    meta.tracing_dir = tracing_dir ? tracing_dir : "";
-
-    auto inst_r = Instance::create();
-    if (!inst_r) return fail(inst_r.error());
-    Instance& inst = *inst_r;
-    meta.instance = inst.name();
-    if (opts.out_dir.empty()) return fail(Error::internal("capture: no capture directory"));
-    const fs::path out_dir(opts.out_dir);
-    if (opts.buffer_size_kb) {
-        if (tracefs_instance_set_buffer_size(inst.get(), static_cast<std::size_t>(*opts.buffer_size_kb), -1) < 0) {
-            int err = errno;
-            std::string why = kernel_error(inst.get());
-            return fail(Error::environment(fmt::format("cannot set buffer_size_kb to {}: {}", *opts.buffer_size_kb,
-                                                       why.empty() ? std::strerror(err) : why)));
+    // Dry run: how many functions each filter matches, before anything is changed.
+    for (const auto& name : m.modules) {
+        std::string mod = name;
+        std::replace(mod.begin(), mod.end(), '-', '_');  // module names use '_' in :mod: (nvidia_uvm)
+        const bool loaded = offer.module_loaded(mod);
+        if (!loaded && !opts.future)
+            return fail(Error::environment(fmt::format(
+                "module {} is not loaded (load it first: modprobe {}, or arm the filter with --future)", name, name)));
+        std::size_t n = loaded ? offer.count_matches(nullptr, mod.c_str()) : 0;
+        if (n == 0 && loaded)
+            return fail(Error::environment(
+                fmt::format("module {} has no traceable function (available_filter_functions)", mod)));
+        p.meta.filter_counts["module:" + mod] = n;
+        p.filter.push_back({mod, true, !loaded});
+    }
+    for (const auto& f : m.filters)
+        p.filter.push_back({f, false, false});
+    struct Globs {
+        const char* option;
+        const std::vector<std::string>& globs;
+        bool must_match;
+    };
+    for (const auto& [option, globs, must_match] :
+         {Globs{"filter", m.filters, true}, Globs{"notrace", m.notrace, false},
+          Globs{"graph-function", m.graph_functions, true}})
+        for (const auto& g : globs) {
+            std::size_t n = offer.count_matches(g.c_str(), nullptr);
+            if (n == 0 && must_match)
+                return fail(Error::usage(fmt::format("--{} '{}' matches no traceable function", option, g)));
+            p.meta.filter_counts[fmt::format("{}:{}", option, g)] = n;
         }
-        meta.buffer_size_kb = *opts.buffer_size_kb;
+
+    // Event formats: the ftrace system (function_graph, print, stacks), the two ioctl events, the fd syscalls this
+    // kernel has both halves of, and the user's (load_event_formats).
+    p.formats = {"ftrace:*", "syscalls:sys_enter_ioctl", "syscalls:sys_exit_ioctl"};
+    for (auto word : std::views::split(kFdSyscalls, ' ')) {
+        std::string name(word.begin(), word.end());
+        if (!opts.fd_events || !offer.has_event("syscalls", "sys_enter_" + name) ||
+            !offer.has_event("syscalls", "sys_exit_" + name))
+            continue;
+        p.formats.push_back("syscalls:sys_enter_" + name);
+        p.formats.push_back("syscalls:sys_exit_" + name);
+        p.fd_syscalls.push_back(std::move(name));
+    }
+    p.formats.insert(p.formats.end(), m.events.begin(), m.events.end());
+    p.meta.kept_events = m.events;
+    // printk:console is not enabled by default: on Debian's 6.1 kernel a printk from an idle CPU while the
+    // event was on (and function_graph at the top level) hit a WARN in include/trace/events/printk.h and
+    // panicked the qemu test guest. The kernel log comes from /dev/kmsg; `--event printk:console` opts in.
+    p.meta.printk_console = std::find(m.events.begin(), m.events.end(), "printk:console") != m.events.end();
+    if ((p.xid_event = offer.has_event("nvidia", "nvidia_dev_xid"))) {
+        p.formats.emplace_back("nvidia:nvidia_dev_xid");
+        p.meta.kept_events.emplace_back("nvidia:nvidia_dev_xid");
+    }
+    return p;
+}
+
+namespace {
+
+struct Fd {  // closed on every exit path
+    int fd = -1;
+    Fd() = default;
+    Fd(const Fd&) = delete;
+    ~Fd() { reset(); }
+    void reset() {
+        if (fd >= 0) ::close(fd);
+        fd = -1;
+    }
+};
+
+// The capture's kernel state and processes once applied. Each member undoes its part when destroyed, in reverse
+// order: the recorder's files closed, the program killed and reaped if still there, no longer a subreaper, the tep
+// freed, the journal restored, the instance removed, the signals restored.
+struct Session {
+    // From the start on, a SIGINT/SIGTERM/SIGHUP/SIGQUIT waits for the drain loop (or is dropped if setup fails), so
+    // that no signal can stop nvtrace between creating the instance and restoring the state.
+    SignalBlock signals;
+    std::optional<Instance> inst;
+    TopLevelJournal journal;
+    tracefs_instance* fgraph = nullptr;  // the instance that carries function_graph, nullptr = top level
+    std::unique_ptr<tep_handle, void (*)(tep_handle*)> tep{nullptr, tep_free};
+    Fd marker;  // the instance's trace_marker, until the program has its copy
+    struct Subreaper {
+        bool on = false;
+        ~Subreaper() {
+            if (on) stop_being_subreaper();
+        }
+    } subreaper;
+    std::optional<GatedChild> child;
+    KmsgReader kmsg;
+    std::optional<PageDecoder> pages;
+    RawRecorder raw;
+    // Each fd poll between two trace_marker_raw records (ids 2N, 2N + 1) of nvtrace's own pid: its interval on the
+    // trace clock (fd_lifetimes). Without the file, polls have no time and fds are named from the polls alone.
+    Fd poll_marker;
+    bool timed_polls = false;
+    FdPollLog fd_polls;
+    std::vector<CpuBufferStats> stats_before, stats_after;
+    bool top_level = false;  // function_graph at the top level
+
+    std::vector<CpuBufferStats> read_stats() const {  // the instance's counters, and the top level's when it traces
+        auto stats = read_buffer_stats(inst->get(), "instance");
+        if (top_level) {
+            auto top = read_buffer_stats(nullptr, "top");
+            stats.insert(stats.end(), top.begin(), top.end());
+        }
+        return stats;
+    }
+};
+
+KernelOffer read_offer(const char* tracing_dir, const Instance& inst) {
+    KernelOffer o;
+    o.tracing_dir = tracing_dir;
+    o.instance = inst.name();
+    o.fgraph_in_instance =
+        read_instance_file(inst.get(), "available_tracers").value_or("").find("function_graph") != std::string::npos;
+    o.top_tracers = top_file("available_tracers");
+    o.has_event = [dir = std::string(tracing_dir)](const std::string& system, const std::string& event) {
+        return ::access(fmt::format("{}/events/{}/{}", dir, system, event).c_str(), F_OK) == 0;
+    };
+    o.module_loaded = module_loaded;
+    o.count_matches = count_matches;
+    return o;
+}
+
+// RESET on a list's first call, CONTINUE on all but its last: the last call commits the list.
+unsigned list_flags(std::size_t i, std::size_t n) {
+    return (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) | (i + 1 < n ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
+}
+
+// The plan made so: the instance's buffer size, clock and events; function_graph in the instance or at the top level
+// under the journal; the program spawned at its gate and tracing scoped to its pid; kmsg and the page files opened.
+Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s, CaptureMeta& meta) {
+    tracefs_instance* inst = s.inst->get();
+    if (meta.buffer_size_kb &&
+        tracefs_instance_set_buffer_size(inst, static_cast<std::size_t>(*meta.buffer_size_kb), -1) < 0) {
+        int err = errno;
+        std::string why = kernel_error(inst);
+        return fail(Error::environment(fmt::format("cannot set buffer_size_kb to {}: {}", *meta.buffer_size_kb,
+                                                   why.empty() ? std::strerror(err) : why)));
     }
     // One clock for both buffers: a new instance starts with `local`, while the top level may use another
     // (the kernel makes `global` the default where the TSC is unstable, e.g. under qemu TCG), and the
     // function_graph calls at the top level would not line up with the instance's markers and ioctls.
-    {
-        std::string clocks = top_file("trace_clock");
-        auto lb = clocks.find('['), rb = clocks.find(']');
-        std::string clock = (lb != std::string::npos && rb > lb) ? clocks.substr(lb + 1, rb - lb - 1) : "local";
-        if (tracefs_instance_file_write(inst.get(), "trace_clock", clock.c_str()) < 0) clock = "local";
-        meta.clock = clock;
-        // Before KmsgReader::start, so that a probe record never shows in the report (clock_offset.hpp).
-        res.stream.kmsg_clock = kmsg_clock_offset(clock);
-        meta.kmsg_clock = res.stream.kmsg_clock;
-    }
+    std::string clocks = top_file("trace_clock");
+    auto lb = clocks.find('['), rb = clocks.find(']');
+    meta.clock = (lb != std::string::npos && rb > lb) ? clocks.substr(lb + 1, rb - lb - 1) : "local";
+    if (tracefs_instance_file_write(inst, "trace_clock", meta.clock.c_str()) < 0) meta.clock = "local";
+    meta.kmsg_clock = kmsg_clock_offset(meta.clock);  // before KmsgReader::start: no probe record in the report
 
-    // Where function_graph can run: the instance (>= ~6.11) or the top level under a journal.
-    TopLevelJournal journal;
-    tracefs_instance* fgraph = nullptr;  // instance that carries function_graph, nullptr = top level
-    std::string mode = "events";
-    if (use_fgraph) {
-        std::string in_instance = read_instance_file(inst.get(), "available_tracers").value_or("");
-        if (in_instance.find("function_graph") != std::string::npos) {
-            fgraph = inst.get();
-            mode = "function_graph (instance)";
-        } else {
-            if (!tracefs_tracer_available(tracing_dir, "function_graph"))
-                return fail(Error::environment(
-                    fmt::format("the function_graph tracer is not available in this kernel (available_tracers: {})",
-                                top_file("available_tracers"))));
-            auto owner = journal_owner();
-            if (!owner) return fail(owner.error());
-            if (*owner && !opts.force)
-                return fail(Error::environment(
-                    (*owner)->alive
-                        ? fmt::format("another nvtrace run (pid {}) holds the top-level tracing state", (*owner)->pid)
-                        : fmt::format("a run (pid {}) was killed before it restored the top-level tracing state: run "
-                                      "`nvtrace cleanup` first",
-                                      (*owner)->pid)));
-            std::string cur = top_file("current_tracer");
-            if (cur != "nop" && !opts.force)
-                return fail(Error::environment(fmt::format(
-                    "another tracer ('{}') is active at the top level; nvtrace will not take it over (--force does)",
-                    cur)));
-            mode = "function_graph (top level)";
-        }
-    }
-    meta.tracer_mode = mode;
-    for (const auto& m : opts.modules)
-        if (!module_loaded(m) && !opts.future)
-            return fail(Error::environment(fmt::format(
-                "module {} is not loaded (load it first: modprobe {}, or arm the filter with --future)", m, m)));
-
-    // Dry run: how many functions each filter matches, before anything is changed.
-    for (const auto& m : opts.modules) {
-        std::string mod = m;
-        for (char& c : mod)
-            if (c == '-') c = '_';  // module names use '_' in :mod: (nvidia_uvm)
-        std::size_t n = module_loaded(mod) ? count_matches(nullptr, mod.c_str()) : 0;
-        res.filter_counts.push_back({"module:" + mod, n});
-        if (n == 0 && module_loaded(mod))
+    s.top_level = p.top_level;
+    s.fgraph = p.fgraph && !p.top_level ? inst : nullptr;
+    if (p.top_level) {
+        auto owner = journal_owner();
+        if (!owner) return fail(owner.error());
+        if (*owner && !opts.force)
             return fail(Error::environment(
-                fmt::format("module {} has no traceable function (available_filter_functions)", mod)));
+                (*owner)->alive
+                    ? fmt::format("another nvtrace run (pid {}) holds the top-level tracing state", (*owner)->pid)
+                    : fmt::format("a run (pid {}) was killed before it restored the top-level tracing state: run "
+                                  "`nvtrace cleanup` first",
+                                  (*owner)->pid)));
+        std::string cur = top_file("current_tracer");
+        if (cur != "nop" && !opts.force)
+            return fail(Error::environment(fmt::format(
+                "another tracer ('{}') is active at the top level; nvtrace will not take it over (--force does)",
+                cur)));
+        for (const char* f : {"tracing_on", "current_tracer", "set_ftrace_pid", "options/function-fork",
+                              "set_ftrace_filter", "set_ftrace_notrace", "set_graph_function", "max_graph_depth"})
+            if (auto r = s.journal.remember(f); !r) return fail(r.error());
     }
-    for (const auto& f : opts.filters) {
-        std::size_t n = count_matches(f.c_str(), nullptr);
-        res.filter_counts.push_back({"filter:" + f, n});
-        if (n == 0) return fail(Error::usage(fmt::format("--filter '{}' matches no traceable function", f)));
-    }
-    for (const auto& f : opts.notrace)
-        res.filter_counts.push_back({"notrace:" + f, count_matches(f.c_str(), nullptr)});
-    for (const auto& f : opts.graph_functions) {
-        std::size_t n = count_matches(f.c_str(), nullptr);
-        res.filter_counts.push_back({"graph-function:" + f, n});
-        if (n == 0) return fail(Error::usage(fmt::format("--graph-function '{}' matches no traceable function", f)));
-    }
-    for (const auto& fc : res.filter_counts)
-        meta.filter_counts[fc.filter] = fc.functions;
-
-    // Event formats: the ftrace system (function_graph, print, stacks), the two ioctl events, and the user's
-    // (load_event_formats).
-    std::vector<std::string> formats{"ftrace:*", "syscalls:sys_enter_ioctl", "syscalls:sys_exit_ioctl"};
-    std::vector<std::string> fd_syscalls;
-    // Test hook (docs/testing.md): a run with only the ioctl events and nvtrace's markers in the buffer.
-    const char* no_fd = std::getenv("NVTRACE_TEST_NO_FD_EVENTS");
-    const bool fd_events_on = !(no_fd && std::string(no_fd) == "1");
-    for (const char* name : kFdSyscalls)
-        if (fd_events_on)
-            if (event_exists(tracing_dir, "syscalls", (std::string("sys_enter_") + name).c_str()) &&
-                event_exists(tracing_dir, "syscalls", (std::string("sys_exit_") + name).c_str())) {
-                fd_syscalls.emplace_back(name);
-                formats.push_back(std::string("syscalls:sys_enter_") + name);
-                formats.push_back(std::string("syscalls:sys_exit_") + name);
-            }
-    std::vector<std::string> kept_events = opts.events;
-    for (const auto& e : opts.events) {
-        auto colon = e.find(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == e.size())
-            return fail(Error::usage(fmt::format("--event '{}': expected SYSTEM:EVENT", e)));
-        formats.push_back(e);
-    }
-    // printk:console is not enabled by default: on Debian's 6.1 kernel a printk from an idle CPU while the
-    // event was on (and function_graph at the top level) hit a WARN in include/trace/events/printk.h and
-    // panicked the qemu test guest. The kernel log comes from /dev/kmsg; `--event printk:console` opts in.
-    bool console = std::find(opts.events.begin(), opts.events.end(), "printk:console") != opts.events.end();
-    bool xid_event = event_exists(tracing_dir, "nvidia", "nvidia_dev_xid");
-    if (xid_event) {
-        formats.push_back("nvidia:nvidia_dev_xid");
-        kept_events.push_back("nvidia:nvidia_dev_xid");
-    }
-    tep_handle* tep = load_event_formats(tracing_dir, formats, !opts.events.empty());
-    if (!tep) return fail(Error::environment("cannot read the event formats from tracefs"));
-    struct TepFree {
-        tep_handle* t;
-        ~TepFree() { tep_free(t); }
-    } tep_guard{tep};
 
     // Events in the private instance.
-    if (tracefs_event_enable(inst.get(), "syscalls", "sys_enter_ioctl") < 0 ||
-        tracefs_event_enable(inst.get(), "syscalls", "sys_exit_ioctl") < 0)
+    s.tep.reset(load_event_formats(meta.tracing_dir.c_str(), p.formats, !meta.events.empty()));
+    if (!s.tep) return fail(Error::environment("cannot read the event formats from tracefs"));
+    if (tracefs_event_enable(inst, "syscalls", "sys_enter_ioctl") < 0 ||
+        tracefs_event_enable(inst, "syscalls", "sys_exit_ioctl") < 0)
         return fail(
             Error::environment("cannot enable syscalls:sys_enter_ioctl/sys_exit_ioctl (no syscall tracepoints?)"));
-    if (xid_event) tracefs_event_enable(inst.get(), "nvidia", "nvidia_dev_xid");
+    if (p.xid_event) tracefs_event_enable(inst, "nvidia", "nvidia_dev_xid");
     // The fd changes (fd_lifetime_events), where this kernel has both halves: an ioctl is named only from a sample
     // taken in the same lifetime of its fd (FdLifetime in nvtrace/event.hpp).
-    std::vector<std::string> fd_events;
-    for (const std::string& name : fd_syscalls)
-        if (tracefs_event_enable(inst.get(), "syscalls", ("sys_enter_" + name).c_str()) == 0 &&
-            tracefs_event_enable(inst.get(), "syscalls", ("sys_exit_" + name).c_str()) == 0)
-            fd_events.push_back(name);
+    for (const std::string& name : p.fd_syscalls)
+        if (tracefs_event_enable(inst, "syscalls", ("sys_enter_" + name).c_str()) == 0 &&
+            tracefs_event_enable(inst, "syscalls", ("sys_exit_" + name).c_str()) == 0)
+            meta.fd_events.push_back(name);
         else
-            tracefs_event_disable(inst.get(), "syscalls", ("sys_enter_" + name).c_str());
-    meta.fd_events = fd_events;
-    meta.printk_console = console;
-    for (const auto& e : opts.events) {
+            tracefs_event_disable(inst, "syscalls", ("sys_enter_" + name).c_str());
+    for (const auto& e : meta.events) {
         auto colon = e.find(':');
-        std::string sys = e.substr(0, colon), name = e.substr(colon + 1);
-        if (tracefs_event_enable(inst.get(), sys.c_str(), name.c_str()) < 0)
+        if (tracefs_event_enable(inst, e.substr(0, colon).c_str(), e.substr(colon + 1).c_str()) < 0)
             return fail(Error::usage(fmt::format("--event {}: no such event in this kernel", e)));
     }
-    tracefs_option_enable(inst.get(), TRACEFS_OPTION_EVENT_FORK);
+    tracefs_option_enable(inst, TRACEFS_OPTION_EVENT_FORK);
+
+    auto write_fgraph_file = [&](const char* file, const std::string& value) -> Result<void> {
+        if (!s.fgraph) return s.journal.write(file, value);
+        if (tracefs_instance_file_write(s.fgraph, file, value.c_str()) < 0)
+            return fail(Error::environment(fmt::format("cannot write {}: {}", file, kernel_error(s.fgraph))));
+        return {};
+    };
+    if (p.fgraph) {
+        for (std::size_t i = 0; i < p.filter.size(); ++i) {
+            const auto& f = p.filter[i];
+            unsigned flags = list_flags(i, p.filter.size()) | (f.future ? unsigned{TRACEFS_FL_FUTURE} : 0u);
+            if ((f.module ? tracefs_function_filter(s.fgraph, nullptr, f.text.c_str(), flags)
+                          : tracefs_function_filter(s.fgraph, f.text.c_str(), nullptr, flags)) < 0)
+                return fail(Error::environment(fmt::format("cannot set the function filter {}{}: {} {}",
+                                                           f.module ? ":mod:" : "", f.text, std::strerror(errno),
+                                                           kernel_error(s.fgraph))));
+        }
+        for (std::size_t i = 0; i < meta.notrace.size(); ++i)
+            if (tracefs_function_notrace(s.fgraph, meta.notrace[i].c_str(), nullptr,
+                                         list_flags(i, meta.notrace.size())) < 0)
+                return fail(Error::environment(
+                    fmt::format("cannot set --notrace {}: {}", meta.notrace[i], kernel_error(s.fgraph))));
+        if (!meta.graph_functions.empty())
+            if (auto r =
+                    write_fgraph_file("set_graph_function", fmt::format("{}\n", fmt::join(meta.graph_functions, "\n")));
+                !r)
+                return fail(r.error());
+        if (meta.max_depth)
+            if (auto r = write_fgraph_file("max_graph_depth", std::to_string(*meta.max_depth)); !r)
+                return fail(r.error());
+        meta.filter_functions = count_filter_lines(s.fgraph);
+        if (*meta.filter_functions == 0 && !opts.future)
+            return fail(Error::environment("the filters matched no traceable function"));
+    }
 
     // The program gets the instance's trace_marker as an inherited fd, so that it can write phase markers
     // even when it runs as the invoking user (trace_marker is root-only).
-    std::string marker_path = inst.dir() + "/trace_marker";
-    int marker_fd = ::open(marker_path.c_str(), O_WRONLY);
-    struct FdClose {
-        int fd;
-        ~FdClose() {
-            if (fd >= 0) ::close(fd);
-        }
-    } marker_guard{marker_fd};
+    std::string marker_path = s.inst->dir() + "/trace_marker";
+    s.marker.fd = ::open(marker_path.c_str(), O_WRONLY);
     std::vector<std::pair<std::string, std::string>> env{{"NVTRACE_TRACE_MARKER", marker_path}};
-    if (marker_fd >= 0) env.emplace_back("NVTRACE_TRACE_MARKER_FD", std::to_string(marker_fd));
+    if (s.marker.fd >= 0) env.emplace_back("NVTRACE_TRACE_MARKER_FD", std::to_string(s.marker.fd));
     // User-space ioctl decoding (docs/preload.md): the library writes its markers to the same fd.
-    if (opts.preload && marker_fd >= 0) {
+    if (opts.preload && s.marker.fd >= 0) {
         if (auto lib = find_preload_library()) {
             std::string ld = *lib;
             if (const char* old = std::getenv("LD_PRELOAD"); old && *old) ld += std::string(" ") + old;
@@ -916,165 +1008,96 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
     }
     std::optional<GatedChild::Identity> run_as = opts.as_root ? std::nullopt : GatedChild::sudo_invoker();
     meta.run_as_uid = run_as ? run_as->uid : 0u;
-
     // The program is a process tree: its orphans come back to nvtrace, which ends them before the instance
     // goes (runner.hpp, docs/run.md "Processes").
     if (auto r = become_subreaper(); !r) return fail(r.error());
-    struct SubreaperGuard {
-        ~SubreaperGuard() { stop_being_subreaper(); }
-    } subreaper_guard;
-    auto child_r = GatedChild::spawn(opts.argv, env, signals.old(), run_as);
-    if (!child_r) return fail(child_r.error());
-    GatedChild& child = *child_r;
-    if (marker_fd >= 0) {
-        ::close(marker_fd);  // the child has its copy; the instance cannot be removed while we hold one
-        marker_guard.fd = -1;
-    }
-    meta.pid = child.pid();
-    std::string pid_s = std::to_string(child.pid());
-    meta.tty = opts.tty;
-    if (opts.tty)
-        if (auto r = child.take_terminal(STDIN_FILENO); !r) return fail(r.error());
-
-    if (tracefs_instance_file_write(inst.get(), "set_event_pid", pid_s.c_str()) < 0)
-        return fail(Error::environment("cannot write set_event_pid: " + kernel_error(inst.get())));
-
-    if (use_fgraph) {
-        if (!fgraph) {
-            for (const char* f : {"tracing_on", "current_tracer", "set_ftrace_pid", "options/function-fork",
-                                  "set_ftrace_filter", "set_ftrace_notrace", "set_graph_function", "max_graph_depth"})
-                if (auto r = journal.remember(f); !r) return fail(r.error());
-        }
-        // One filter list: every module, then every glob; the last call commits it (TRACEFS_FL_CONTINUE).
-        std::vector<std::pair<std::string, bool>> parts;  // (text, is_module)
-        for (const auto& m : opts.modules) {
-            std::string mod = m;
-            for (char& c : mod)
-                if (c == '-') c = '_';
-            parts.emplace_back(mod, true);
-        }
-        for (const auto& f : opts.filters)
-            parts.emplace_back(f, false);
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            unsigned flags = (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) |
-                             (i + 1 < parts.size() ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
-            const auto& [text, is_module] = parts[i];
-            if (is_module && opts.future && !module_loaded(text)) flags |= TRACEFS_FL_FUTURE;
-            int rc = is_module ? tracefs_function_filter(fgraph, nullptr, text.c_str(), flags)
-                               : tracefs_function_filter(fgraph, text.c_str(), nullptr, flags);
-            if (rc < 0)
-                return fail(Error::environment(fmt::format("cannot set the function filter {}{}: {} {}",
-                                                           is_module ? ":mod:" : "", text, std::strerror(errno),
-                                                           kernel_error(fgraph))));
-        }
-        for (std::size_t i = 0; i < opts.notrace.size(); ++i) {
-            unsigned flags = (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) |
-                             (i + 1 < opts.notrace.size() ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
-            if (tracefs_function_notrace(fgraph, opts.notrace[i].c_str(), nullptr, flags) < 0)
-                return fail(Error::environment(
-                    fmt::format("cannot set --notrace {}: {}", opts.notrace[i], kernel_error(fgraph))));
-        }
-        auto write_fgraph_file = [&](const char* file, const std::string& value) -> Result<void> {
-            if (!fgraph) return journal.write(file, value);
-            if (tracefs_instance_file_write(fgraph, file, value.c_str()) < 0)
-                return fail(Error::environment(fmt::format("cannot write {}: {}", file, kernel_error(fgraph))));
-            return {};
-        };
-        if (!opts.graph_functions.empty()) {
-            std::string roots;
-            for (const auto& g : opts.graph_functions)
-                roots += g + "\n";
-            if (auto r = write_fgraph_file("set_graph_function", roots); !r) return fail(r.error());
-        }
-        if (opts.max_depth)
-            if (auto r = write_fgraph_file("max_graph_depth", std::to_string(*opts.max_depth)); !r)
-                return fail(r.error());
-        std::size_t matched = count_filter_lines(fgraph);
-        meta.filter_functions = matched;
-        if (matched == 0 && !opts.future) return fail(Error::environment("the filters matched no traceable function"));
+    s.subreaper.on = true;
+    auto child = GatedChild::spawn(meta.command, env, s.signals.old(), run_as);
+    if (!child) return fail(child.error());
+    s.child.emplace(std::move(*child));
+    s.marker.reset();  // the child has its copy; the instance cannot be removed while we hold one
+    meta.pid = s.child->pid();
+    if (meta.tty)
+        if (auto r = s.child->take_terminal(STDIN_FILENO); !r) return fail(r.error());
+    const std::string pid_s = std::to_string(s.child->pid());
+    if (tracefs_instance_file_write(inst, "set_event_pid", pid_s.c_str()) < 0)
+        return fail(Error::environment("cannot write set_event_pid: " + kernel_error(inst)));
+    if (p.fgraph) {
         if (auto r = write_fgraph_file("set_ftrace_pid", pid_s); !r) return fail(r.error());
-        if (fgraph) {
-            tracefs_option_enable(fgraph, TRACEFS_OPTION_FUNCTION_FORK);
-            if (tracefs_tracer_set(fgraph, TRACEFS_TRACER_FUNCTION_GRAPH) < 0)
-                return fail(Error::environment("cannot set function_graph in the instance: " + kernel_error(fgraph)));
+        if (s.fgraph) {
+            tracefs_option_enable(s.fgraph, TRACEFS_OPTION_FUNCTION_FORK);
+            if (tracefs_tracer_set(s.fgraph, TRACEFS_TRACER_FUNCTION_GRAPH) < 0)
+                return fail(Error::environment("cannot set function_graph in the instance: " + kernel_error(s.fgraph)));
         } else {
-            if (auto r = journal.write("options/function-fork", "1"); !r) return fail(r.error());
-            if (auto r = journal.write("current_tracer", "function_graph"); !r) return fail(r.error());
-            if (auto r = journal.write("tracing_on", "1"); !r) return fail(r.error());
+            for (const auto& [file, value] :
+                 {std::pair{"options/function-fork", "1"}, std::pair{"current_tracer", "function_graph"},
+                  std::pair{"tracing_on", "1"}})
+                if (auto r = s.journal.write(file, value); !r) return fail(r.error());
         }
         if (opts.progress) {
             std::vector<std::string> counts;
-            for (const auto& fc : res.filter_counts)
-                counts.push_back(fmt::format("{} = {}", fc.filter, fc.functions));
-            note("nvtrace: function_graph, {} functions filtered ({}), {}\n", matched, fmt::join(counts, ", "), mode);
+            for (const auto& [filter, n] : meta.filter_counts)
+                counts.push_back(fmt::format("{} = {}", filter, n));
+            note("nvtrace: function_graph, {} functions filtered ({}), {}\n", *meta.filter_functions,
+                 fmt::join(counts, ", "), meta.tracer_mode);
         }
     }
 
-    auto stats_before = read_buffer_stats(inst.get(), "instance");
-    if (use_fgraph && !fgraph) {
-        auto top = read_buffer_stats(nullptr, "top");
-        stats_before.insert(stats_before.end(), top.begin(), top.end());
-    }
-
-    KmsgReader kmsg;
-    if (auto r = kmsg.start(); !r) return fail(r.error());
-
+    s.stats_before = s.read_stats();
+    if (auto r = s.kmsg.start(); !r) return fail(r.error());
     // The sub-buffer layout (long size, endianness, page size) for kbuffer, from the top-level header_page
     // as libtracefs itself does in tracefs_cpu_open.
-    {
-        auto hp = read_instance_file(nullptr, "events/header_page");
-        if (!hp || tep_parse_header_page(tep, hp->data(), static_cast<unsigned long>(hp->size()),
-                                         static_cast<int>(sizeof(long))) < 0)
-            return fail(Error::environment("cannot read or parse events/header_page"));
-    }
-    meta.kept_events = kept_events;
-    PageDecoder page_decoder(tep, kept_events);
-    RawRecorder raw;  // creates the capture directory (and raw/<buffer>/)
-    const auto page_size = static_cast<std::size_t>(std::max(0, tep_get_sub_buffer_size(tep)));
-    if (auto r = raw.open(inst.get(), "instance", out_dir, page_size); !r) return fail(r.error());
-    if (use_fgraph && !fgraph)
-        if (auto r = raw.open(nullptr, "top", out_dir, page_size); !r) return fail(r.error());
-    auto drain = [&] { raw.drain(); };
-    // Processes whose open files are followed: the program's process tree (not nvtrace itself).
-    ProcessTree tree(child.pid());
-    FdPollLog fd_polls;
-    // Each poll between two trace_marker_raw records (ids 2N, 2N + 1) of nvtrace's own pid: its interval on the
-    // trace clock (fd_lifetimes below). Without the file, polls have no time and fds are named as before.
-    int poll_marker_fd =
-        fd_events.empty() ? -1 : tracefs_instance_file_open(inst.get(), "trace_marker_raw", O_WRONLY | O_CLOEXEC);
-    struct PollMarkerClose {
-        int& fd;
-        ~PollMarkerClose() {
-            if (fd >= 0) ::close(fd);
-        }
-    } poll_marker_guard{poll_marker_fd};
+    auto hp = read_instance_file(nullptr, "events/header_page");
+    if (!hp || tep_parse_header_page(s.tep.get(), hp->data(), static_cast<unsigned long>(hp->size()),
+                                     static_cast<int>(sizeof(long))) < 0)
+        return fail(Error::environment("cannot read or parse events/header_page"));
+    s.pages.emplace(s.tep.get(), meta.kept_events);
+    const auto page_size = static_cast<std::size_t>(std::max(0, tep_get_sub_buffer_size(s.tep.get())));
+    if (auto r = s.raw.open(inst, "instance", opts.out_dir, page_size); !r) return fail(r.error());
+    if (p.top_level)
+        if (auto r = s.raw.open(nullptr, "top", opts.out_dir, page_size); !r) return fail(r.error());
+    if (!meta.fd_events.empty())
+        s.poll_marker.fd = tracefs_instance_file_open(inst, "trace_marker_raw", O_WRONLY | O_CLOEXEC);
+    s.timed_polls = s.poll_marker.fd >= 0;
+    return {};
+}
+
+// The program released and run to its end (and what it left running ended), the pages drained, its open files
+// polled and kmsg read meanwhile; then tracing stops, the rest of the pages is read and the top level restored.
+Result<void> run_and_drain(const CaptureOptions& opts, Session& s, CaptureResult& res) {
+    CaptureMeta& meta = res.meta;
+    GatedChild& child = *s.child;
+    tracefs_instance* inst = s.inst->get();
+    const bool drain = meta.raw.drained_while_running;
+    ProcessTree tree(child.pid());  // whose open files are followed: the program's tree, not nvtrace itself
     auto poll_fds = [&] {
         auto mark = [&](std::uint32_t id) {
-            if (poll_marker_fd < 0) return;
+            if (s.poll_marker.fd < 0) return;
             struct {
                 std::uint32_t id;
                 char tag[8];
             } rec{id, {'n', 'v', 'f', 'd', 'p', 'o', 'l', 'l'}};
-            ssize_t w = ::write(poll_marker_fd, &rec, sizeof rec);
+            ssize_t w = ::write(s.poll_marker.fd, &rec, sizeof rec);
             (void)w;
         };
-        mark(2 * fd_polls.polls);
-        const std::uint32_t n = fd_polls.polls;
-        poll_fd_paths(tree.refresh(), fd_polls);
+        const std::uint32_t n = s.fd_polls.polls;
+        mark(2 * n);
+        poll_fd_paths(tree.refresh(), s.fd_polls);
         mark(2 * n + 1);
     };
 
-    if (opts.drain_while_running) raw.start();
-    tracefs_trace_on(inst.get());
-    tracefs_printf(inst.get(), "nvtrace-start pid=%d\n", child.pid());
+    if (drain) s.raw.start();
+    tracefs_trace_on(inst);
+    tracefs_printf(inst, "nvtrace-start pid=%d\n", child.pid());
     auto t0 = Clock::now();
-    if (auto r = child.release(); !r) return fail(Error::usage(fmt::format("{}: {}", opts.argv[0], r.error().message)));
+    if (auto r = child.release(); !r)
+        return fail(Error::usage(fmt::format("{}: {}", meta.command[0], r.error().message)));
 
     std::optional<ExitStatus> status;
     std::optional<Clock::time_point> kill_deadline;
     while (!status) {
         timespec tick{0, 10'000'000};  // 10 ms: fd paths, kmsg, the program's exit
-        int sig = ::sigtimedwait(&signals.set(), nullptr, &tick);
+        int sig = ::sigtimedwait(&s.signals.set(), nullptr, &tick);
         if (sig > 0 && !res.interrupted_by) {
             res.interrupted_by = sig;
             child.kill_group(sig);
@@ -1086,9 +1109,9 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
             kill_deadline = Clock::now() + std::chrono::seconds(2);
         }
         if (kill_deadline && Clock::now() > *kill_deadline) child.kill_group(SIGKILL);
-        if (opts.drain_while_running) drain();
+        if (drain) s.raw.drain();
         poll_fds();
-        kmsg.poll();
+        s.kmsg.poll();
         status = child.poll_exit();
         if (auto stop = child.take_stop()) {
             if ((*stop == SIGTTIN || *stop == SIGTTOU) && !meta.stopped_on_terminal) {
@@ -1114,187 +1137,197 @@ Result<CaptureResult> capture(const CaptureOptions& opts) {
         }
     }
     child.give_back_terminal();
-    const bool timed_polls = poll_marker_fd >= 0;
-    if (poll_marker_fd >= 0) ::close(poll_marker_fd);  // an open file of the instance keeps it from being removed
-    poll_marker_fd = -1;
+    s.poll_marker.reset();  // an open file of the instance keeps it from being removed
     // A signal that arrived while the last iteration ran (the program ended meanwhile) still counts.
     if (!res.interrupted_by) {
         timespec zero{0, 0};
-        if (int sig = ::sigtimedwait(&signals.set(), nullptr, &zero); sig > 0) res.interrupted_by = sig;
+        if (int sig = ::sigtimedwait(&s.signals.set(), nullptr, &zero); sig > 0) res.interrupted_by = sig;
     }
     // What is left of the program's tree (background jobs, daemons it started) ends with it: SIGTERM, SIGKILL
     // after 2 s. They hold the instance's trace_marker (inherited), which would keep it from being removed.
-    {
-        auto ended = end_descendants(child.pgid(), std::chrono::seconds(2), [&] {
-            if (opts.drain_while_running) drain();
-        });
-        auto list = [](std::vector<EndedProcess>& to, const std::vector<ProcessInfo>& ps, const char* how) {
-            for (const auto& p : ps)
-                to.push_back({p.pid, p.comm, how});
-        };
-        list(meta.descendants_ended, ended.terminated, "SIGTERM");
-        list(meta.descendants_ended, ended.killed, "SIGKILL");
-        list(meta.descendants_left, ended.survivors, "none");
-        if (opts.progress && !meta.descendants_ended.empty()) {
-            std::vector<std::string> names;
-            for (const auto& p : meta.descendants_ended)
-                names.push_back(fmt::format("{} ({}, {})", p.pid, p.comm, p.signal));
-            note("nvtrace: ended what the program left running: {}\n", fmt::join(names, ", "));
-        }
+    auto ended = end_descendants(child.pgid(), std::chrono::seconds(2), [&] {
+        if (drain) s.raw.drain();
+    });
+    using Ended = std::tuple<std::vector<EndedProcess>*, const std::vector<ProcessInfo>*, const char*>;
+    for (const auto& [to, ps, how] : {Ended{&meta.descendants_ended, &ended.terminated, "SIGTERM"},
+                                      Ended{&meta.descendants_ended, &ended.killed, "SIGKILL"},
+                                      Ended{&meta.descendants_left, &ended.survivors, "none"}})
+        for (const auto& proc : *ps)
+            to->push_back({proc.pid, proc.comm, how});
+    if (opts.progress && !meta.descendants_ended.empty()) {
+        std::vector<std::string> names;
+        for (const auto& proc : meta.descendants_ended)
+            names.push_back(fmt::format("{} ({}, {})", proc.pid, proc.comm, proc.signal));
+        note("nvtrace: ended what the program left running: {}\n", fmt::join(names, ", "));
     }
     auto t1 = Clock::now();
-    tracefs_printf(inst.get(), "nvtrace-end pid=%d\n", child.pid());
+    tracefs_printf(inst, "nvtrace-end pid=%d\n", child.pid());
+    meta.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    meta.exit_code = status->exit_code;
+    meta.signal = status->signal;
     // Said now, not after the report is built: decoding a large capture takes a while.
     if (opts.progress)
         note("nvtrace: program ended ({}{}); writing {}/report.json\n",
              status->exit_code ? fmt::format("exit {}", *status->exit_code)
              : status->signal  ? fmt::format("signal {}", *status->signal)
                                : "status unknown",
-             meta.timed_out ? ", timed out" : "", out_dir.string());
+             meta.timed_out ? ", timed out" : "", opts.out_dir);
 
     // Counters first, then the final drain (ci-environment.md section 2).
-    auto stats_after = read_buffer_stats(inst.get(), "instance");
-    if (use_fgraph && !fgraph) {
-        auto top = read_buffer_stats(nullptr, "top");
-        stats_after.insert(stats_after.end(), top.begin(), top.end());
-    }
-    tracefs_trace_off(inst.get());
-    if (use_fgraph && !fgraph) (void)journal.write("tracing_on", "0");  // journaled: restored just below
-    raw.flush();
-    raw.close();
+    s.stats_after = s.read_stats();
+    tracefs_trace_off(inst);
+    if (s.top_level) (void)s.journal.write("tracing_on", "0");  // journaled: restored just below
+    s.raw.flush();
+    s.raw.close();
+    s.kmsg.poll();
+    res.restore_failures = s.journal.restore();
+    return {};
+}
+
+// The capture directory besides the pages (docs/formats.md "Capture directory"), from a decoding of the saved pages:
+// kallsyms (the subset the recorded addresses resolve to), events/ (the formats), comms.json (of the pids in the
+// events), fd_paths.json, buffer_stats.json, kmsg; then the instance removed, trace.dat, and meta.json last.
+Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& meta) {
+    tep_handle* tep = s.tep.get();
+    const fs::path out_dir(opts.out_dir);
+    const bool fd_loss = !s.raw.write_error.empty() ||
+                         std::any_of(s.stats_after.begin(), s.stats_after.end(), [&](const CpuBufferStats& a) {
+                             for (const auto& b : s.stats_before)
+                                 if (b.cpu == a.cpu && b.buffer == a.buffer)
+                                     return a.overrun > b.overrun || a.dropped_events > b.dropped_events;
+                             return a.overrun > 0 || a.dropped_events > 0;
+                         });
+    nlohmann::json fd_paths = fd_lifetimes(s.raw, tep, meta.fd_events, s.fd_polls, s.timed_polls, fd_loss);
     // Comms of the pids in the events, looked up as each pid first appears (saved_cmdlines, else the program's
     // name for its own pid, else "<...>").
-    tracefs_load_cmdlines(tracing_dir, tep);
-    const std::string child_comm = opts.argv[0].substr(opts.argv[0].find_last_of('/') + 1).substr(0, 15);
-    auto comm_of = [&](int pid) -> std::string {
-        const char* c = tep_data_comm_from_pid(tep, pid);
-        return (c && std::strcmp(c, "<...>") != 0) ? c : (pid == child.pid() ? child_comm : "<...>");
-    };
-    auto note_comm = [&](std::map<int, std::string>& comms, int pid) {
-        if (pid <= 0 || comms.count(pid)) return;
-        comms[pid] = comm_of(pid);
-    };
-    // fd paths before the events: a streamed report names each ioctl's device as it folds it.
-    EventStream& st = res.stream;
-    const bool fd_loss =
-        !raw.write_error.empty() || std::any_of(stats_after.begin(), stats_after.end(), [&](const CpuBufferStats& a) {
-            for (const auto& b : stats_before)
-                if (b.cpu == a.cpu && b.buffer == a.buffer)
-                    return a.overrun > b.overrun || a.dropped_events > b.dropped_events;
-            return a.overrun > 0 || a.dropped_events > 0;
-        });
-    nlohmann::json fd_paths_json = fd_lifetimes(raw, tep, fd_events, fd_polls, timed_polls, fd_loss, st);
-    // The pages are decoded once here for what the capture directory holds besides them: the comms of the pids
-    // in the events and, with function_graph, the kallsyms subset of the recorded addresses. The report is made
-    // afterwards from the directory (`nvtrace report DIR`), so no event is held.
+    tracefs_load_cmdlines(meta.tracing_dir.c_str(), tep);
+    const std::string child_comm = meta.command[0].substr(meta.command[0].find_last_of('/') + 1).substr(0, 15);
+    std::map<int, std::string> comm_of;
     std::optional<SymbolTable> syms;
-    if (use_fgraph) {
+    if (wants_function_graph(meta)) {
         auto ks = read_file("/proc/kallsyms");
         if (!ks) return fail(ks.error());
         syms = SymbolTable::from_kallsyms(*ks);
     }
     std::map<std::uint64_t, const Symbol*> used;  // the symbol each recorded address resolved to
     std::uint64_t unresolved = 0;                 // function events whose address no symbol covers
-    raw.decode_merged(page_decoder, [&](Event& ev) {
-        note_comm(st.comms, ev.pid);
-        if (!syms) return true;
-        std::uint64_t addr = 0;
-        if (const auto* e = std::get_if<FuncEntry>(&ev.body))
-            addr = e->func_addr;
-        else if (const auto* x = std::get_if<FuncExit>(&ev.body))
-            addr = x->func_addr;
-        else
-            return true;
-        if (const Symbol* sym = syms->has_addresses() ? syms->lookup(addr) : nullptr)
+    s.raw.decode_merged(*s.pages, [&](Event& ev) {
+        if (ev.pid > 0 && !comm_of.count(ev.pid)) {
+            const char* c = tep_data_comm_from_pid(tep, ev.pid);
+            comm_of[ev.pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (ev.pid == *meta.pid ? child_comm : "<...>");
+        }
+        const auto* e = std::get_if<FuncEntry>(&ev.body);
+        const auto* x = std::get_if<FuncExit>(&ev.body);
+        if (!syms || (!e && !x)) return true;
+        if (const Symbol* sym = syms->has_addresses() ? syms->lookup(e ? e->func_addr : x->func_addr) : nullptr)
             used.emplace(sym->addr, sym);
         else
             ++unresolved;
         return true;
     });
-    res.stream.diagnostics = std::move(raw.diagnostics);
-    // Pages the drain could not read or write are events lost: the report says so (read_capture_dir too).
-    if (!raw.write_error.empty()) count_diagnostic(res.stream.diagnostics, Diag::pages_not_saved, raw.write_error);
-    kmsg.poll();
-    res.restore_failures = journal.restore();
-
-    res.status = *status;
-    meta.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-    meta.exit_code = status->exit_code;
-    meta.signal = status->signal;
-    // The signal that stopped nvtrace while the program ran (passed on to the program's process group); one held
-    // while the report is written comes after this file and changes nothing in the capture (exit 128 + N says it).
-    meta.interrupted_by = res.interrupted_by;
-    meta.undecodable_records = page_decoder.undecodable();
-    {
-        CaptureRaw& r = meta.raw;
-        r.long_size = sizeof(long);
-        r.endianness = tep_is_file_bigendian(tep) ? "big" : "little";
-        r.page_size = tep_get_sub_buffer_size(tep);
-        for (const auto& src : raw.sources()) {
-            if (r.buffers.empty() || r.buffers.back().name != src.buffer)
-                r.buffers.push_back({src.buffer, src.page_size, {}, 0, 0});
-            auto& b = r.buffers.back();
-            b.cpus.push_back(src.cpu);
-            *b.pages += src.pages;
-            *b.records += src.records;
-        }
-        r.drained_while_running = opts.drain_while_running;
-        if (!raw.write_error.empty()) r.write_error = raw.write_error;
-        if (!raw.decode_error.empty()) r.decode_error = raw.decode_error;
+    meta.undecodable_records = s.pages->undecodable();
+    CaptureRaw& r = meta.raw;
+    r.long_size = sizeof(long);
+    r.endianness = tep_is_file_bigendian(tep) ? "big" : "little";
+    r.page_size = tep_get_sub_buffer_size(tep);
+    for (const auto& src : s.raw.sources()) {
+        if (r.buffers.empty() || r.buffers.back().name != src.buffer)
+            r.buffers.push_back({src.buffer, src.page_size, {}, 0, 0});
+        r.buffers.back().cpus.push_back(src.cpu);
+        *r.buffers.back().pages += src.pages;
+        *r.buffers.back().records += src.records;
     }
-    if (!raw.write_error.empty() && opts.progress)
-        fmt::print(stderr,
-                   "nvtrace: the raw data could not be written ({}): `nvtrace report DIR` cannot redo "
-                   "this capture\n",
-                   raw.write_error);
-
-    st.buffer_stats = buffer_stats_delta(stats_before, stats_after);
-    st.kmsg = std::move(kmsg.records());
-    st.kmsg_overwritten = kmsg.overwritten();
-    note_reused_fds(st);
-    if (use_fgraph) {
+    if (!s.raw.write_error.empty()) r.write_error = s.raw.write_error;
+    if (!s.raw.decode_error.empty()) r.decode_error = s.raw.decode_error;
+    if (!s.raw.write_error.empty() && opts.progress)
+        note("nvtrace: the raw data could not be written ({}): `nvtrace report DIR` cannot redo this capture\n",
+             s.raw.write_error);
+    meta.buffer_stats = buffer_stats_delta(s.stats_before, s.stats_after);
+    std::string kmsg_text;
+    for (const auto& k : s.kmsg.records()) {
+        meta.kmsg_records.push_back(k.text);
+        kmsg_text += k.text + "\n";
+    }
+    meta.kmsg_overwritten = s.kmsg.overwritten();
+    if (syms) {
         meta.unresolved_functions = unresolved;
         // A lookup in the subset finds the same symbol: it is the nearest one at or below the address in both.
         std::string text;
         for (const auto& [addr, sym] : used)
             text += sym->module ? fmt::format("{:016x} t {}\t[{}]\n", addr, sym->name, *sym->module)
                                 : fmt::format("{:016x} t {}\n", addr, sym->name);
-        if (auto r = write_file(out_dir / "kallsyms", text); !r) return fail(r.error());
+        if (auto w = write_file(out_dir / "kallsyms", text); !w) return w;
     }
-
-    // The rest of the capture directory (docs/formats.md): what the offline reader needs besides the pages.
-    if (auto r = save_formats(inst.get(), tep, page_decoder.types_seen(),
+    if (auto w = save_formats(s.inst->get(), tep, s.pages->types_seen(),
                               {{"syscalls", "sys_enter_ioctl"}, {"syscalls", "sys_exit_ioctl"}, {"ftrace", "print"}},
                               out_dir, meta.event_formats);
-        !r)
-        return fail(r.error());
-    {
-        nlohmann::json comms = nlohmann::json::object();
-        for (const auto& [pid, comm] : st.comms)
-            comms[std::to_string(pid)] = comm;
-        if (auto r = write_file(out_dir / "comms.json", dump_json(comms)); !r) return fail(r.error());
-        if (auto r = write_file(out_dir / "fd_paths.json", dump_json(fd_paths_json)); !r) return fail(r.error());
-        nlohmann::json stats{{"before", stats_json(stats_before)}, {"after", stats_json(stats_after)}};
-        if (auto r = write_file(out_dir / "buffer_stats.json", dump_json(stats)); !r) return fail(r.error());
-        std::string kmsg_text;
-        for (const auto& k : st.kmsg)
-            kmsg_text += k.text + "\n";
-        if (auto r = write_file(out_dir / "kmsg", kmsg_text); !r) return fail(r.error());
-        meta.kmsg_overwritten = st.kmsg_overwritten;
-    }
+        !w)
+        return w;
+    nlohmann::json comms = nlohmann::json::object();
+    for (const auto& [pid, comm] : comm_of)
+        comms[std::to_string(pid)] = comm;
+    nlohmann::json stats{{"before", stats_json(s.stats_before)}, {"after", stats_json(s.stats_after)}};
+    using File = std::pair<const char*, std::string>;
+    for (const auto& [file, text] : {File{"comms.json", dump_json(comms)}, File{"fd_paths.json", dump_json(fd_paths)},
+                                     File{"buffer_stats.json", dump_json(stats)}, File{"kmsg", kmsg_text}})
+        if (auto w = write_file(out_dir / file, text); !w) return w;
     // Removed here rather than by the destructor, so that a failure reaches the caller (and the exit code).
-    if (auto r = inst.remove(); !r) {
-        res.instance_left = r.error().message;
-        meta.instance_left = r.error().message;
+    if (auto removed = s.inst->remove(); !removed) meta.instance_left = removed.error().message;
+    if (opts.trace_dat) {
+        if (auto td = write_trace_dat(opts.out_dir, meta); !td)
+            note("nvtrace run: no trace.dat: {}\n", td.error().message);
+        else
+            meta.trace_dat = *td;
     }
+    // The report's source and environment (docs/report.md): the caller's keys and the capture's. The NVIDIA modules
+    // are always described: the checker decides version alternatives from them.
+    meta.report_source.update({{"kind", "live"},
+                               {"command", meta.command},
+                               {"pid", meta.pid ? nlohmann::json(*meta.pid) : nlohmann::json(nullptr)},
+                               {"tracer_mode", meta.tracer_mode},
+                               {"modules", meta.modules},
+                               {"filters", meta.filters}});
+    std::vector<std::string> env_modules = meta.modules;
+    for (const char* m : {"nvidia", "nvidia_uvm"})
+        if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() &&
+            module_state(m) != ModuleState::absent)
+            env_modules.emplace_back(m);
+    meta.environment.update(environment_info(env_modules));
+    // meta.json last: with it the directory can be re-analysed (`nvtrace report DIR`).
+    return write_file(out_dir / "meta.json", dump_capture_meta(meta));
+}
+
+}  // namespace
+
+Result<CaptureResult> capture(const CaptureOptions& opts) {
+    if (auto root = require_root(); !root) return fail(root.error());
+    const char* tracing_dir = nullptr;
+    if (tracefs_tracing_dir_is_mounted(false, &tracing_dir) != 1)
+        return fail(Error::environment("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"));
+    if (opts.out_dir.empty()) return fail(Error::internal("capture: no capture directory"));
+    Session s;
+    auto inst = Instance::create();
+    if (!inst) return fail(inst.error());
+    s.inst.emplace(std::move(*inst));
+    auto plan = plan_capture(opts, read_offer(tracing_dir, *s.inst));
+    if (!plan) return fail(plan.error());
+    CaptureResult res;
+    res.meta = std::move(plan->meta);
+    res.meta.started_utc = utc_now();
+    if (auto r = apply(*plan, opts, s, res.meta); !r) return fail(r.error());
+    if (auto r = run_and_drain(opts, s, res); !r) return fail(r.error());
+    // The signal that stopped nvtrace while the program ran (passed on to the program's process group); one held
+    // while the report is written comes after meta.json and changes nothing in the capture (exit 128 + N says it).
+    res.meta.interrupted_by = res.interrupted_by;
+    if (auto r = write_capture(opts, s, res.meta); !r) return fail(r.error());
     if (opts.hold_signals) {
         // A signal during the decoding and the report is not lost: the caller saves the capture, then exits with it.
         timespec zero{0, 0};
-        if (int sig = ::sigtimedwait(&signals.set(), nullptr, &zero); sig > 0 && !res.interrupted_by)
+        if (int sig = ::sigtimedwait(&s.signals.set(), nullptr, &zero); sig > 0 && !res.interrupted_by)
             res.interrupted_by = sig;
-        res.signals_held = signals.set();
-        res.signal_mask_before = signals.old();
-        signals.hold();
+        res.signals_held = s.signals.set();
+        res.signal_mask_before = s.signals.old();
+        s.signals.hold();
     }
     return res;
 }

@@ -1,18 +1,23 @@
-// capture.hpp: one live capture of a program (the `nvtrace run` pipeline up to the event stream).
+// capture.hpp: one live capture of a program into its capture directory (`nvtrace run` up to `report DIR`).
 //
 // What it sets up (DESIGN.md section 4): a private instance nvtrace-<pid> with syscalls:sys_enter_ioctl /
 // sys_exit_ioctl (and the user's --event list) scoped by set_event_pid + event-fork; with modules,
 // function_graph filtered by ":mod:M" and scoped by set_ftrace_pid + function-fork, in the instance where
 // the kernel allows it and otherwise at the top level under a TopLevelJournal. While the program runs, a
 // thread moves the full ring-buffer pages to the capture directory every 5 ms (nothing is decoded meanwhile)
-// and the open files of the program's process tree are polled every 10 ms; after the run the rest is read
-// and the page files are decoded as `nvtrace report DIR` decodes them. /dev/kmsg is read from the start to
+// and the open files of the program's process tree are polled every 10 ms. /dev/kmsg is read from the start to
 // the end of the run.
+// capture() goes in four steps (capture.cpp): plan_capture (options + KernelOffer -> CapturePlan, pure), apply (the
+// plan made so in tracefs, the journal for the top level, the program spawned at its gate; a Session undoes it all on
+// every exit path), run_and_drain (the program released and run to its end; then the rest of the pages read and the
+// top level restored), write_capture (the pages decoded once for comms and the kallsyms subset; the other files of
+// docs/formats.md "Capture directory", meta.json last).
 // Thread-safety: one capture at a time per process (it blocks SIGINT/SIGTERM/SIGHUP/SIGQUIT while it runs).
 #pragma once
 
 #include <signal.h>
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -30,50 +35,73 @@
 namespace nvtrace::tracer {
 
 struct CaptureOptions {
-    std::vector<std::string> argv;             // the program and its arguments (no shell)
-    std::vector<std::string> modules;          // function_graph on ":mod:M" for each
-    std::vector<std::string> filters;          // more set_ftrace_filter globs (function_graph)
-    std::vector<std::string> notrace;          // set_ftrace_notrace globs
-    std::vector<std::string> graph_functions;  // set_graph_function roots
-    std::optional<int> max_depth;              // max_graph_depth
-    bool future = false;                       // arm :mod:M for a module that is not loaded yet (applied at load)
-    std::vector<std::string> events;           // extra "system:event" tracepoints
-    std::optional<double> timeout_s;           // SIGTERM (then SIGKILL after 2 s) when the program runs longer
-    bool force = false;                        // take the top level even though a journal exists
-    bool as_root = false;                      // under sudo, keep root for the program instead of SUDO_UID/SUDO_GID
-    // --tty: the program's process group is made the terminal's foreground group (GatedChild::take_terminal on
-    // standard input) for the run, so that it may read the terminal. Without it, a program stopped by SIGTTIN or
-    // SIGTTOU is said at once on stderr and ended (SIGTERM and SIGCONT to its group, SIGKILL 2 s later), with the
-    // capture saved (meta.json "stopped_on_terminal"; docs/run.md "The terminal").
-    bool tty = false;
-    bool preload = true;   // inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)
-    bool progress = true;  // progress lines on stderr
-    // Capture directory: the raw pages (raw/<buffer>/cpuN), event formats and the files of docs/formats.md
-    // "Capture directory" are written there (it must exist). meta.json and report.json are the caller's.
+    // meta.json as asked, each key named once (nvtrace/capture_meta.hpp): command (argv, no shell), modules
+    // (function_graph on ":mod:M"), filters (set_ftrace_filter globs), notrace, graph_functions (set_graph_function
+    // roots), max_depth, events (extra "system:event" tracepoints), buffer_size_kb (the instance's per-CPU buffer;
+    // default the kernel's), raw.drained_while_running (false, tests only, NVTRACE_TEST_NO_DRAIN=1: read once, at the
+    // end), report_source and environment (the source gets "pid" and "tracer_mode"), and tty: the program's process
+    // group is made the terminal's foreground group (GatedChild::take_terminal on standard input) for the run, so that
+    // it may read the terminal. Without it, a program stopped by SIGTTIN or SIGTTOU is said at once on stderr and
+    // ended (SIGTERM and SIGCONT to its group, SIGKILL 2 s later), with the capture saved (meta.json
+    // "stopped_on_terminal"; docs/run.md "The terminal"). capture() fills the other keys.
+    CaptureMeta meta;
+    std::optional<double> timeout_s;  // SIGTERM (then SIGKILL after 2 s) when the program runs longer
+    bool future = false;              // arm :mod:M for a module that is not loaded yet (applied at load)
+    bool force = false;               // take the top level even though a journal exists
+    bool as_root = false;             // under sudo, keep root for the program instead of SUDO_UID/SUDO_GID
+    bool preload = true;              // inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)
+    bool progress = true;             // progress lines on stderr
+    bool fd_events = true;            // false (tests only, NVTRACE_TEST_NO_FD_EVENTS=1): no fd syscall events
+    bool trace_dat = false;           // also DIR/trace.dat (and trace-top.dat) through `trace-cmd restore`
+    // Capture directory (it must exist): the raw pages (raw/<buffer>/cpuN), event formats, meta.json and the other
+    // files of docs/formats.md "Capture directory" but report.json, which is the caller's.
     std::string out_dir;
-    std::optional<int> buffer_size_kb;  // the instance's per-CPU buffer_size_kb (default: the kernel's)
-    bool drain_while_running = true;    // false (tests only: NVTRACE_TEST_NO_DRAIN=1): read once, at the end
     // A successful capture() returns with SIGINT/SIGTERM/SIGHUP/SIGQUIT still blocked (CaptureResult::signals_held):
     // the caller writes the report, then takes what arrived (take_held_signal) so that a signal after the program ended
     // neither kills nvtrace before the report is saved nor goes unnoticed.
     bool hold_signals = false;
 };
 
-// How many available functions each filter matches (available_filter_functions), resolved before
-// anything is changed: "module:nvidia" -> 4123, "filter:drm_gem_*" -> 96, ...
-struct FilterCount {
-    std::string filter;
-    std::size_t functions = 0;
+// What the kernel offers, read before anything is changed: the plan's only input besides the options.
+struct KernelOffer {
+    std::string tracing_dir, instance;  // the private instance's name (nvtrace-<pid>)
+    bool fgraph_in_instance = false;    // the instance's available_tracers lists function_graph (>= ~6.11)
+    std::string top_tracers;            // the top level's available_tracers
+    std::function<bool(const std::string& system, const std::string& event)> has_event;  // events/SYSTEM/EVENT
+    std::function<bool(const std::string& module)> module_loaded;
+    std::function<std::size_t(const char* glob, const char* module)> count_matches;  // tracefs_session.hpp
 };
+
+// What one capture traces, from the options and the offer alone (plan_capture is pure).
+struct CapturePlan {
+    // The options' meta with what the plan decides: tracer_mode, tracing_dir, instance, filter_counts ("module:M",
+    // "filter:GLOB", "notrace:GLOB", "graph-function:GLOB" -> functions matched), kept_events, printk_console.
+    CaptureMeta meta;
+    bool fgraph = false, top_level = false;  // function_graph, in the instance or at the top level (under the journal)
+    struct FilterPart {
+        std::string text;  // a glob, or a module as :mod: names it ('_' for '-')
+        bool module = false, future = false;
+    };
+    std::vector<FilterPart> filter;        // set_ftrace_filter: every module, then every glob
+    std::vector<std::string> fd_syscalls;  // kFdSyscalls this kernel has both tracepoints of
+    bool xid_event = false;                // nvidia:nvidia_dev_xid
+    std::vector<std::string> formats;      // the event formats decoded ("system:event", "system:*")
+};
+
+// Errors: Error::usage for options that contradict each other or match nothing (--notrace without function_graph,
+// a glob matching no function), Error::environment for what this kernel lacks (function_graph, a module not loaded
+// without `future`, a module without traceable functions). meta.events are taken as "SYSTEM:EVENT" (resolve_run
+// checks them); whether the kernel has them is known when they are enabled.
+Result<CapturePlan> plan_capture(const CaptureOptions& opts, const KernelOffer& offer);
+
+// Whether the capture traces functions (function_graph): a module, a filter or a graph function is asked.
+bool wants_function_graph(const CaptureMeta& m);
 
 struct CaptureResult {
     EventStream stream;                         // everything but the events (fd paths, kmsg, buffer stats, comms)
-    CaptureMeta meta;                           // meta.json but the report's source and environment
-    ExitStatus status;                          // the program's
+    CaptureMeta meta;                           // as written to meta.json
     std::optional<int> interrupted_by;          // signal that stopped nvtrace itself (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
     std::vector<std::string> restore_failures;  // top-level files that could not be restored
-    std::optional<std::string> instance_left;   // why nvtrace-<pid> could not be removed (who holds it open)
-    std::vector<FilterCount> filter_counts;
     // With CaptureOptions::hold_signals: the signals left blocked and the mask to restore.
     std::optional<sigset_t> signals_held;
     sigset_t signal_mask_before{};

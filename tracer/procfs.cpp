@@ -32,14 +32,10 @@ namespace {
 std::optional<std::string> first_line(const std::string& path) {
     auto t = read_file(path);
     if (!t) return std::nullopt;
-    auto s = t->substr(0, t->find('\n'));
-    return s;
+    return t->substr(0, t->find('\n'));
 }
 }  // namespace
 
-namespace {
-
-// The numeric entries of directory `path` (/proc: pids, /proc/PID/task: thread ids).
 std::vector<int> numeric_entries(const char* path) {
     std::vector<int> out;
     DIR* d = ::opendir(path);
@@ -53,9 +49,8 @@ std::vector<int> numeric_entries(const char* path) {
     return out;
 }
 
-// PPID and PGRP of /proc/PID/stat ("PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses,
-// so the fields start after the last ')'). False when the process is gone.
-bool read_parent_and_group(int pid, int& ppid, int& pgrp) {
+// "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses, so the fields start after the last ')'.
+bool read_proc_stat(int pid, char& state, int& ppid, int& pgrp) {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
     int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -66,11 +61,22 @@ bool read_parent_and_group(int pid, int& ppid, int& pgrp) {
     if (n <= 0) return false;
     buf[n] = '\0';
     const char* close = std::strrchr(buf, ')');
-    char state = '?';
     return close && std::sscanf(close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3;
 }
 
-}  // namespace
+bool for_each_fd(int pid, const std::function<bool(int fd, std::string_view target)>& f) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd", pid);
+    DIR* d = ::opendir(path);
+    if (!d) return false;
+    while (dirent* e = ::readdir(d)) {
+        char target[PATH_MAX];
+        ssize_t n = e->d_name[0] == '.' ? 0 : ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+        if (n > 0 && !f(std::atoi(e->d_name), std::string_view(target, static_cast<std::size_t>(n)))) break;
+    }
+    ::closedir(d);
+    return true;
+}
 
 const std::vector<int>& ProcessTree::refresh() {
     const int self = static_cast<int>(::getpid());
@@ -87,7 +93,8 @@ const std::vector<int>& ProcessTree::refresh() {
     for (int pid : pids)
         if (!member_.count(pid)) {
             Fresh f;
-            if (read_parent_and_group(pid, f.ppid, f.pgrp)) fresh.emplace(pid, f);
+            char state = '?';
+            if (read_proc_stat(pid, state, f.ppid, f.pgrp)) fresh.emplace(pid, f);
         }
     // A new process's parent may be new too: resolve parents first (iteratively, no recursion depth limit).
     for (auto& [pid0, f0] : fresh) {
@@ -125,29 +132,19 @@ void poll_fd_paths(const std::vector<int>& pids, FdPollLog& log) {
     const std::uint32_t poll = log.polls++;
     char path[64];
     for (int pid : pids) {
-        if (pid == self) continue;
-        std::snprintf(path, sizeof path, "/proc/%d/fd", pid);
-        DIR* d = ::opendir(path);
-        if (!d) continue;
-        while (dirent* e = ::readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            char target[PATH_MAX];
-            ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
-            if (n <= 0) continue;
-            const int fd = std::atoi(e->d_name);
-            std::string_view t(target, static_cast<std::size_t>(n));
-            auto open = log.open_runs.find({pid, fd});
-            if (open != log.open_runs.end()) {
-                FdPollLog::Run& r = log.runs[open->second];
-                if (r.last_poll + 1 == poll && r.path == t) {
-                    r.last_poll = poll;
-                    continue;
+        if (pid == self || !for_each_fd(pid, [&](int fd, std::string_view t) {
+                if (auto open = log.open_runs.find({pid, fd}); open != log.open_runs.end()) {
+                    FdPollLog::Run& r = log.runs[open->second];
+                    if (r.last_poll + 1 == poll && r.path == t) {
+                        r.last_poll = poll;
+                        return true;
+                    }
                 }
-            }
-            log.runs.push_back({pid, fd, poll, poll, std::string(t)});
-            log.open_runs[{pid, fd}] = log.runs.size() - 1;
-        }
-        ::closedir(d);
+                log.runs.push_back({pid, fd, poll, poll, std::string(t)});
+                log.open_runs[{pid, fd}] = log.runs.size() - 1;
+                return true;
+            }))
+            continue;
         log.process_of.emplace(pid, pid);
         std::snprintf(path, sizeof path, "/proc/%d/task", pid);
         for (int tid : numeric_entries(path))

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +24,14 @@ Result<std::string> read_file(const std::string& path);
 nlohmann::json environment_info(const std::vector<std::string>& modules);
 
 bool module_loaded(const std::string& module);
+
+// The numeric entries of directory `path` (/proc: pids, /proc/PID/task: thread ids).
+std::vector<int> numeric_entries(const char* path);
+// STATE, PPID and PGRP of /proc/PID/stat. False when the process is gone.
+bool read_proc_stat(int pid, char& state, int& ppid, int& pgrp);
+// Calls f(fd, link target) for each open file of `pid` (/proc/PID/fd) until f returns false. False when the
+// directory cannot be read (the process is gone, or not ours to read).
+bool for_each_fd(int pid, const std::function<bool(int fd, std::string_view target)>& f);
 
 // The traced program's process tree, followed while it runs (for its open files, /proc/PID/fd). A process is
 // a member when it is the root, is in the root's process group, or its parent is a member or the caller (a

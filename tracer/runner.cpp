@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "procfs.hpp"
+
 namespace nvtrace::tracer {
 
 Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
@@ -176,10 +178,6 @@ void GatedChild::give_back_terminal() {
     tty_fd_ = -1;
 }
 
-void GatedChild::kill(int sig) {
-    if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
-}
-
 void GatedChild::kill_group(int sig) {
     if (pid_ > 0) ::kill(-pid_, sig);  // the group may outlive its leader
 }
@@ -196,43 +194,11 @@ void stop_being_subreaper() {
 
 namespace {
 
-struct ProcStat {
-    pid_t ppid = 0, pgrp = 0;
-    char state = '?';
-};
-
-// "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses, so fields start after the last ')'.
-bool read_stat(pid_t pid, ProcStat& st) {
-    std::ifstream in(fmt::format("/proc/{}/stat", pid));
-    std::string line;
-    if (!std::getline(in, line)) return false;
-    auto close = line.rfind(')');
-    if (close == std::string::npos || close + 2 >= line.size()) return false;
-    int ppid = 0, pgrp = 0;
-    char state = '?';
-    if (std::sscanf(line.c_str() + close + 2, "%c %d %d", &state, &ppid, &pgrp) != 3) return false;
-    st = {ppid, pgrp, state};
-    return true;
-}
-
 std::string read_comm(pid_t pid) {
     std::ifstream in(fmt::format("/proc/{}/comm", pid));
     std::string c;
     std::getline(in, c);
     return c;
-}
-
-std::vector<pid_t> proc_pids() {
-    std::vector<pid_t> pids;
-    DIR* d = ::opendir("/proc");
-    if (!d) return pids;
-    while (dirent* e = ::readdir(d)) {
-        char* end = nullptr;
-        long p = std::strtol(e->d_name, &end, 10);
-        if (end && *end == '\0' && p > 0) pids.push_back(static_cast<pid_t>(p));
-    }
-    ::closedir(d);
-    return pids;
 }
 
 void reap_children() {
@@ -243,12 +209,14 @@ void reap_children() {
 }  // namespace
 
 std::vector<ProcessInfo> list_descendants(pid_t pgid) {
+    struct ProcStat {
+        char state = '?';
+        int ppid = 0, pgrp = 0;
+    };
     const pid_t self = ::getpid();
     std::map<pid_t, ProcStat> stats;
-    for (pid_t p : proc_pids()) {
-        ProcStat st;
-        if (read_stat(p, st)) stats[p] = st;
-    }
+    for (int p : numeric_entries("/proc"))
+        if (ProcStat st; read_proc_stat(p, st.state, st.ppid, st.pgrp)) stats[p] = st;
     std::vector<ProcessInfo> out;
     for (const auto& [pid, st] : stats) {
         if (pid == self || st.state == 'Z' || st.state == 'X') continue;
@@ -323,24 +291,13 @@ std::vector<ProcessInfo> processes_holding(const std::string& path) {
         exact.pop_back();
     const std::string prefix = exact + "/";
     const pid_t self = ::getpid();
-    for (pid_t p : proc_pids()) {
-        if (p == self) continue;
-        std::string fd_dir = fmt::format("/proc/{}/fd", p);
-        DIR* d = ::opendir(fd_dir.c_str());
-        if (!d) continue;
+    for (int p : numeric_entries("/proc")) {
         bool holds = false;
-        while (dirent* e = ::readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            char target[PATH_MAX];
-            ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
-            if (n <= 0) continue;
-            std::string t(target, static_cast<std::size_t>(n));
-            if (t == exact || t.rfind(prefix, 0) == 0) {
-                holds = true;
-                break;
-            }
-        }
-        ::closedir(d);
+        if (p != self)
+            for_each_fd(p, [&](int, std::string_view t) {
+                holds = t == exact || t.starts_with(prefix);
+                return !holds;  // the first such fd is enough
+            });
         if (holds) out.push_back({p, read_comm(p)});
     }
     return out;

@@ -69,7 +69,6 @@ public:
     // reason when `tty_fd` is not a terminal or nvtrace is not in its foreground group.
     Result<void> take_terminal(int tty_fd);
     void give_back_terminal();
-    void kill(int sig);
     // Sends `sig` to the program's whole process group (the program and the descendants that stayed in it).
     void kill_group(int sig);
 

@@ -285,30 +285,31 @@ std::optional<std::string> unmet_requirement(const Scenario& s) {
 
 Result<ResolvedRun> resolve_run(RunRequest a) {
     ResolvedRun out;
-    if (std::error_code ec; !a.command.empty() && fs::is_directory(a.command[0], ec) && !is_scenario_dir(a.command[0]))
+    CaptureMeta& m = a.capture.meta;
+    if (std::error_code ec; !m.command.empty() && fs::is_directory(m.command[0], ec) && !is_scenario_dir(m.command[0]))
         return fail(Error::usage(
             fmt::format("{} is a directory but not a scenario (no scenario.conf in it; `nvtrace scenarios` lists them)",
-                        a.command[0])));
-    if (!a.command.empty() && is_scenario_dir(a.command[0])) {
-        auto sc = read_scenario(a.command[0]);
+                        m.command[0])));
+    if (!m.command.empty() && is_scenario_dir(m.command[0])) {
+        auto sc = read_scenario(m.command[0]);
         if (!sc) return fail(sc.error());
         out.scenario = *sc;
         // Command-line tracing options replace the scenario's (modules, filters) or add to them (events).
-        if (a.modules.empty()) a.modules = sc->modules;
-        if (a.filters.empty()) a.filters = sc->filters;
-        if (a.notrace.empty()) a.notrace = sc->notrace;
-        if (a.graph_functions.empty()) a.graph_functions = sc->graph_functions;
-        a.events.insert(a.events.begin(), sc->events.begin(), sc->events.end());
-        if (a.max_depth <= 0 && sc->max_depth) a.max_depth = *sc->max_depth;
-        if (a.timeout_s <= 0 && sc->timeout_s) a.timeout_s = *sc->timeout_s;
-        a.as_root = a.as_root || sc->as_root;
+        if (m.modules.empty()) m.modules = sc->modules;
+        if (m.filters.empty()) m.filters = sc->filters;
+        if (m.notrace.empty()) m.notrace = sc->notrace;
+        if (m.graph_functions.empty()) m.graph_functions = sc->graph_functions;
+        m.events.insert(m.events.begin(), sc->events.begin(), sc->events.end());
+        if (!m.max_depth) m.max_depth = sc->max_depth;
+        if (!a.capture.timeout_s) a.capture.timeout_s = sc->timeout_s;
+        a.capture.as_root = a.capture.as_root || sc->as_root;
         if (a.expect.empty()) a.expect = (sc->dir / sc->expect).string();
         // Requirements nvtrace can check itself come first: a clean "cannot run here" beats a capture error.
         Scenario req = *sc;
-        if (a.modules != sc->modules && !a.no_graph) {  // --module replaces the scenario's module requirements
+        if (m.modules != sc->modules && !a.no_graph) {  // --module replaces the scenario's module requirements
             std::erase_if(req.requires_, [](const std::string& r) { return r.rfind("module ", 0) == 0; });
-            for (const auto& m : a.modules)
-                req.requires_.push_back("module " + m);
+            for (const auto& mod : m.modules)
+                req.requires_.push_back("module " + mod);
         }
         if (!a.device.empty())
             std::erase_if(req.requires_, [](const std::string& r) { return r.rfind("device ", 0) == 0; });
@@ -317,32 +318,29 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
         if (!prog) return fail(prog.error());
         std::vector<std::string> argv{prog->string()};
         argv.insert(argv.end(), sc->args.begin(), sc->args.end());
-        if (!a.device.empty()) {
-            argv.push_back("--device");
-            argv.push_back(a.device);
-        }
-        argv.insert(argv.end(), a.command.begin() + 1, a.command.end());
-        a.command = argv;
+        if (!a.device.empty()) argv.insert(argv.end(), {"--device", a.device});
+        argv.insert(argv.end(), m.command.begin() + 1, m.command.end());
+        m.command = argv;
         out.default_name = sc->name;
     } else if (!a.device.empty()) {
         return fail(Error::usage("--device is for scenario directories"));
     }
-    if (out.default_name.empty() && !a.command.empty()) out.default_name = fs::path(a.command[0]).filename().string();
+    if (out.default_name.empty() && !m.command.empty()) out.default_name = fs::path(m.command[0]).filename().string();
     // A scenario whose call graph this kernel cannot record (no function_graph, a built-in driver) runs without it;
     // the report says why (environment.function_graph) and the call-graph checks are inconclusive with that reason.
     if (out.scenario && !a.no_graph) {
-        auto plan = plan_graph(a.modules, !a.filters.empty() || !a.graph_functions.empty());
+        auto plan = plan_graph(m.modules, !m.filters.empty() || !m.graph_functions.empty());
         out.notes = plan.notes;
-        a.modules = plan.modules;
+        m.modules = plan.modules;
         out.no_graph_reason = plan.no_graph_reason;
         if (plan.no_graph_reason) out.notes.push_back(*plan.no_graph_reason + "; running without the call graph");
     }
     if (a.no_graph || out.no_graph_reason) {
-        a.modules.clear();
-        a.filters.clear();
-        a.notrace.clear();
-        a.graph_functions.clear();
-        a.max_depth = 0;
+        m.modules.clear();
+        m.filters.clear();
+        m.notrace.clear();
+        m.graph_functions.clear();
+        m.max_depth.reset();
     }
     if (!a.expect.empty() && is_scenario_dir(a.expect)) {  // like `nvtrace check --expect`
         auto sc = read_scenario(a.expect);
@@ -361,9 +359,15 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
         out.expectations = std::move(*ex);
     }
     // Option errors before anything is announced or made. Whether the event exists is known once tracefs is read.
-    for (const auto& e : a.events)
+    for (const auto& e : m.events)
         if (auto colon = e.find(':'); colon == std::string::npos || colon == 0 || colon + 1 == e.size())
             return fail(Error::usage(fmt::format("--event '{}': expected SYSTEM:EVENT", e)));
+    // The report's source names the scenario and the expectations file (capture() adds its own keys).
+    if (out.scenario) m.report_source["scenario"] = out.scenario->name;
+    if (out.expectations) m.report_source["expectations"] = a.expect;
+    if (out.no_graph_reason) m.environment["function_graph"] = *out.no_graph_reason;
+    if (out.expectations && wants_function_graph(m))
+        if (auto nt = not_traceable(*out.expectations); !nt.empty()) m.environment["not_traceable"] = nt;
     out.run = std::move(a);
     return out;
 }

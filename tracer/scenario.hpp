@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "capture.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/expect.hpp"
 #include "nvtrace/report.hpp"
@@ -88,11 +89,7 @@ std::optional<std::string> unmet_requirement(const Scenario& s);
 
 // What `nvtrace run` was asked: the command line's program (or scenario directory) and tracing options.
 struct RunRequest {
-    std::vector<std::string> command;  // CMD ARGS, or SCENARIO_DIR [PROGRAM ARGS]
-    std::vector<std::string> modules, filters, notrace, graph_functions, events;
-    int max_depth = 0;     // 0: none
-    double timeout_s = 0;  // 0: none
-    bool as_root = false;
+    CaptureOptions capture;  // capture.meta.command: CMD ARGS, or SCENARIO_DIR [PROGRAM ARGS]
     bool no_graph = false;
     std::string expect;   // --expect FILE or scenario directory
     std::string bin_dir;  // --bin-dir
@@ -104,7 +101,7 @@ struct RunRequest {
 // and the call graph planned (plan_graph). `cannot_run`: a requirement nvtrace checks itself is not met (the run
 // says "cannot run here: ..." and exits 3). `notes`: the progress lines of plan_graph, for stderr.
 struct ResolvedRun {
-    RunRequest run;  // final: argv in run.command, options merged, graph options cleared
+    RunRequest run;  // final: argv in run.capture.meta.command, options merged, graph options cleared
     std::optional<Scenario> scenario;
     std::optional<ExpectFile> expectations;  // read from run.expect (a file path once resolved)
     std::optional<std::string> no_graph_reason;

@@ -4,12 +4,14 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,11 +19,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "capture.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
 
 namespace fs = std::filesystem;
+using nvtrace::ExitCode;
+using nvtrace::tracer::CaptureOptions;
 using nvtrace::tracer::count_matches;
+using nvtrace::tracer::KernelOffer;
+using nvtrace::tracer::plan_capture;
 using nvtrace::tracer::restore_order;
 using nvtrace::tracer::TopLevelJournal;
 
@@ -145,6 +152,143 @@ TEST_F(TracerRegression, Libtracefs_null_filter_with_module_counts_every_module_
     EXPECT_EQ(count_matches("null_queue_rq", nullptr), 1u);
     EXPECT_EQ(count_matches(nullptr, "nvidia"), 0u);
     EXPECT_EQ(count_matches("no_such_function", nullptr), 0u);
+}
+
+// The capture plan (tracer/capture.hpp) from options and a hand-made KernelOffer: no tracefs, no root.
+// `events`: the "system:event" names the stand-in kernel has; `functions`: available_filter_functions lines.
+KernelOffer offer(std::set<std::string> events, std::vector<std::string> functions, bool fgraph_in_instance = true) {
+    KernelOffer k;
+    k.tracing_dir = "/sys/kernel/tracing";
+    k.instance = "nvtrace-1";
+    k.fgraph_in_instance = fgraph_in_instance;
+    k.top_tracers = "function_graph function nop";
+    k.has_event = [events](const std::string& sys, const std::string& ev) { return events.count(sys + ":" + ev) > 0; };
+    k.module_loaded = [functions](const std::string& m) {
+        return std::any_of(functions.begin(), functions.end(),
+                           [&](const std::string& f) { return f.ends_with(" [" + m + "]"); });
+    };
+    k.count_matches = [functions](const char* glob, const char* module) {
+        std::size_t n = 0;
+        for (const auto& f : functions) {
+            const std::string name = f.substr(0, f.find(' '));
+            const bool in_module = !module || f.ends_with(std::string(" [") + module + "]");
+            const std::string g = glob ? glob : "*";  // globs of the form "prefix*" or a whole name
+            const bool match = g.ends_with('*') ? name.starts_with(g.substr(0, g.size() - 1)) : name == g;
+            n += in_module && match;
+        }
+        return n;
+    };
+    return k;
+}
+
+CaptureOptions options(std::vector<std::string> command) {
+    CaptureOptions o;
+    o.meta.command = std::move(command);
+    return o;
+}
+
+TEST(CapturePlan, EventsOnlyRunTracesTheIoctlsAndTheFdSyscallsWithBothHalves) {
+    auto o = options({"/bin/true"});
+    o.meta.events = {"sched:sched_switch", "printk:console"};
+    auto p = plan_capture(
+        o, offer({"syscalls:sys_enter_openat", "syscalls:sys_exit_openat", "syscalls:sys_enter_close"}, {}));
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_FALSE(p->fgraph);
+    EXPECT_EQ(p->meta.tracer_mode, "events");
+    EXPECT_EQ(p->meta.instance, "nvtrace-1");
+    EXPECT_EQ(p->meta.command, std::vector<std::string>{"/bin/true"});
+    EXPECT_EQ(p->fd_syscalls, std::vector<std::string>{"openat"}) << "close lacks its exit tracepoint";
+    const std::vector<std::string> formats{"ftrace:*",
+                                           "syscalls:sys_enter_ioctl",
+                                           "syscalls:sys_exit_ioctl",
+                                           "syscalls:sys_enter_openat",
+                                           "syscalls:sys_exit_openat",
+                                           "sched:sched_switch",
+                                           "printk:console"};
+    EXPECT_EQ(p->formats, formats);
+    EXPECT_EQ(p->meta.kept_events, o.meta.events);
+    EXPECT_TRUE(p->meta.printk_console);
+    EXPECT_FALSE(p->xid_event);
+    EXPECT_TRUE(p->meta.filter_counts.empty());
+
+    o.fd_events = false;  // NVTRACE_TEST_NO_FD_EVENTS=1
+    EXPECT_TRUE(
+        plan_capture(o, offer({"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, {}))->fd_syscalls.empty());
+}
+
+TEST(CapturePlan, XidTracepointIsKeptWhereTheDriverOffersIt) {
+    auto p = plan_capture(options({"/bin/true"}), offer({"nvidia:nvidia_dev_xid"}, {}));
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_TRUE(p->xid_event);
+    EXPECT_EQ(p->formats.back(), "nvidia:nvidia_dev_xid");
+    EXPECT_EQ(p->meta.kept_events, std::vector<std::string>{"nvidia:nvidia_dev_xid"});
+    EXPECT_FALSE(p->meta.printk_console);
+}
+
+TEST(CapturePlan, ModulesAndGlobsAreCountedAndFilteredModulesFirst) {
+    const std::vector<std::string> functions{"uvm_ioctl [nvidia_uvm]", "uvm_open [nvidia_uvm]", "drm_gem_open",
+                                             "drm_gem_close", "drm_ioctl"};
+    auto o = options({"./app"});
+    o.meta.modules = {"nvidia-uvm"};  // modprobe's spelling; :mod: uses '_'
+    o.meta.filters = {"drm_gem_*"};
+    o.meta.notrace = {"no_such_*"};
+    o.meta.graph_functions = {"drm_ioctl"};
+    auto p = plan_capture(o, offer({}, functions));
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_TRUE(p->fgraph);
+    EXPECT_FALSE(p->top_level);
+    EXPECT_EQ(p->meta.tracer_mode, "function_graph (instance)");
+    const std::map<std::string, std::uint64_t> counts{
+        {"module:nvidia_uvm", 2}, {"filter:drm_gem_*", 2}, {"notrace:no_such_*", 0}, {"graph-function:drm_ioctl", 1}};
+    EXPECT_EQ(p->meta.filter_counts, counts);
+    ASSERT_EQ(p->filter.size(), 2u);
+    EXPECT_EQ(p->filter[0].text, "nvidia_uvm");
+    EXPECT_TRUE(p->filter[0].module);
+    EXPECT_FALSE(p->filter[0].future);
+    EXPECT_EQ(p->filter[1].text, "drm_gem_*");
+    EXPECT_FALSE(p->filter[1].module);
+
+    // A kernel without function_graph in instances (before ~6.11): the top level, under the journal.
+    p = plan_capture(o, offer({}, functions, false));
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_TRUE(p->top_level);
+    EXPECT_EQ(p->meta.tracer_mode, "function_graph (top level)");
+    auto k = offer({}, functions, false);
+    k.top_tracers = "function nop";
+    auto none = plan_capture(o, k);
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().code, ExitCode::environment);
+    EXPECT_NE(none.error().message.find("available_tracers: function nop"), std::string::npos) << none.error().message;
+}
+
+TEST(CapturePlan, OptionsThatCannotBeTracedAreRefusedBeforeAnythingChanges) {
+    auto refused = [](CaptureOptions o, const std::vector<std::string>& functions, ExitCode code, const char* says) {
+        auto p = plan_capture(o, offer({}, functions));
+        ASSERT_FALSE(p) << says;
+        EXPECT_EQ(p.error().code, code) << p.error().message;
+        EXPECT_NE(p.error().message.find(says), std::string::npos) << p.error().message;
+    };
+    refused(options({}), {}, ExitCode::usage, "no command given");
+    auto o = options({"./app"});
+    o.meta.notrace = {"x"};
+    refused(o, {}, ExitCode::usage, "--notrace and --max-depth need function_graph");
+    o = options({"./app"});
+    o.meta.max_depth = 3;
+    refused(o, {}, ExitCode::usage, "--notrace and --max-depth need function_graph");
+    o = options({"./app"});
+    o.meta.modules = {"vgem"};
+    refused(o, {"drm_ioctl"}, ExitCode::environment, "module vgem is not loaded");
+    o.future = true;  // armed for when it loads: no count yet, and the filter is marked
+    auto p = plan_capture(o, offer({}, {"drm_ioctl"}));
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_EQ(p->meta.filter_counts.at("module:vgem"), 0u);
+    EXPECT_TRUE(p->filter.at(0).future);
+    o = options({"./app"});
+    o.meta.filters = {"nothing_*"};
+    refused(o, {"drm_ioctl"}, ExitCode::usage, "--filter 'nothing_*' matches no traceable function");
+    o = options({"./app"});
+    o.meta.graph_functions = {"nothing"};
+    refused(o, {"drm_ioctl"}, ExitCode::usage, "--graph-function 'nothing' matches no traceable function");
 }
 
 }  // namespace

@@ -1,10 +1,7 @@
 // nvtrace run [options] -- CMD [ARGS]   and   nvtrace run [options] SCENARIO_DIR [-- PROGRAM ARGS]   (docs/run.md)
-#include <fcntl.h>
 #include <linux/magic.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -12,18 +9,13 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "capture.hpp"
 #include "commands.hpp"
-#include "nvtrace/expect.hpp"
-#include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
-#include "procfs.hpp"
 #include "report_capture.hpp"
 #include "scenario.hpp"
 #include "stderr_note.hpp"
@@ -36,22 +28,19 @@ namespace {
 struct RunArgs {
     tracer::RunRequest r;  // the program or scenario and the tracing options (scenario.hpp)
     std::string out;
-    bool future = false, force = false, no_preload = false;
+    bool no_preload = false;
     bool json = false;
     bool quiet = false;
-    int buffer_size_kb = 0;               // --buffer-size: the instance's per-CPU ring buffer, KiB
-    bool trace_dat = false;               // --trace-dat: also DIR/trace.dat through `trace-cmd restore`
     std::string source;                   // --source DIR: driver sources for source_links
     bool verbose = false;                 // -v: every ioctl and kernel-log line in the summary
     std::string exit_status = "nvtrace";  // --exit-status: "nvtrace" (default) or "program"
-    bool tty = false;                     // --tty: the program gets the terminal (foreground process group)
 };
 
 // --exit-status program: the program's exit status, 128 + N when signal N killed it (as a shell reports it), 0
 // when its status is unknown. nvtrace's own outcomes come first (do_run, docs/run.md "Exit status").
-int program_exit_status(const tracer::ExitStatus& st) {
-    if (st.exit_code) return *st.exit_code;
-    if (st.signal) return 128 + *st.signal;
+int program_exit_status(const CaptureMeta& m) {
+    if (m.exit_code) return *m.exit_code;
+    if (m.signal) return 128 + *m.signal;
     return 0;
 }
 
@@ -123,77 +112,6 @@ Result<std::string> prepare_out_dir(const std::string& dir) {
     return dir;
 }
 
-Result<void> write_text(const std::filesystem::path& p, const std::string& text) {
-    std::ofstream out(p, std::ios::trunc);
-    if (!out) return fail(Error::environment(fmt::format("cannot write {}: {}", p.string(), std::strerror(errno))));
-    out << text;
-    if (!out.flush()) return fail(Error::environment(fmt::format("cannot write {}", p.string())));
-    return {};
-}
-
-// Runs argv (no shell) with stdout and stderr appended to `log`; its exit code, or -1 when it did not run.
-int run_logged(const std::vector<std::string>& argv, const std::string& log) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<char*> a;
-    for (const auto& x : argv)
-        a.push_back(const_cast<char*>(x.c_str()));
-    a.push_back(nullptr);
-    pid_t pid = -1;
-    int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return -1;
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-bool in_path(const std::string& prog) {
-    const char* path = std::getenv("PATH");
-    std::string p = path ? path : "/usr/bin:/bin";
-    for (std::size_t pos = 0; pos <= p.size();) {
-        std::size_t colon = p.find(':', pos);
-        std::string dir = p.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
-        if (!dir.empty() && ::access((dir + "/" + prog).c_str(), X_OK) == 0) return true;
-        if (colon == std::string::npos) break;
-        pos = colon + 1;
-    }
-    return false;
-}
-
-// --trace-dat: DIR/trace.dat (instance buffer) and DIR/trace-top.dat (top-level buffer, function_graph on
-// kernels without it in instances) from the saved pages through `trace-cmd restore` (docs/run.md). The
-// header (event formats, kallsyms, saved_cmdlines) is made by `trace-cmd restore -c` from this machine's
-// tracefs, so this runs right after the capture, on the machine that made it. Returns the files written.
-Result<std::vector<std::string>> write_trace_dat(const std::string& out_dir, const CaptureMeta& meta) {
-    if (!in_path("trace-cmd"))
-        return fail(Error::environment("--trace-dat needs trace-cmd in PATH (Debian package trace-cmd)"));
-    namespace fs = std::filesystem;
-    const std::string log = (fs::path(out_dir) / "trace-cmd-restore.log").string();
-    const std::string head = (fs::path(out_dir) / ".trace-dat-header").string();
-    if (int rc = run_logged({"trace-cmd", "restore", "-c", "-o", head}, log); rc != 0)
-        return fail(Error::environment(fmt::format("trace-cmd restore -c failed (exit {}): see {}", rc, log)));
-    std::vector<std::string> written;
-    for (const auto& b : meta.raw.buffers) {
-        std::string name = b.name == "instance" ? "trace.dat" : "trace-top.dat";
-        std::vector<std::string> argv{"trace-cmd", "restore", "-i", head, "-o", (fs::path(out_dir) / name).string()};
-        for (int cpu : b.cpus)
-            argv.push_back((fs::path(out_dir) / "raw" / b.name / fmt::format("cpu{}", cpu)).string());
-        if (int rc = run_logged(argv, log); rc != 0) {
-            fs::remove(head);
-            return fail(Error::environment(fmt::format("trace-cmd restore -i failed (exit {}): see {}", rc, log)));
-        }
-        written.push_back(name);
-    }
-    std::error_code ec;
-    fs::remove(head, ec);
-    fs::remove(log, ec);
-    return written;
-}
-
 // SIGPIPE while the capture is made and saved: a closed stderr pipe (`nvtrace run ... 2>&1 | head -1`) must not end
 // the run before meta.json and report.json are written. A handler, not SIG_IGN: the program gets the default again
 // at exec. Restored before the report goes to stdout, so that `--json | head` ends as any writer to a closed pipe.
@@ -226,36 +144,22 @@ int do_run(RunArgs a) {
     }
     for (const auto& n : resolved->notes)
         if (!a.quiet) tracer::note("nvtrace: {}\n", n);
-    const tracer::RunRequest& run = resolved->run;
-    const std::optional<tracer::Scenario>& scenario = resolved->scenario;
-    const std::optional<ExpectFile>& expectations = resolved->expectations;
-    const std::optional<std::string>& no_graph_reason = resolved->no_graph_reason;
-    const std::string& default_name = resolved->default_name;
-
-    if (a.tty && !::isatty(STDIN_FILENO)) {
+    tracer::CaptureOptions& opts = resolved->run.capture;
+    if (opts.meta.tty && !::isatty(STDIN_FILENO)) {
         tracer::note("nvtrace run: --tty: standard input is not a terminal\n");
         return static_cast<int>(ExitCode::usage);
     }
-    if (a.tty && ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) {
+    if (opts.meta.tty && ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) {
         tracer::note("nvtrace run: --tty: nvtrace is not in the terminal's foreground (started in the background?)\n");
         return static_cast<int>(ExitCode::usage);
     }
-
-    tracer::CaptureOptions opts;
-    opts.argv = run.command;
-    opts.tty = a.tty;
-    opts.modules = run.modules;
-    opts.events = run.events;
-    opts.filters = run.filters;
-    opts.notrace = run.notrace;
-    opts.graph_functions = run.graph_functions;
-    if (run.max_depth > 0) opts.max_depth = run.max_depth;
-    opts.future = a.future;
-    opts.force = a.force;
-    opts.as_root = run.as_root;
     opts.preload = !a.no_preload;
-    if (run.timeout_s > 0) opts.timeout_s = run.timeout_s;
     opts.progress = !a.quiet;
+    // Test hooks (docs/testing.md): no reading while the program runs, only the final drain; no fd syscall events.
+    auto hook = [](const char* name) { return std::string_view(std::getenv(name) ? std::getenv(name) : "") == "1"; };
+    opts.meta.raw.drained_while_running = !hook("NVTRACE_TEST_NO_DRAIN");
+    opts.fd_events = !hook("NVTRACE_TEST_NO_FD_EVENTS");
+    opts.hold_signals = true;  // a SIGINT/SIGTERM/SIGHUP/SIGQUIT while the report is written waits for it (docs/run.md)
 
     // The capture directory is made before the capture (the raw pages are written while the program runs),
     // after the root check so that a refused run leaves nothing; a failed capture removes it again when
@@ -266,20 +170,14 @@ int do_run(RunArgs a) {
     }
     std::error_code ec;
     bool out_existed = !a.out.empty() && std::filesystem::exists(a.out, ec);
-    auto dir_r = a.out.empty() ? make_default_out_dir(default_name) : prepare_out_dir(a.out);
+    auto dir_r = a.out.empty() ? make_default_out_dir(resolved->default_name) : prepare_out_dir(a.out);
     if (!dir_r) {
         tracer::note("nvtrace run: {}\n", dir_r.error().message);
         return static_cast<int>(dir_r.error().code);
     }
-    const std::string out_dir = *dir_r;
-    if (!a.quiet) tracer::note("nvtrace: tracing {}; capture directory {}\n", fmt::join(run.command, " "), out_dir);
-    opts.out_dir = out_dir;
-    if (a.buffer_size_kb > 0) opts.buffer_size_kb = a.buffer_size_kb;
-    // Test hook (docs/testing.md): no reading while the program runs, only the final drain.
-    if (const char* nd = std::getenv("NVTRACE_TEST_NO_DRAIN"); nd && std::string(nd) == "1")
-        opts.drain_while_running = false;
-
-    opts.hold_signals = true;  // a SIGINT/SIGTERM/SIGHUP/SIGQUIT while the report is written waits for it (docs/run.md)
+    const std::string out_dir = opts.out_dir = *dir_r;
+    if (!a.quiet)
+        tracer::note("nvtrace: tracing {}; capture directory {}\n", fmt::join(opts.meta.command, " "), out_dir);
     auto cap = tracer::capture(opts);
     // Whatever path leaves from here, the signals are given back (take_held_signal does it once).
     struct HeldSignals {
@@ -306,49 +204,11 @@ int do_run(RunArgs a) {
             std::filesystem::remove_all(out_dir, ec);
         else
             std::filesystem::remove_all(raw, ec);
+        return static_cast<int>(cap.error().code);
     }
-    if (!cap) return static_cast<int>(cap.error().code);
     for (const auto& f : cap->restore_failures)
         tracer::note("nvtrace run: could not restore {} (the journal is kept for `nvtrace cleanup`)\n", f);
-    if (cap->instance_left) tracer::note("nvtrace run: {}\n", *cap->instance_left);
-
-    // What `nvtrace report DIR` makes the report from besides the pages (docs/formats.md): the report's source
-    // and environment are the run's.
-    nlohmann::json source = {{"kind", "live"},
-                             {"command", run.command},
-                             {"pid", cap->meta.pid ? nlohmann::json(*cap->meta.pid) : nlohmann::json(nullptr)},
-                             {"tracer_mode", cap->meta.tracer_mode}};
-    source["modules"] = run.modules;
-    source["filters"] = run.filters;
-    if (scenario) source["scenario"] = scenario->name;
-    if (expectations) source["expectations"] = run.expect;
-    // The NVIDIA modules are always described: the checker decides version alternatives from them.
-    std::vector<std::string> env_modules = run.modules;
-    for (const char* m : {"nvidia", "nvidia_uvm"})
-        if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() &&
-            tracer::module_state(m) != tracer::ModuleState::absent)
-            env_modules.emplace_back(m);
-    nlohmann::json environment = tracer::environment_info(env_modules);
-    if (no_graph_reason) environment["function_graph"] = *no_graph_reason;
-    if (expectations && cap->meta.tracer_mode.rfind("function_graph", 0) == 0)
-        if (auto nt = tracer::not_traceable(*expectations); !nt.empty()) environment["not_traceable"] = nt;
-    cap->meta.report_source = source;
-    cap->meta.environment = environment;
-    if (a.trace_dat) {
-        if (auto td = write_trace_dat(out_dir, cap->meta); !td)
-            tracer::note("nvtrace run: no trace.dat: {}\n", td.error().message);
-        else
-            cap->meta.trace_dat = *td;
-    }
-    for (const auto& k : cap->stream.kmsg)
-        cap->meta.kmsg_records.push_back(k.text);
-    cap->meta.buffer_stats = cap->stream.buffer_stats;
-    // meta.json first: with it the directory can be re-analysed (`nvtrace report DIR`) even when report.json
-    // cannot be written (a full disk) or nvtrace is killed while writing it.
-    if (auto w = write_text(std::filesystem::path(out_dir) / "meta.json", dump_capture_meta(cap->meta)); !w) {
-        tracer::note("nvtrace run: {}\n", w.error().message);
-        return static_cast<int>(ExitCode::environment);
-    }
+    if (cap->meta.instance_left) tracer::note("nvtrace run: {}\n", *cap->meta.instance_left);
     // The report: made from the capture directory by the code of `nvtrace report DIR` (record, then report), so
     // that the two are the same. The capture is saved once report.json is; a signal that arrived meanwhile ends
     // the run then (exit 128 + N below), before anything goes to stdout.
@@ -370,10 +230,10 @@ int do_run(RunArgs a) {
     if (report.exit_code != 0) return report.exit_code;
     if (report.cannot_run) fmt::print("cannot run here: {}\n", *report.cannot_run);
     if (cap->interrupted_by) return 128 + *cap->interrupted_by;
-    if (!cap->restore_failures.empty() || cap->instance_left) return static_cast<int>(ExitCode::environment);
+    if (!cap->restore_failures.empty() || cap->meta.instance_left) return static_cast<int>(ExitCode::environment);
     if (report.cannot_run) return static_cast<int>(ExitCode::environment);
     if (summarize(report.checks).fail) return static_cast<int>(ExitCode::expectation_failed);
-    if (a.exit_status == "program") return program_exit_status(cap->status);
+    if (a.exit_status == "program") return program_exit_status(cap->meta);
     return 0;
 }
 
@@ -397,7 +257,7 @@ void add_run(CLI::App& app, int& exit_code) {
         "(tracing state not restored, instance left, scenario cannot run), 1 (a check failed), then with\n"
         "--exit-status program the program's status (128+N when signal N killed it), else 0. So\n"
         "`nvtrace run --exit-status program -- ./test && echo ok` says ok only when ./test exited 0.");
-    run->add_option("command", args->r.command,
+    run->add_option("command", args->r.capture.meta.command,
                     "Program and arguments (after --), or a scenario directory [-- its program's arguments]")
         ->required()
         ->expected(-1);
@@ -414,35 +274,37 @@ void add_run(CLI::App& app, int& exit_code) {
     run->add_option("-o,--out", args->out,
                     "Capture directory: created, or an existing one without a capture (default: a new "
                     "runs/<program>-<UTC time>.<microseconds>Z-<pid>)");
-    run->add_option("-m,--module", args->r.modules,
+    run->add_option("-m,--module", args->r.capture.meta.modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--filter", args->r.filters,
+    run->add_option("--filter", args->r.capture.meta.filters,
                     "Also trace functions matching this glob (set_ftrace_filter); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--notrace", args->r.notrace,
+    run->add_option("--notrace", args->r.capture.meta.notrace,
                     "Never trace functions matching this glob (set_ftrace_notrace); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--graph-function", args->r.graph_functions,
+    run->add_option("--graph-function", args->r.capture.meta.graph_functions,
                     "Start graphs only at these functions (set_graph_function); repeatable")
         ->allow_extra_args(false);
-    run->add_option("--max-depth", args->r.max_depth, "Cap the graph depth (max_graph_depth)")
+    run->add_option("--max-depth", args->r.capture.meta.max_depth, "Cap the graph depth (max_graph_depth)")
         ->check(nvtrace::cli::positive_number);
-    run->add_flag("--future", args->future, "Arm :mod:M for a module that is not loaded yet (applied when it loads)");
-    run->add_flag("--force", args->force,
+    run->add_flag("--future", args->r.capture.future,
+                  "Arm :mod:M for a module that is not loaded yet (applied when it loads)");
+    run->add_flag("--force", args->r.capture.force,
                   "Take the top level although another tracer is set or a journal exists (it is still restored)");
-    run->add_flag("--as-root", args->r.as_root, "Under sudo, run the program as root instead of the invoking user");
+    run->add_flag("--as-root", args->r.capture.as_root,
+                  "Under sudo, run the program as root instead of the invoking user");
     run->add_flag("--no-preload", args->no_preload,
                   "Do not inject libnvtrace_preload.so (user-space ioctl decoding, docs/preload.md)");
-    run->add_option("-e,--event", args->r.events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
+    run->add_option("-e,--event", args->r.capture.meta.events, "Also record this tracepoint, SYSTEM:EVENT; repeatable")
         ->allow_extra_args(false);
-    run->add_option("--buffer-size", args->buffer_size_kb,
+    run->add_option("--buffer-size", args->r.capture.meta.buffer_size_kb,
                     "Per-CPU ring-buffer size of nvtrace's instance in KiB (buffer_size_kb; default: the kernel's)")
         ->check(nvtrace::cli::positive_number);
-    run->add_flag("--trace-dat", args->trace_dat,
+    run->add_flag("--trace-dat", args->r.capture.trace_dat,
                   "Also write DIR/trace.dat (and trace-top.dat) from the raw pages with `trace-cmd restore` "
                   "(needs trace-cmd)");
-    run->add_option("--timeout", args->r.timeout_s,
+    run->add_option("--timeout", args->r.capture.timeout_s,
                     "Stop the program and its process group after this many seconds (SIGTERM, then SIGKILL 2 s later)")
         ->check(nvtrace::cli::positive_number);
     run->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
@@ -457,7 +319,7 @@ void add_run(CLI::App& app, int& exit_code) {
                     "signal N killed it) once nvtrace itself succeeded (its errors 2, 3, a signal to nvtrace 128+N "
                     "and a failed check 1 come first)")
         ->check(CLI::IsMember({"nvtrace", "program"}));
-    run->add_flag("--tty", args->tty,
+    run->add_flag("--tty", args->r.capture.meta.tty,
                   "Give the program the terminal (its process group becomes the foreground one) so that it can read "
                   "it; without it, a program that reads the terminal is stopped by SIGTTIN: nvtrace says so and ends "
                   "it, the capture saved");
