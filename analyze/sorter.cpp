@@ -2,49 +2,34 @@
 #include "sorter.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace nvtrace {
 
-SortOrder::Admitted SortOrder::admit(std::optional<std::uint64_t> ts_ns) {
-    ++pushed_;
-    const std::uint64_t t = ts_ns ? *ts_ns : newest_;
-    newest_ = std::max(newest_, t);
-    std::uint32_t slot;
-    if (!free_.empty()) {
-        slot = free_.back();
-        free_.pop_back();
-    } else {
-        slot = slots_++;
-    }
-    if (any_emitted_ && t < last_emitted_) {
-        ++late_;
-        ++emitted_;  // handed on by the caller at once
-        return {slot, true};
-    }
-    // In-order input (the common case) appends; an earlier time goes after the held items of its time or
-    // less (stable: equal times keep arrival order).
-    if (held_.empty() || held_.back().ts <= t)
-        held_.push_back({t, slot});
-    else
-        held_.insert(
-            std::upper_bound(held_.begin(), held_.end(), t, [](std::uint64_t x, const Held& h) { return x < h.ts; }),
-            Held{t, slot});
-    return {slot, false};
+void SortOrder::grow() {
+    // Twice the room, up to the most ever held; the held items move to the start of the new ring, in order.
+    const std::size_t most = window_.max_events < SIZE_MAX ? window_.max_events + 1 : SIZE_MAX;
+    std::vector<Held> bigger(std::min(most, std::max<std::size_t>(16, 2 * ring_.size())));
+    for (std::size_t i = 0; i < size_; ++i)
+        bigger[i] = held_at(i);
+    ring_ = std::move(bigger);
+    head_ = 0;
 }
 
-std::optional<std::uint32_t> SortOrder::next(bool all) {
-    if (!held_.empty()) {
-        const Held front = held_.front();
-        if (all || held_.size() > window_.max_events || newest_ - front.ts >= window_.span_ns) {
-            held_.pop_front();
-            last_emitted_ = front.ts;
-            any_emitted_ = true;
-            ++emitted_;
-            return front.slot;
-        }
+void SortOrder::insert_held(Held h) {
+    // The first held item newer than h (upper bound by time), then everything from there moves back one place.
+    std::size_t lo = 0, hi = size_;
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (h.ts < held_at(mid).ts)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    max_buffered_ = std::max(max_buffered_, held_.size());
-    return std::nullopt;
+    for (std::size_t i = size_; i > lo; --i)
+        held_at(i) = held_at(i - 1);
+    held_at(lo) = h;
+    ++size_;
 }
 
 }  // namespace nvtrace

@@ -22,8 +22,8 @@
 // Thread-safety: one thread. No errors: every call succeeds.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -58,16 +58,59 @@ public:
         std::uint32_t slot;
         bool late;
     };
-    Admitted admit(std::optional<std::uint64_t> ts_ns);
-    // The next slot to hand on because the window has moved past it (none when every held item is still inside);
-    // with `all`, the oldest held slot whatever the window (the end of the stream).
-    std::optional<std::uint32_t> next(bool all = false);
+    Admitted admit(std::optional<std::uint64_t> ts_ns) {
+        ++pushed_;
+        const std::uint64_t t = ts_ns ? *ts_ns : newest_;
+        if (t > newest_) newest_ = t;
+        std::uint32_t slot;
+        if (!free_.empty()) {
+            slot = free_.back();
+            free_.pop_back();
+        } else {
+            slot = slots_++;
+        }
+        if (any_emitted_ && t < last_emitted_) {
+            ++late_;
+            ++emitted_;  // handed on by the caller at once
+            return {slot, true};
+        }
+        // In-order input (the common case) appends; an earlier time goes after the held items of its time or
+        // less (stable: equal times keep arrival order).
+        if (size_ == ring_.size()) grow();
+        if (size_ == 0 || held_at(size_ - 1).ts <= t) {
+            ring_[at(size_)] = {t, slot};
+            ++size_;
+        } else {
+            insert_held({t, slot});
+        }
+        return {slot, false};
+    }
+    // The next slot to hand on because the window has moved past it (kNone when every held item is still
+    // inside); with `all`, the oldest held slot whatever the window (the end of the stream). A plain integer, not
+    // an optional: one is asked for per item, and an optional returned through memory stalls the load that reads
+    // it (a 4-byte and a 1-byte store read back as 8 bytes).
+    static constexpr std::uint32_t kNone = UINT32_MAX;
+    std::uint32_t next(bool all = false) {
+        if (size_ != 0) {
+            const Held front = ring_[head_];
+            if (all || size_ > window_.max_events || newest_ - front.ts >= window_.span_ns) {
+                head_ = at(1);
+                --size_;
+                last_emitted_ = front.ts;
+                any_emitted_ = true;
+                ++emitted_;
+                return front.slot;
+            }
+        }
+        if (size_ > max_buffered_) max_buffered_ = size_;
+        return kNone;
+    }
     void release(std::uint32_t slot) { free_.push_back(slot); }
 
     std::uint64_t pushed() const { return pushed_; }
     std::uint64_t emitted() const { return emitted_; }
     std::uint64_t late() const { return late_; }
-    std::size_t buffered() const { return held_.size(); }
+    std::size_t buffered() const { return size_; }
     std::size_t max_buffered() const { return max_buffered_; }  // held between pushes: at most max_events
     std::uint32_t slots() const { return slots_; }              // slots ever made: the pool's size
     // The last time handed on (0 before the first): a late item is this much minus its time behind.
@@ -79,8 +122,20 @@ private:
         std::uint64_t ts;
         std::uint32_t slot;
     };
+    std::size_t at(std::size_t i) const {  // ring index of the i-th held item (i <= ring_.size())
+        const std::size_t j = head_ + i;
+        return j >= ring_.size() ? j - ring_.size() : j;
+    }
+    Held& held_at(std::size_t i) { return ring_[at(i)]; }
+    void insert_held(Held h);  // an item older than the newest held one: into its place
+    void grow();               // the ring is full: twice the room
     SortWindow window_;
-    std::deque<Held> held_;  // by (ts, arrival)
+    // The held items by (ts, arrival), oldest first: a ring of ring_.size() entries from head_ (at most
+    // max_events + 1, the most ever held).
+    // In-order input (nearly all of it) appends at the back and leaves from the front: no allocation once the
+    // ring holds the window, and no per-item node bookkeeping as in a std::deque.
+    std::vector<Held> ring_;
+    std::size_t head_ = 0, size_ = 0;
     std::vector<std::uint32_t> free_;
     std::uint32_t slots_ = 0;
     std::uint64_t newest_ = 0, last_emitted_ = 0;
@@ -102,7 +157,14 @@ public:
     template <class Fill, class Emit>
     bool push(std::optional<std::uint64_t> ts_ns, Fill&& fill, Emit&& emit) {
         auto [slot, late] = order_.admit(ts_ns);
-        if (slot >= pool_.size()) pool_.resize(slot + 1);
+        if (slot >= pool_.size()) {
+            // Room for the whole window at once (address space only: a slot's memory is touched when first used).
+            // Grown by doubling instead, the vector would hold the old and the new copy of every slot at once
+            // while it moves them: twice the window's memory at the peak.
+            if (pool_.capacity() == 0)
+                pool_.reserve(std::min<std::size_t>(order_.window().max_events + 1, kMaxReserve));
+            pool_.resize(slot + 1);
+        }
         fill(pool_[slot]);
         if (late) {
             emit(pool_[slot]);
@@ -121,11 +183,12 @@ public:
 private:
     template <class Emit>
     void drain(bool all, Emit& emit) {
-        while (auto s = order_.next(all)) {
-            emit(pool_[*s]);
-            order_.release(*s);
+        for (std::uint32_t s; (s = order_.next(all)) != SortOrder::kNone;) {
+            emit(pool_[s]);
+            order_.release(s);
         }
     }
+    static constexpr std::size_t kMaxReserve = std::size_t{1} << 20;  // slots reserved at most up front
     SortOrder order_;
     std::vector<T> pool_;
 };
