@@ -338,8 +338,20 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
                            : "a killed run left top-level changes: a top-level run is refused until `nvtrace cleanup` "
                              "restores them"});
     } else {
-        f.push_back({"journal", "ok", "none",
-                     "no run holds or left the top-level state: nothing for `nvtrace cleanup` to restore"});
+        f.push_back({"journal", "ok", "none", "no run holds or left the top-level state journal"});
+    }
+    // What `nvtrace cleanup` would do (its own dry run): instances, probes and processes a killed run left.
+    if (mounted && ::geteuid() == 0) {
+        if (auto dry = cleanup(true); !dry) {
+            f.push_back({"leftovers", "warn", dry.error().message, "could not look for what a killed run left"});
+        } else if (dry->actions.empty()) {
+            f.push_back({"leftovers", "ok", "none", "no killed run left an instance, probe or journal to remove"});
+        } else {
+            std::string what;
+            for (const auto& a : dry->actions)
+                what += (what.empty() ? "" : "; ") + a.what;
+            f.push_back({"leftovers", "fail", what, "a killed run left these: `nvtrace cleanup` removes them"});
+        }
     }
     return f;
 }

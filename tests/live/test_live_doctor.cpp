@@ -112,7 +112,8 @@ TEST(LiveDoctor, JsonFindingsMatchWhatTheTestReadsItself) {
                            "nvidia_driver",
                            "device_nodes",
                            "cuda_driver",
-                           "journal"})
+                           "journal",
+                           "leftovers"})
         EXPECT_TRUE(f.count(id)) << "no finding " << id << " in\n" << r.out;
 
     // REQUIRE_LIVE() established root and a writable tracefs at kTracing.
@@ -202,6 +203,27 @@ TEST(LiveDoctor, JsonFindingsMatchWhatTheTestReadsItself) {
         EXPECT_EQ(f["journal"].value("status", ""), "ok");
         EXPECT_EQ(f["journal"].value("value", ""), "none");
     }
+}
+
+// A SIGKILLed run leaves its instance (and, once it started, its program): doctor said
+// "nothing for nvtrace cleanup to restore" while cleanup then removed the instance. It names them now.
+TEST(LiveDoctor, LeftoversOfAKilledRunAreNamedUntilCleanup) {
+    REQUIRE_LIVE();
+    auto before = tracefs_snapshot();
+    pid_t pid = start_sleeping_run(NVTRACE_BIN, temp_dir());
+    ASSERT_GT(pid, 0) << "the run never created its instance";
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    const std::string inst = "nvtrace-" + std::to_string(pid);
+    auto f = findings_by_id(run({NVTRACE_BIN, "doctor", "--json"}).out);
+    EXPECT_EQ(f["leftovers"].value("status", ""), "fail");
+    EXPECT_NE(f["leftovers"].value("value", "").find("remove instance " + inst), std::string::npos)
+        << f["leftovers"].dump();
+    Ran c = run({NVTRACE_BIN, "cleanup"});
+    EXPECT_EQ(c.rc, 0) << c.out << c.err;
+    f = findings_by_id(run({NVTRACE_BIN, "doctor", "--json"}).out);
+    EXPECT_EQ(f["leftovers"].value("status", ""), "ok") << f["leftovers"].dump();
+    EXPECT_EQ(tracefs_snapshot(), before);
 }
 
 TEST(LiveDoctor, TextOutputHasEveryFindingWithItsMeaning) {
