@@ -11,21 +11,30 @@ namespace nvtrace {
 
 namespace {
 
-// Legacy tty/file requests: include/uapi/asm-generic/ioctls.h (x86-64 uses the generic numbers). They
-// predate the _IOC encoding, so their "type" is 'T' (0x54) with no direction or size.
-constexpr std::array<std::pair<std::uint32_t, const char*>, 12> kGeneric{{
-    {0x5401, "TCGETS"},
-    {0x5402, "TCSETS"},
-    {0x5403, "TCSETSW"},
-    {0x540B, "TCFLSH"},
-    {0x540F, "TIOCGPGRP"},
-    {0x5410, "TIOCSPGRP"},
-    {0x5413, "TIOCGWINSZ"},
-    {0x5414, "TIOCSWINSZ"},
-    {0x541B, "FIONREAD"},
-    {0x5421, "FIONBIO"},
-    {0x5450, "FIONCLEX"},
-    {0x5451, "FIOCLEX"},
+// Legacy tty/file requests: include/uapi/asm-generic/ioctls.h, all of it (x86-64 uses the generic numbers). Most
+// predate the _IOC encoding: type 'T' (0x54) with no direction or size. The _IOR/_IOW ones are encoded here with
+// their x86-64 sizes (struct termios2: 44 bytes; unsigned int and int: 4). TIOCINQ is FIONREAD's other name: a
+// number is named by its first entry, a name found by any.
+constexpr std::array<std::pair<std::uint32_t, const char*>, 75> kGeneric{{
+    {0x5401, "TCGETS"},         {0x5402, "TCSETS"},         {0x5403, "TCSETSW"},         {0x5404, "TCSETSF"},
+    {0x5405, "TCGETA"},         {0x5406, "TCSETA"},         {0x5407, "TCSETAW"},         {0x5408, "TCSETAF"},
+    {0x5409, "TCSBRK"},         {0x540A, "TCXONC"},         {0x540B, "TCFLSH"},          {0x540C, "TIOCEXCL"},
+    {0x540D, "TIOCNXCL"},       {0x540E, "TIOCSCTTY"},      {0x540F, "TIOCGPGRP"},       {0x5410, "TIOCSPGRP"},
+    {0x5411, "TIOCOUTQ"},       {0x5412, "TIOCSTI"},        {0x5413, "TIOCGWINSZ"},      {0x5414, "TIOCSWINSZ"},
+    {0x5415, "TIOCMGET"},       {0x5416, "TIOCMBIS"},       {0x5417, "TIOCMBIC"},        {0x5418, "TIOCMSET"},
+    {0x5419, "TIOCGSOFTCAR"},   {0x541A, "TIOCSSOFTCAR"},   {0x541B, "FIONREAD"},        {0x541B, "TIOCINQ"},
+    {0x541C, "TIOCLINUX"},      {0x541D, "TIOCCONS"},       {0x541E, "TIOCGSERIAL"},     {0x541F, "TIOCSSERIAL"},
+    {0x5420, "TIOCPKT"},        {0x5421, "FIONBIO"},        {0x5422, "TIOCNOTTY"},       {0x5423, "TIOCSETD"},
+    {0x5424, "TIOCGETD"},       {0x5425, "TCSBRKP"},        {0x5427, "TIOCSBRK"},        {0x5428, "TIOCCBRK"},
+    {0x5429, "TIOCGSID"},       {0x802C542A, "TCGETS2"},    {0x402C542B, "TCSETS2"},     {0x402C542C, "TCSETSW2"},
+    {0x402C542D, "TCSETSF2"},   {0x542E, "TIOCGRS485"},     {0x542F, "TIOCSRS485"},      {0x80045430, "TIOCGPTN"},
+    {0x40045431, "TIOCSPTLCK"}, {0x80045432, "TIOCGDEV"},   {0x5432, "TCGETX"},          {0x5433, "TCSETX"},
+    {0x5434, "TCSETXF"},        {0x5435, "TCSETXW"},        {0x40045436, "TIOCSIG"},     {0x5437, "TIOCVHANGUP"},
+    {0x80045438, "TIOCGPKT"},   {0x80045439, "TIOCGPTLCK"}, {0x80045440, "TIOCGEXCL"},   {0x5441, "TIOCGPTPEER"},
+    {0x5450, "FIONCLEX"},       {0x5451, "FIOCLEX"},        {0x5452, "FIOASYNC"},        {0x5453, "TIOCSERCONFIG"},
+    {0x5454, "TIOCSERGWILD"},   {0x5455, "TIOCSERSWILD"},   {0x5456, "TIOCGLCKTRMIOS"},  {0x5457, "TIOCSLCKTRMIOS"},
+    {0x5458, "TIOCSERGSTRUCT"}, {0x5459, "TIOCSERGETLSR"},  {0x545A, "TIOCSERGETMULTI"}, {0x545B, "TIOCSERSETMULTI"},
+    {0x545C, "TIOCMIWAIT"},     {0x545D, "TIOCGICOUNT"},    {0x5460, "FIOQSIZE"},
 }};
 
 bool starts_with(std::string_view s, std::string_view p) {

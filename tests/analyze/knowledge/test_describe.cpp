@@ -98,6 +98,21 @@ TEST(DescribeIoctl, ClassifiesDevicePaths) {
     EXPECT_EQ(classify_device("/tmp/x"), DeviceKind::other);
 }
 
+// The pty requests a python3 program on /dev/ptmx made were shown as "ptmx 0x80045430": every request of
+// include/uapi/asm-generic/ioctls.h is named, the _IOR/_IOW ones with their x86-64 sizes.
+TEST(DescribeIoctl, EveryAsmGenericTtyRequestIsNamed) {
+    EXPECT_EQ(describe_ioctl(0x80045430, "/dev/ptmx").name, "TIOCGPTN");
+    EXPECT_EQ(describe_ioctl(0x40045431, "/dev/ptmx").name, "TIOCSPTLCK");
+    EXPECT_EQ(describe_ioctl(0x5441, "/dev/ptmx").name, "TIOCGPTPEER");
+    EXPECT_EQ(describe_ioctl(0x540E).name, "TIOCSCTTY");
+    EXPECT_EQ(describe_ioctl(0x5452).name, "FIOASYNC");
+    EXPECT_EQ(describe_ioctl(0x802C542A).name, "TCGETS2");  // _IOR('T', 0x2A, struct termios2), 44 bytes
+    EXPECT_EQ(describe_ioctl(0x5460).name, "FIOQSIZE");
+    EXPECT_EQ(describe_ioctl(0x541B).name, "FIONREAD");  // not its alias TIOCINQ
+    EXPECT_EQ(ioctl_number_by_name("TIOCINQ"), 0x541Bu);
+    EXPECT_EQ(ioctl_number_by_name("TIOCGEXCL"), 0x80045440u);
+}
+
 TEST(DescribeIoctl, NumbersByName) {
     EXPECT_EQ(ioctl_number_by_name("NV_ESC_RM_ALLOC_MEMORY"), 0xC0384627u);
     EXPECT_EQ(ioctl_number_by_name("UVM_FREE"), 34u);
