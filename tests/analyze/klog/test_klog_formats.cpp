@@ -214,6 +214,9 @@ TEST(KlogFormat, MegabyteLineIsCutAndCounted) {
     ASSERT_EQ(p.messages.size(), 2u);
     EXPECT_LE(p.messages[0].text.size(), 64u * 1024);
     EXPECT_EQ(p.diagnostics.at(0).name, "long_line");
+    // The cut drops text, as message_too_long does: the log is not complete.
+    EXPECT_EQ(p.diagnostics.at(0).severity, "data_loss");
+    EXPECT_FALSE(p.complete);
     EXPECT_EQ(p.messages[1].kind, "xid");
 }
 
