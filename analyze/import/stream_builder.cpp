@@ -295,8 +295,13 @@ void StreamBuilder::header(std::string_view h) {
 
 void StreamBuilder::comm(int pid, std::string_view comm) {
     if (pid < 0) return;
+    // Nearly every line of a funcgraph-proc trace names its task, and consecutive lines mostly name the same
+    // one: the map is looked up only when the pid changes or a longer name comes (a truncated one grew).
+    if (pid == last_comm_pid_ && comm.size() <= last_comm_size_) return;
     auto [it, fresh] = stream_.comms.try_emplace(pid);
     if (fresh || it->second.size() < comm.size()) it->second = clean(comm);
+    last_comm_pid_ = pid;
+    last_comm_size_ = it->second.size();
 }
 
 void StreamBuilder::set_drain(Drain sink, std::function<void(const char*)> consumed) {

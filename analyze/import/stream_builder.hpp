@@ -168,6 +168,10 @@ private:
     int last_irq_cpu_ = 0;
     TaskState* last_task_ = nullptr;  // tasks_[last_task_key_]
     std::int64_t last_task_key_ = 0;
+    // comm(): the pid it was last given and the size of stream_.comms[that pid] then (only comm() writes
+    // stream_.comms while lines are read), so that a run of lines of one task skips the map.
+    int last_comm_pid_ = -1;
+    std::size_t last_comm_size_ = 0;
     PendingBuf pending_;                    // streaming: the events not drained yet
     std::deque<Event> others_;              // streaming: the Pending::Kind::other events, in order
     Event entry_ev_, exit_ev_;              // streaming: what a pending entry / exit is handed over as

@@ -270,3 +270,22 @@ TEST(FgraphText, HighLeadBytesAreReplaced) {
               "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xf0\x9f\x98\x80z");
     EXPECT_NO_THROW(to_json(build_report(s)).dump());
 }
+
+// funcgraph-proc prints a task's comm cut to fit its column (print_graph_proc in kernel/trace/trace_functions_graph.c:
+// TRACE_GRAPH_PROCINFO_LENGTH characters with the pid); the context-switch banner that follows names the same pid in
+// full. The longer name replaces the cut one even when it comes right after lines of that very task, and the cut
+// one on the lines after it does not replace it back.
+TEST(FgraphText, LongerCommOfTheSamePidReplacesTheCutOne) {
+    auto s = read(
+        " 0)  kworke-30    |   0.100 us    |  f();\n"
+        " 0)  kworke-30    |   0.100 us    |  g();\n"
+        " ------------------------------------------\n"
+        " 0)  kworker/0:1-30   =>  bash-10  \n"
+        " ------------------------------------------\n"
+        "\n"
+        " 0)  bash-10      |   0.100 us    |  h();\n"
+        " 1)  kworke-30    |   0.100 us    |  i();\n"
+        " 1)  kworke-30    |   0.100 us    |  j();\n");
+    EXPECT_EQ(s.comms.at(30), "kworker/0:1");
+    EXPECT_EQ(s.comms.at(10), "bash");
+}
