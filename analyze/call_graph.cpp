@@ -236,12 +236,7 @@ struct CallStream::Impl {
 
     // `function` and `module` (null: none) stand for the FuncEntry's / FuncExit's own (ignored for other
     // events). A pointer, not a std::optional: building one per event stalls on its store and reload.
-    void add(const Event& ev, std::size_t idx, std::string_view function, const std::string_view* module) {
-        if (std::holds_alternative<ConsoleLine>(ev.body) || std::holds_alternative<Marker>(ev.body)) {
-            if (auto it = stacks.find(stack_key(ev)); it != stacks.end() && !it->second.empty())
-                g.open_call_at[idx] = it->second.back().call.id;
-            return;
-        }
+    void add(const Event& ev, std::string_view function, const std::string_view* module) {
         if (auto* e = std::get_if<FuncEntry>(&ev.body)) {
             std::int64_t key = stack_key(ev);
             auto& st = stack(key);
@@ -403,7 +398,27 @@ CallStream::CallStream(Sink sink, bool aggregate) : impl_(std::make_unique<Impl>
     impl_->aggregate = aggregate;
 }
 
+CallStream::CallStream(std::vector<Call>& by_id) : impl_(std::make_unique<Impl>()) {
+    impl_->slots = &by_id;
+}
+
 CallStream::~CallStream() = default;
+
+std::optional<std::uint64_t> CallStream::open_call(const Event& ev) const {
+    auto it = impl_->stacks.find(stack_key(ev));
+    if (it == impl_->stacks.end() || it->second.empty()) return std::nullopt;
+    return it->second.back().call.id;
+}
+
+bool CallStream::may_root_in(int pid, std::uint64_t lo, std::optional<std::uint64_t> hi) const {
+    auto in = [&](const std::optional<std::uint64_t>& e) { return !e || (*e >= lo && (!hi || *e <= *hi)); };
+    if (auto it = impl_->stacks.find(pid); it != impl_->stacks.end() && !it->second.empty())
+        if (in(it->second[0].call.entry_ns)) return true;
+    if (auto it = impl_->orphans.find(pid); it != impl_->orphans.end() && it->second.base == 0)
+        for (std::size_t t : it->second.tops)
+            if (in(it->second.pool[t].call.entry_ns)) return true;
+    return false;
+}
 
 namespace {
 
@@ -426,22 +441,16 @@ std::pair<std::string_view, std::optional<std::string_view>> names_of(const Even
 
 }  // namespace
 
-void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms) {
+void CallStream::add(const Event& ev, const std::map<int, std::string>& comms) {
     impl_->comms = &comms;
     auto [function, module] = names_of(ev);
-    impl_->add(ev, index, function, module ? &*module : nullptr);
+    impl_->add(ev, function, module ? &*module : nullptr);
 }
 
-void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms,
-                     std::string_view function, std::optional<std::string_view> module) {
+void CallStream::add(const Event& ev, const std::map<int, std::string>& comms, std::string_view function,
+                     const std::string_view* module) {
     impl_->comms = &comms;
-    impl_->add(ev, index, function, module ? &*module : nullptr);
-}
-
-void CallStream::add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms,
-                     std::string_view function, const std::string_view* module) {
-    impl_->comms = &comms;
-    impl_->add(ev, index, function, module);
+    impl_->add(ev, function, module);
 }
 
 void CallStream::finish() {
@@ -465,13 +474,13 @@ std::uint64_t CallStream::calls() const {
 }
 
 CallGraph build_call_graph(const EventStream& stream) {
-    CallStream cs(nullptr, false);
     std::vector<Call> calls;
-    cs.impl_->slots = &calls;
+    CallStream cs(calls);
+    cs.impl_->aggregate = false;
     cs.impl_->comms = &stream.comms;
-    for (std::size_t idx = 0; idx < stream.events.size(); ++idx) {
-        auto [function, module] = names_of(stream.events[idx]);
-        cs.impl_->add(stream.events[idx], idx, function, module ? &*module : nullptr);
+    for (const Event& ev : stream.events) {
+        auto [function, module] = names_of(ev);
+        cs.impl_->add(ev, function, module ? &*module : nullptr);
     }
     cs.finish();
     CallGraph g = std::move(cs.impl_->g);

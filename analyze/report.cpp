@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -128,6 +129,98 @@ std::optional<std::map<std::string, std::string>> parse_event_fields(std::string
 
 // ---- ReportBuilder ------------------------------------------------------------------------------------------
 
+// With a call sink: link_ioctl_calls' rule applied as the ioctls and calls go by (a root call of a task belongs to
+// the latest ioctl of that task entered at or before it, unless that ioctl returned before it), and the calls that
+// attach_kernel_log_by_time may choose for a /dev/kmsg line (the closed ones overlapping its window).
+struct ReportBuilder::Linker {
+    struct Root {
+        std::uint64_t entry_ns, id;
+    };
+    std::deque<IoctlRecord> held;                               // handed over by the collector, in enter order
+    std::unordered_map<int, std::deque<std::uint64_t>> enters;  // ioctl entry times per pid, not handed on yet
+    std::unordered_map<int, std::vector<Root>> roots;           // root calls that may still join an ioctl
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> kmsg;  // merged [lo, hi] windows of the /dev/kmsg lines
+    std::vector<Call> near_kmsg;                                // closed calls overlapping one of them
+    std::optional<std::uint64_t> now;                           // ts_ns of the last event added
+
+    Linker(const EventStream& side) {
+        const bool usable = side.kmsg_clock && side.kmsg_clock->offset_ns;
+        for (const auto& raw : usable ? side.kmsg : std::vector<KmsgRecordText>{}) {
+            auto rec = parse_kmsg_record(raw.text);
+            if (!rec) continue;
+            // attach_kernel_log_by_time's window: the record's 1 us resolution and the clock's uncertainty.
+            std::int64_t t = static_cast<std::int64_t>(rec->ts_us * 1000) + *side.kmsg_clock->offset_ns;
+            auto unc = static_cast<std::int64_t>(side.kmsg_clock->uncertainty_ns);
+            if (t + 999 + unc < 0) continue;
+            kmsg.emplace_back(static_cast<std::uint64_t>(std::max<std::int64_t>(t - unc, 0)),
+                              static_cast<std::uint64_t>(t + 999 + unc));
+        }
+        std::sort(kmsg.begin(), kmsg.end());
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> merged;
+        for (const auto& w : kmsg)
+            if (!merged.empty() && w.first <= merged.back().second)
+                merged.back().second = std::max(merged.back().second, w.second);
+            else
+                merged.push_back(w);
+        kmsg = std::move(merged);
+    }
+
+    void call(const Call& c) {
+        if (!c.parent && c.entry_ns)
+            if (auto it = enters.find(c.pid);
+                it != enters.end() && !it->second.empty() && it->second.front() <= *c.entry_ns)
+                roots[c.pid].push_back({*c.entry_ns, c.id});
+        if (kmsg.empty() || !c.entry_ns || !c.duration_ns) return;
+        const std::uint64_t b = *c.entry_ns, e = b + *c.duration_ns;
+        auto w =
+            std::lower_bound(kmsg.begin(), kmsg.end(), b, [](const auto& x, std::uint64_t v) { return x.second < v; });
+        if (w == kmsg.end() || w->first > e) return;
+        Call& k = near_kmsg.emplace_back();
+        k.id = c.id;
+        k.parent = c.parent;
+        k.entry_ns = c.entry_ns;
+        k.duration_ns = c.duration_ns;
+    }
+
+    // Hands on the oldest ioctls no later root call can join (all of them `at_end`).
+    void release(const CallStream& calls, const std::function<void(IoctlRecord&&)>& sink, bool at_end) {
+        while (!held.empty()) {
+            IoctlRecord& r = held.front();
+            auto& en = enters[r.pid];
+            while (!en.empty() && en.front() <= r.enter_ns)
+                en.pop_front();
+            // Roots entered at or after the pid's next ioctl are that one's.
+            std::optional<std::uint64_t> next = en.empty() ? std::nullopt : std::optional(en.front());
+            std::optional<std::uint64_t> hi = r.exit_ns;
+            if (next && *next > 0 && (!hi || *next - 1 < *hi)) hi = *next - 1;
+            if (!at_end) {
+                if (r.exit_ns ? !now || *now <= *r.exit_ns : !next) break;
+                if (calls.may_root_in(r.pid, r.enter_ns, hi)) break;
+            }
+            if (auto it = roots.find(r.pid); it != roots.end()) {
+                std::vector<Root>& v = it->second;
+                std::vector<std::uint64_t> ids;
+                std::erase_if(v, [&](const Root& x) {
+                    if (x.entry_ns < r.enter_ns) return true;  // before this ioctl: no ioctl's
+                    if (hi && x.entry_ns > *hi) return false;
+                    ids.push_back(x.id);
+                    return true;
+                });
+                std::sort(ids.begin(), ids.end());
+                if (!ids.empty()) r.call = ids.front();
+                r.calls = std::move(ids);
+                if (v.empty()) roots.erase(it);
+            }
+            if (en.empty()) {
+                enters.erase(r.pid);
+                roots.erase(r.pid);  // no ioctl of this pid is left for them
+            }
+            sink(std::move(r));
+            held.pop_front();
+        }
+    }
+};
+
 ReportBuilder::ReportBuilder(const EventStream& side, Sinks sinks)
     : side_(side),
       sinks_(std::move(sinks)),
@@ -135,9 +228,20 @@ ReportBuilder::ReportBuilder(const EventStream& side, Sinks sinks)
       ioctls_(
           side.comms, fd_paths_, [this](IoctlRecord&& io) { take_ioctl(std::move(io)); },
           fd_path_unknown_default(side)),
-      phases_(std::make_unique<detail::Phases>()) {}
+      phases_(std::make_unique<detail::Phases>()) {
+    if (sinks_.call) {
+        calls_ = std::make_unique<CallStream>([this](Call&& c) { take_call(std::move(c)); });
+        linker_ = std::make_unique<Linker>(side);
+    } else {
+        calls_ = std::make_unique<CallStream>(calls_by_id_);
+    }
+}
 
 ReportBuilder::~ReportBuilder() = default;
+
+std::uint64_t ReportBuilder::calls() const {
+    return calls_->calls();
+}
 
 std::vector<FdPath> ReportBuilder::fd_paths_of(const EventStream& side) {
     return nvtrace::fd_paths_of(side);  // nvtrace/ioctl.hpp: lifetimes, else /proc samples
@@ -145,10 +249,16 @@ std::vector<FdPath> ReportBuilder::fd_paths_of(const EventStream& side) {
 
 void ReportBuilder::take_ioctl(IoctlRecord&& io) {
     if (!phases_->empty()) io.phase = phases_->at(io.enter_ns);
-    if (sinks_.ioctl)
-        sinks_.ioctl(std::move(io));
+    if (linker_)
+        linker_->held.push_back(std::move(io));
     else
         r_.ioctls.push_back(std::move(io));
+}
+
+void ReportBuilder::take_call(Call&& c) {
+    if (!phases_->empty() && c.entry_ns) c.phase = phases_->at(*c.entry_ns);
+    linker_->call(c);
+    sinks_.call(std::move(c));
 }
 
 void ReportBuilder::flush_event() {
@@ -199,9 +309,19 @@ void ReportBuilder::add_other(const Event& ev, const OtherEvent& o) {
     }
 }
 
-void ReportBuilder::add(const Event& ev, std::optional<std::uint64_t> open_call) {
+void ReportBuilder::add(const Event& ev, std::string_view function, const std::string_view* module) {
+    calls_->add(ev, side_.comms, function, module);
+    if (linker_) {
+        if (ev.ts_known) linker_->now = ev.ts_ns;
+        if (!linker_->held.empty()) linker_->release(*calls_, sinks_.ioctl, false);
+    }
+}
+
+void ReportBuilder::add(const Event& ev) {
     Completeness& cm = r_.completeness;
-    if (const auto* l = std::get_if<LostEvents>(&ev.body)) {
+    if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
+        calls_->add(ev, side_.comms);
+    } else if (const auto* l = std::get_if<LostEvents>(&ev.body)) {
         Gap gap;
         gap.kind = l->kind == LostEvents::Kind::elided           ? "elided"
                    : l->kind == LostEvents::Kind::buffer_started ? "buffer_started"
@@ -233,6 +353,7 @@ void ReportBuilder::add(const Event& ev, std::optional<std::uint64_t> open_call)
         else
             r_.markers.push_back(std::move(me));
     } else if (std::holds_alternative<IoctlEnter>(ev.body) || std::holds_alternative<IoctlExit>(ev.body)) {
+        if (linker_ && std::holds_alternative<IoctlEnter>(ev.body)) linker_->enters[ev.pid].push_back(ev.ts_ns);
         ioctls_.add(ev);
     } else if (const auto* o = std::get_if<OtherEvent>(&ev.body)) {
         add_other(ev, *o);
@@ -241,21 +362,32 @@ void ReportBuilder::add(const Event& ev, std::optional<std::uint64_t> open_call)
         if (ev.ts_known) msg.ts_ns = ev.ts_ns;
         msg.text = con->text;
         classify_kernel_message(msg);
-        msg.call = open_call;
+        msg.call = calls_->open_call(ev);
         msg.attached = msg.call ? "console" : "none";  // its own time says no call was open on its task
         r_.kernel_log.push_back(std::move(msg));
     }
+    if (linker_) {
+        if (ev.ts_known) linker_->now = ev.ts_ns;
+        if (!linker_->held.empty()) linker_->release(*calls_, sinks_.ioctl, false);
+    }
 }
 
-Report ReportBuilder::finish(CallGraph&& g) {
+Report ReportBuilder::finish() {
     const EventStream& stream = side_;
     Report& r = r_;
     flush_event();
+    calls_->finish();
     ioctls_.finish();
-    if (!phases_->empty())
-        for (Call& c : g.calls)
-            if (c.entry_ns) c.phase = phases_->at(*c.entry_ns);
-    link_ioctl_calls(r.ioctls, g.calls);
+    CallGraph g = calls_->summary();
+    if (linker_) {
+        linker_->release(*calls_, sinks_.ioctl, true);
+    } else {
+        g.calls = std::move(calls_by_id_);
+        if (!phases_->empty())
+            for (Call& c : g.calls)
+                if (c.entry_ns) c.phase = phases_->at(*c.entry_ns);
+        link_ioctl_calls(r.ioctls, g.calls);
+    }
 
     // Console lines by text, in order, for their /dev/kmsg twins below (each twin taken once, the first first).
     // The views point into r.kernel_log's strings: no reallocation while they are used.
@@ -297,7 +429,7 @@ Report ReportBuilder::finish(CallGraph&& g) {
     }
 
     // /dev/kmsg lines not seen through printk:console: by time, with the offset recorded at capture.
-    attach_kernel_log_by_time(r.kernel_log, g.calls, stream.kmsg_clock);
+    attach_kernel_log_by_time(r.kernel_log, linker_ ? linker_->near_kmsg : g.calls, stream.kmsg_clock);
     r.kmsg_clock = stream.kmsg_clock;
 
     Completeness& cm = r.completeness;
@@ -371,24 +503,17 @@ Report ReportBuilder::finish(CallGraph&& g) {
     }
     cm.complete = cm.reasons.empty();
 
-    GraphStats graph;
-    r.graph = aggregate_graph(g.calls, &graph);
-    add_graph_cap_diagnostic(cm, graph);
+    r.graph = calls_->graph();
+    add_graph_cap_diagnostic(cm, calls_->graph_stats());
     r.calls = std::move(g.calls);
     return std::move(r);
 }
 
 Report build_report(const EventStream& stream) {
-    CallGraph g = build_call_graph(stream);
     ReportBuilder b(stream, {});
-    for (std::size_t idx = 0; idx < stream.events.size(); ++idx) {
-        const Event& ev = stream.events[idx];
-        std::optional<std::uint64_t> open_call;
-        if (std::holds_alternative<ConsoleLine>(ev.body))
-            if (auto it = g.open_call_at.find(idx); it != g.open_call_at.end()) open_call = it->second;
-        b.add(ev, open_call);
-    }
-    return b.finish(std::move(g));
+    for (const Event& ev : stream.events)
+        b.add(ev);
+    return b.finish();
 }
 
 }  // namespace nvtrace

@@ -147,16 +147,15 @@ json to_json(const Report& r) {
 
 namespace {
 
-// The start of every report.json up to its first ioctl (calls empty): what a ReportStream writes before the
-// ioctls it streams.
-constexpr std::string_view kStreamedHead = "{\n \"calls\": [],\n \"ioctls\": [";
+// The start of every report.json up to its first call: what a ReportStream writes before the calls it streams.
+constexpr std::string_view kStreamedHead = "{\n \"calls\": [";
 
 // write_json's layout, to any `Out` with write(const char*, std::streamsize) and copy(fd, bytes) (an array
 // written elsewhere: StreamedArrays). Keys: calls and ioctls first (the arrays a report streams: a streamed
-// report writes its ioctls straight into report.json), then the others in nlohmann's (sorted) order. The
+// report writes its calls straight into report.json), then the others in nlohmann's (sorted) order. The
 // per-record arrays are written directly (import/json_write.cpp: the same bytes as their DOM's dump), in 1 MiB
-// writes. With `streamed`, the output already holds kStreamedHead and `streamed->ioctls`' elements, and the
-// events and markers are copied from their files.
+// writes. With `streamed`, the output already holds kStreamedHead and `streamed->calls`' elements, and the
+// ioctls, events and markers are copied from their files.
 template <class Out>
 void write_report(const Report& r, Out& out, const detail::StreamedArrays* streamed) {
     auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
@@ -174,8 +173,9 @@ void write_report(const Report& r, Out& out, const detail::StreamedArrays* strea
     };
     auto check_json_text = [&](std::string& b, const Check& k) { b += dump(check_json(k)); };
     if (streamed) {
-        buf += streamed->ioctls.count == 0 ? "]" : "\n ]";
+        buf += streamed->calls.count == 0 ? "]" : "\n ]";
         buf += ",\n";
+        copied("ioctls", streamed->ioctls);
     } else {
         buf += "{\n";
         import::write_array(out, buf, "calls", r.calls, import::append_call_json, false);

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <variant>
 
@@ -85,7 +87,10 @@ public:
     void count_only() { counting_ = true; }
 
     // Raw bytes (no separator, not counted as an element).
-    void append_raw(std::string_view bytes) { buf_ += bytes; }
+    void append_raw(std::string_view bytes) {
+        buf_ += bytes;
+        if (buf_.size() >= (1u << 20) - 4096) flush();
+    }
 
     template <class T, class Append>
     void add(const T& item, Append append) {
@@ -102,6 +107,11 @@ public:
     void flush() {
         if (fd_ >= 0 && error_.empty()) bytes_ += detail::write_all(fd_, buf_.data(), buf_.size(), error_);
         buf_.clear();
+    }
+
+    // A write of this section failed elsewhere (its elements' source): reported by error().
+    void set_error(const std::string& why) {
+        if (error_.empty()) error_ = why;
     }
 
     detail::StreamedArray array() const { return {fd_, bytes_, count_}; }
@@ -122,33 +132,48 @@ private:
 
 }  // namespace
 
-// An event waiting in the sorter, with the open call of a ConsoleLine.
-struct Pending {
-    Event ev;
-    std::optional<std::uint64_t> open_call;
-};
-
 struct ReportStream::Impl {
     EventStream side;
-    // report.json itself, its ioctls written straight into it (detail::streamed_report_head); events and markers
-    // in files of their own, copied in by write_report_tail.
-    SectionFile report_file, events, markers;
+    // report.json itself, its calls written straight into it (detail::streamed_report_head); ioctls, events and
+    // markers in files of their own, copied in by write_report_tail.
+    SectionFile report_file, ioctl_file, events, markers;
+    // Calls that ended before a call with a smaller id wait for it: report.json lists them by id
+    // (call_order.front() is id next_call). The first kHeldCalls wait in `held_calls`; past that (a call that
+    // never returns holds every later one) their JSON waits in `spill`, an unlinked file: 24 bytes a call.
+    static constexpr std::size_t kHeldCalls = 1 << 16;
+    struct Waiting {
+        std::uint64_t offset = 0;  // in spill, when length > 0
+        std::uint32_t length = 0;
+        std::int32_t held = -1;  // index into held_calls
+        bool ended() const { return held >= 0 || length > 0; }
+    };
+    std::deque<Waiting> call_order;
+    std::vector<Call> held_calls;
+    std::vector<std::int32_t> free_held;
+    std::uint64_t next_call = 1;
+    SectionFile spill;
+    bool spill_open = false;
+    std::string temp_dir, call_text, spill_read;
+    std::uint64_t spill_bytes = 0, spill_read_at = 0;
+    Result<void> write_waiting(Waiting& w);
     std::function<void(const IoctlRecord&)> on_ioctl;
     std::map<std::string, std::uint64_t> event_names;
     std::optional<ReportBuilder> builder;
     Report report;
     // Options::time_order: the events on their way to `builder`, in time order (sorter.hpp, kSortWindow).
-    Sorter<Pending> sorter;
+    Sorter<Event> sorter;
     // The first late event of each kind (late_event, late_ioctl_or_marker) and how many of the second kind.
     std::string first_late, first_late_paired;
     std::uint64_t late_paired = 0;
     std::uint64_t ioctls = 0;
+    std::uint64_t calls = 0;  // after finish()
     Options options;
     bool tail_written = false;
 
+    void take_call(Call&& c);
     void note_late(const Event& ev);
     template <class Fill>
-    void sort(const Event& ev, std::optional<std::uint64_t> open_call, Fill&& fill);
+    void sort(const Event& ev, Fill&& fill);
 };
 
 ReportStream::ReportStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -158,6 +183,7 @@ Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp
                                                          Options options) {
     auto impl = std::make_unique<Impl>();
     impl->options = options;
+    impl->temp_dir = temp_dir;
     impl->side = std::move(side);
     impl->side.events.clear();
     switch (options.json) {
@@ -169,12 +195,12 @@ Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp
             impl->report_file.adopt(options.direct_fd);
             break;
         case Json::none:
-            for (SectionFile* f : {&impl->report_file, &impl->events, &impl->markers})
+            for (SectionFile* f : {&impl->report_file, &impl->ioctl_file, &impl->events, &impl->markers})
                 f->count_only();
             break;
     }
     if (options.json != Json::none) {
-        for (SectionFile* f : {&impl->events, &impl->markers})
+        for (SectionFile* f : {&impl->ioctl_file, &impl->events, &impl->markers})
             if (auto r = f->open(temp_dir); !r) return fail(r.error());
         impl->report_file.append_raw(detail::streamed_report_head());
     }
@@ -182,9 +208,13 @@ Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp
     ReportBuilder::Sinks sinks;
     sinks.ioctl = [s](IoctlRecord&& io) {
         if (s->on_ioctl) s->on_ioctl(io);
-        s->report_file.add(io, import::append_ioctl_json);
+        s->ioctl_file.add(io, import::append_ioctl_json);
         ++s->ioctls;
     };
+    if (options.calls)
+        sinks.call = options.calls;
+    else
+        sinks.call = [s](Call&& c) { s->take_call(std::move(c)); };
     sinks.event = [s](EventRecord&& e) {
         ++s->event_names[e.name];
         s->events.add(e, import::append_event_json);
@@ -204,10 +234,6 @@ void ReportStream::on_ioctl(std::function<void(const IoctlRecord&)> f) {
 
 namespace {
 
-bool is_function_graph(const Event& ev) {
-    return std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body);
-}
-
 // The builder pairs ioctl entries with their exits and places markers (and the preload's per-ioctl markers) by
 // time: one of these out of order can change a record, not only where it is listed.
 bool placed_by_time(const Event& ev) {
@@ -216,6 +242,69 @@ bool placed_by_time(const Event& ev) {
 }
 
 }  // namespace
+
+void ReportStream::Impl::take_call(Call&& c) {
+    if (c.id != next_call && options.json != Json::none) {
+        const std::size_t at = c.id - next_call;
+        if (call_order.size() <= at) call_order.resize(at + 1);
+        Waiting& w = call_order[at];
+        if (held_calls.size() < kHeldCalls || !free_held.empty()) {
+            if (free_held.empty()) {
+                w.held = static_cast<std::int32_t>(held_calls.size());
+                held_calls.push_back(std::move(c));
+            } else {
+                w.held = free_held.back();
+                free_held.pop_back();
+                held_calls[static_cast<std::size_t>(w.held)] = std::move(c);
+            }
+            return;
+        }
+        if (!spill_open) {
+            if (auto r = spill.open(temp_dir); !r) {
+                report_file.set_error(r.error().message);
+                return;
+            }
+            spill_open = true;
+        }
+        call_text.clear();
+        import::append_call_json(call_text, c);
+        w.offset = spill_bytes;
+        w.length = static_cast<std::uint32_t>(std::max<std::size_t>(call_text.size(), 1));
+        spill.append_raw(call_text);
+        spill_bytes += call_text.size();
+        return;
+    }
+    report_file.add(c, import::append_call_json);
+    ++next_call;
+    if (!call_order.empty()) call_order.pop_front();
+    while (!call_order.empty() && call_order.front().ended()) {
+        if (auto r = write_waiting(call_order.front()); !r) report_file.set_error(r.error().message);
+        ++next_call;
+        call_order.pop_front();
+    }
+}
+
+Result<void> ReportStream::Impl::write_waiting(Waiting& w) {
+    auto text = [](std::string& b, std::string_view t) { b += t; };
+    if (w.held >= 0) {
+        report_file.add(held_calls[static_cast<std::size_t>(w.held)], import::append_call_json);
+        free_held.push_back(w.held);
+        return {};
+    }
+    // Read back through a 1 MiB window: calls spilled one after the other are mostly written out in that order.
+    if (w.offset < spill_read_at || w.offset + w.length > spill_read_at + spill_read.size()) {
+        if (w.offset + w.length > spill.bytes()) spill.flush();
+        if (!spill.error().empty()) return fail(Error::environment(spill.error()));
+        spill_read.resize(std::max<std::size_t>(1 << 20, w.length));
+        ssize_t n = ::pread(spill.fd(), spill_read.data(), spill_read.size(), static_cast<off_t>(w.offset));
+        if (n < static_cast<ssize_t>(w.length))
+            return fail(Error::environment(n < 0 ? std::strerror(errno) : "the spilled calls ended early"));
+        spill_read.resize(static_cast<std::size_t>(n));
+        spill_read_at = w.offset;
+    }
+    report_file.add(std::string_view(spill_read).substr(w.offset - spill_read_at, w.length), text);
+    return {};
+}
 
 void ReportStream::Impl::note_late(const Event& ev) {
     const std::uint64_t behind = sorter.order().last_emitted_ns() - ev.ts_ns;
@@ -232,51 +321,47 @@ void ReportStream::Impl::note_late(const Event& ev) {
 }
 
 template <class Fill>
-void ReportStream::Impl::sort(const Event& ev, std::optional<std::uint64_t> open_call, Fill&& fill) {
+void ReportStream::Impl::sort(const Event& ev, Fill&& fill) {
     const std::optional<std::uint64_t> ts = ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt;
     if (ts && sorter.order().emitted() > 0 && *ts < sorter.order().last_emitted_ns()) note_late(ev);
-    sorter.push(
-        ts,
-        [&](Pending& p) {
-            fill(p.ev);
-            p.open_call = open_call;
-        },
-        [this](Pending& p) { builder->add(p.ev, p.open_call); });
+    sorter.push(ts, fill, [this](Event& e) { builder->add(e); });
 }
 
-bool ReportStream::add(const Event& ev, std::optional<std::uint64_t> open_call) {
-    if (is_function_graph(ev)) return false;
-    if (!impl_->options.time_order) {
-        impl_->builder->add(ev, open_call);
-        return true;
-    }
-    impl_->sort(ev, open_call, [&](Event& slot) { slot = ev; });
-    return true;
+void ReportStream::add(const Event& ev) {
+    if (!impl_->options.time_order)
+        impl_->builder->add(ev);
+    else
+        impl_->sort(ev, [&](Event& slot) { slot = ev; });
 }
 
-bool ReportStream::add(Event&& ev, std::optional<std::uint64_t> open_call) {
-    if (is_function_graph(ev)) return false;
-    if (!impl_->options.time_order) {
-        impl_->builder->add(ev, open_call);
-        return true;
-    }
-    // Swapped, not moved: `ev` gets the slot's earlier event, whose buffers the caller's next event reuses.
-    impl_->sort(ev, open_call, [&](Event& slot) { std::swap(slot, ev); });
-    return true;
+void ReportStream::add(Event&& ev) {
+    if (!impl_->options.time_order)
+        impl_->builder->add(ev);
+    else  // swapped, not moved: `ev` gets the slot's earlier event, whose buffers the caller's next event reuses
+        impl_->sort(ev, [&](Event& slot) { std::swap(slot, ev); });
 }
 
-Result<void> ReportStream::finish(CallGraph&& calls) {
+void ReportStream::add(const Event& ev, std::string_view function, const std::string_view* module) {
+    impl_->builder->add(ev, function, module);
+}
+
+std::uint64_t ReportStream::calls() const {
+    return impl_->builder ? impl_->builder->calls() : impl_->calls;
+}
+
+Result<void> ReportStream::finish() {
     Impl& s = *impl_;
-    s.sorter.flush([&s](Pending& p) { s.builder->add(p.ev, p.open_call); });
+    s.sorter.flush([&s](Event& e) { s.builder->add(e); });
     // Added here, after the caller set side().diagnostics from its reader.
     const std::uint64_t late = s.sorter.order().late();
     if (late > s.late_paired)
         count_diagnostic(s.side.diagnostics, Diag::late_event, s.first_late, late - s.late_paired);
     if (s.late_paired)
         count_diagnostic(s.side.diagnostics, Diag::late_ioctl_or_marker, s.first_late_paired, s.late_paired);
-    impl_->report = impl_->builder->finish(std::move(calls));
+    impl_->report = impl_->builder->finish();
+    impl_->calls = impl_->builder->calls();
     impl_->builder.reset();
-    for (SectionFile* f : {&impl_->report_file, &impl_->events, &impl_->markers}) {
+    for (SectionFile* f : {&impl_->report_file, &impl_->ioctl_file, &impl_->events, &impl_->markers}) {
         f->flush();
         if (!f->error().empty())
             return fail(Error::environment((f == &impl_->report_file && impl_->options.json == Json::direct
@@ -309,7 +394,8 @@ Result<void> ReportStream::complete() {
         return fail(Error::internal("ReportStream: opened with Json::none, it has no JSON to write"));
     if (impl_->tail_written) return {};
     SectionFile& f = impl_->report_file;
-    detail::StreamedArrays a{{-1, 0, impl_->ioctls}, impl_->events.array(), impl_->markers.array()};
+    detail::StreamedArrays a{
+        {-1, 0, impl_->report_file.count()}, impl_->ioctl_file.array(), impl_->events.array(), impl_->markers.array()};
     // The tail goes after the bytes already written (the file offset is at their end).
     if (auto w = detail::write_report_tail(impl_->report, a, f.fd()); !w) return w;
     impl_->tail_written = true;

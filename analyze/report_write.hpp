@@ -20,17 +20,17 @@ struct StreamedArray {
     std::uint64_t count = 0;
 };
 struct StreamedArrays {
-    StreamedArray ioctls;  // only `count` is read: the elements are in the output already
-    StreamedArray events, markers;
+    StreamedArray calls;  // only `count` is read: the elements are in the output already
+    StreamedArray ioctls, events, markers;
 };
 
-// The first bytes of every report write_json writes, up to its first ioctl element: `{`, an empty "calls" array
-// and the opening of "ioctls". A streamed report writes them, then its ioctl elements (each with its separator).
+// The first bytes of every report write_json writes, up to its first call element: `{` and the opening of
+// "calls". A streamed report writes them, then its call elements (each with its separator).
 std::string_view streamed_report_head();
 
-// The rest of write_json(r)'s bytes after streamed_report_head() and `streamed.ioctls.count` ioctl elements, with
-// `streamed`'s events and markers in place of r.events and r.markers, to `fd`. Error::environment with the
-// system's reason when a write fails.
+// The rest of write_json(r)'s bytes after streamed_report_head() and `streamed.calls.count` call elements, with
+// `streamed`'s ioctls, events and markers in place of r.ioctls, r.events and r.markers, to `fd`. Error::environment
+// with the system's reason when a write fails.
 Result<void> write_report_tail(const Report& r, const StreamedArrays& streamed, int fd);
 
 // write(2) of `n` bytes, again after a short write or EINTR; on a failure `error` gets the system's reason. The

@@ -10,12 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 
-#include "../phases.hpp"
 #include "calls_jsonl.hpp"
-#include "nvtrace/call_stream.hpp"
 #include "nvtrace/input.hpp"
 #include "nvtrace/report_stream.hpp"
 #include "stream_builder.hpp"
@@ -26,7 +25,7 @@ namespace nvtrace {
 using namespace import;
 
 Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
-                                        std::ostream& calls_out, const std::string& temp_dir,
+                                        std::ostream* calls_out, const std::string& temp_dir,
                                         ReportStream::Options options,
                                         std::function<void(const IoctlRecord&)> on_ioctl) {
     // Standard input or a pipe is copied into an unlinked file in temp_dir (on disk, not in memory) and read from
@@ -36,7 +35,7 @@ Result<StreamedReport> report_streaming(const std::string& path, std::optional<T
     return report_streaming(*in, calls_out, temp_dir, std::move(options), std::move(on_ioctl));
 }
 
-Result<StreamedReport> report_streaming(const Input& in, std::ostream& calls_out, const std::string& temp_dir,
+Result<StreamedReport> report_streaming(const Input& in, std::ostream* calls_out, const std::string& temp_dir,
                                         ReportStream::Options options,
                                         std::function<void(const IoctlRecord&)> on_ioctl) {
     StreamedReport out;
@@ -44,6 +43,8 @@ Result<StreamedReport> report_streaming(const Input& in, std::ostream& calls_out
     if (in.kind == InputKind::saved_report)
         return fail(Error::usage("--calls-jsonl takes a trace file, not a saved report"));
     const std::string& name = in.name;
+    std::optional<CallsJsonlWriter> w;
+    if (calls_out) w.emplace(*calls_out);
     if (in.kind != InputKind::text || in.format != TraceFormat::fgraph_text) {
         // Read whole; import_input says what is wrong with the input, if anything.
         auto r = import_input(in);
@@ -51,33 +52,28 @@ Result<StreamedReport> report_streaming(const Input& in, std::ostream& calls_out
         out.format = r->format;
         out.report = build_report(r->stream);
         out.kernel_log = std::move(r->kernel_log);
-        CallsJsonlWriter w(calls_out);
+        out.calls = out.report.calls.size();
+        if (!w) return out;
         for (const Call& c : out.report.calls)
-            w.write(c);
-        w.flush();
-        out.calls = w.count();
+            w->write(c);
+        w->flush();
         out.report.calls.clear();
         out.report.calls.shrink_to_fit();
         return out;
     }
 
     std::string_view text = in.bytes();
-    // Everything but the calls goes to a ReportStream as it comes (in file order): events, markers and ioctls are
-    // written to its files, not held.
+    // Every event goes to a ReportStream as it comes (in file order): calls, events, markers and ioctls are written
+    // to its files (the calls to calls_out instead, when given), not held.
     EventStream side;
     side.file_name = name;
     ReportStream::Options opts = options;
     opts.time_order = false;  // file order, as the whole-file report of a text trace
-    auto rs = ReportStream::open(temp_dir, std::move(side), opts);
+    if (w) opts.calls = [&w](Call&& c) { w->write(c); };
+    auto rs = ReportStream::open(temp_dir, std::move(side), std::move(opts));
     if (!rs) return fail(rs.error());
     ReportStream& records = **rs;
     if (on_ioctl) records.on_ioctl(std::move(on_ioctl));
-    detail::Phases phases;
-    CallsJsonlWriter w(calls_out);
-    CallStream calls([&](Call&& c) {
-        if (c.entry_ns) c.phase = phases.at(*c.entry_ns);
-        w.write(c);
-    });
     StreamBuilder b(name, std::string_view());
     // Pages already read leave the mapping (they stay in the page cache): resident memory stays bounded.
     std::size_t released = 0;
@@ -91,43 +87,25 @@ Result<StreamedReport> report_streaming(const Input& in, std::ostream& calls_out
         }
     };
     b.set_drain(
-        [&](Event&& ev, std::size_t index, const FuncNames& names) {
-            const auto& comms = b.stream().comms;
-            if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
-                if (names.viewed)
-                    calls.add(ev, index, comms, names.function, names.has_module ? &names.module : nullptr);
-                else
-                    calls.add(ev, index, comms);
-                return;
-            }
-            calls.add(static_cast<const Event&>(ev), index, comms);
-            if (const auto* mk = std::get_if<Marker>(&ev.body)) phases.marker(ev.ts_ns, mk->text);
-            std::optional<std::uint64_t> open_call;
-            if (std::holds_alternative<ConsoleLine>(ev.body)) {
-                const auto& at = calls.summary().open_call_at;
-                if (auto it = at.find(index); it != at.end()) open_call = it->second;
-            }
+        [&](Event&& ev, std::size_t, const FuncNames& names) {
             // The comm known for the pid at this point of the file.
+            const auto& comms = b.stream().comms;
             if (auto it = comms.find(ev.pid); it != comms.end())
                 if (auto& known = records.side().comms[ev.pid]; known != it->second) known = it->second;
-            records.add(ev, open_call);
+            if (names.viewed)
+                records.add(ev, names.function, names.has_module ? &names.module : nullptr);
+            else
+                records.add(ev);
         },
         consumed);
     auto s = read_fgraph_text_into(text, b);
     if (!s) return fail(s.error());
-    calls.finish();
-    w.flush();
     records.side().diagnostics = std::move(s->diagnostics);
     records.side().file_name = s->file_name;
-
-    // The call counters and first places for completeness (the calls themselves are in calls_out).
-    CallGraph counters = calls.summary();
-    counters.open_call_at.clear();  // used above, as the events came
-    if (auto f = records.finish(std::move(counters)); !f) return fail(f.error());
-    records.report().graph = calls.graph();
-    add_graph_cap_diagnostic(records.report().completeness, calls.graph_stats());
+    if (auto f = records.finish(); !f) return fail(f.error());
+    if (w) w->flush();
+    out.calls = records.calls();
     out.records = std::move(*rs);
-    out.calls = w.count();
     out.streamed = true;
     out.format = TraceFormat::fgraph_text;
     return out;

@@ -44,9 +44,6 @@ struct CallGraph {
     std::optional<EventPlace> first_unclosed_call;
     std::optional<EventPlace> first_starts_mid_tree;
     std::optional<EventPlace> first_depth_gap;
-    // For every ConsoleLine and Marker event (index into stream.events): the innermost call open on that
-    // event's task at that point in the stream, when one was.
-    std::unordered_map<std::size_t, std::uint64_t> open_call_at;
 };
 
 // A diagnostic's first example (Diagnostic::first_example): "FILE:LINE: function" when the event has a line

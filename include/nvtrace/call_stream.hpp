@@ -32,25 +32,33 @@ public:
     using Sink = std::function<void(Call&&)>;
     // `aggregate`: also fold every call into the per-path rows that graph() returns.
     explicit CallStream(Sink sink, bool aggregate = true);
+    // Every call kept in `by_id` at index id - 1 (build_call_graph's order) instead of handed to a sink; the
+    // rows of graph() are aggregated too. `by_id` must outlive the stream.
+    explicit CallStream(std::vector<Call>& by_id);
     ~CallStream();
     CallStream(const CallStream&) = delete;
     CallStream& operator=(const CallStream&) = delete;
 
-    // Events in ts_ns order. `index` is the event's position in its stream (the key of open_call_at for
-    // ConsoleLine and Marker events); `comms` maps pids to comms as known at this point.
-    void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms);
+    // Events in ts_ns order (only FuncEntry / FuncExit are read); `comms` maps pids to comms as known at this
+    // point.
+    void add(const Event& ev, const std::map<int, std::string>& comms);
     // The same for a FuncEntry / FuncExit whose names the caller holds elsewhere (the function_graph reader's
-    // views into the text it reads): `function` and `module` stand for the event's own, which are ignored.
-    // The views need to live only during the call.
-    void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms, std::string_view function,
-             std::optional<std::string_view> module);
-    // The same with `module` as a pointer (null: none), for a caller that has no std::optional at hand.
-    void add(const Event& ev, std::size_t index, const std::map<int, std::string>& comms, std::string_view function,
+    // views into the text it reads): `function` and `module` (null: none) stand for the event's own, which are
+    // ignored. The views need to live only during the call.
+    void add(const Event& ev, const std::map<int, std::string>& comms, std::string_view function,
              const std::string_view* module);
     // Hands over every call still open, as unclosed. Call once, after the last add().
     void finish();
 
-    // The counters and open_call_at of build_call_graph (`calls` stays empty).
+    // The innermost call open on `ev`'s task (its stack) at this point, if any: the call a ConsoleLine printed
+    // there ran in.
+    std::optional<std::uint64_t> open_call(const Event& ev) const;
+    // Whether a call of task `pid` not handed over yet (open, or an orphan return waiting for its parent) may
+    // still become a root whose entry_ns is in [lo, hi] (hi unset: no upper bound), or has no entry_ns yet:
+    // an ioctl of that pid over [lo, hi] may still get such a root call (link_ioctl_calls).
+    bool may_root_in(int pid, std::uint64_t lo, std::optional<std::uint64_t> hi) const;
+
+    // The counters of build_call_graph (`calls` stays empty).
     const CallGraph& summary() const;
     // aggregate_graph() of every call handed over so far (empty unless `aggregate`).
     std::vector<GraphNode> graph() const;

@@ -1,5 +1,6 @@
-// nvtrace/report_builder.hpp: the report built one event at a time (build_report of nvtrace/report.hpp is this
-// builder fed a whole stream; nvtrace/report_stream.hpp writes a report this way without holding its records).
+// nvtrace/report_builder.hpp: the report built one event at a time, the one analyzer of every route to a report
+// (build_report of nvtrace/report.hpp is this builder fed a whole stream; nvtrace/report_stream.hpp writes a
+// report this way without holding its records).
 //
 // Units: ns on the trace clock, as in report.hpp. Thread-safety: see the class.
 #pragma once
@@ -9,9 +10,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nvtrace/call_graph.hpp"
+#include "nvtrace/call_stream.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
@@ -26,33 +29,46 @@ class Phases;
 // a ReportBuilder fed every event of the stream, so both give the same report. `side` is the stream without its
 // events: comms, fd paths, kmsg, buffer stats, diagnostics and file name; read as the events come and in
 // finish(), so it must outlive the builder (comms may grow between add() calls: a pid's comm must be in it
-// before that pid's first event). With a sink, the records of that section are handed to it as they complete,
-// in the order the report lists them (ioctls once nothing later can change them: IoctlCollector in
-// nvtrace/ioctl.hpp), and the report's vector stays empty; without one they are kept in the report.
+// before that pid's first event).
+// Calls: the builder reads the function-graph entries and exits itself (CallStream, nvtrace/call_stream.hpp,
+// the rules of call_graph.hpp) and puts each kernel-log line printed inside a call into that call.
+// With a sink, the records of that section are handed to it as they complete, and the report's vector stays
+// empty: ioctls in the order the report lists them once nothing later can change them (IoctlCollector in
+// nvtrace/ioctl.hpp) and no root call can still join them (link_ioctl_calls: an ioctl is held while its task
+// has a call open that may be one of its roots); calls in the order they end (a call before its parent), with
+// their phase from the phase markers before them; without one they are kept in the report, calls by id.
+// With a call sink the builder keeps, for the /dev/kmsg lines placed by time (attach_kernel_log_by_time), only
+// the calls that overlap one of their windows, and for the ioctl links the root calls of tasks that made ioctls
+// until their ioctl is handed over: memory does not grow with the calls.
 // Thread-safety: one thread.
 class ReportBuilder {
 public:
     struct Sinks {
-        std::function<void(IoctlRecord&&)> ioctl;   // phase set; call/calls empty (the calls are not held)
+        std::function<void(IoctlRecord&&)> ioctl;   // phase, call and calls set
         std::function<void(EventRecord&&)> event;   // with the stacks recorded after it
         std::function<void(MarkerEntry&&)> marker;  // not the preload library's lines
+        std::function<void(Call&&)> call;           // phase set
     };
     ReportBuilder(const EventStream& side, Sinks sinks);
     ~ReportBuilder();
     ReportBuilder(const ReportBuilder&) = delete;
     ReportBuilder& operator=(const ReportBuilder&) = delete;
 
-    // One event, in stream order. Function-graph entries and exits are not read here: the call graph is built
-    // from the whole stream and given to finish(). `open_call`: for a ConsoleLine, the id of the innermost call
-    // open on its task at that point (CallGraph::open_call_at), if any.
-    void add(const Event& ev, std::optional<std::uint64_t> open_call = std::nullopt);
-    // After the last event: the report with `g`'s calls and graph (an empty CallGraph without function
-    // tracing). Call once. With an ioctl sink the ioctls are not linked to calls (link_ioctl_calls).
-    Report finish(CallGraph&& g);
+    // One event, in stream order (by ts_ns: build_call_graph's rule for the calls).
+    void add(const Event& ev);
+    // The same for a FuncEntry / FuncExit whose names the caller holds elsewhere (CallStream::add): `function`
+    // and `module` (null: none) stand for the event's own, and need to live only during the call.
+    void add(const Event& ev, std::string_view function, const std::string_view* module);
+    // After the last event: the report (graph and completeness included). Call once.
+    Report finish();
+    // Calls created so far (the largest id).
+    std::uint64_t calls() const;
 
 private:
+    struct Linker;
     static std::vector<FdPath> fd_paths_of(const EventStream& side);
     void take_ioctl(IoctlRecord&& io);
+    void take_call(Call&& c);
     void add_other(const Event& ev, const OtherEvent& o);
     void flush_event();
 
@@ -62,6 +78,9 @@ private:
     IoctlCollector ioctls_;
     std::unique_ptr<detail::Phases> phases_;
     Report r_;
+    std::vector<Call> calls_by_id_;  // without a call sink
+    std::unique_ptr<CallStream> calls_;
+    std::unique_ptr<Linker> linker_;            // with a call sink
     std::optional<EventRecord> pending_event_;  // the last event, until the next one says no stack follows it
     std::uint64_t unknown_loss_marks_ = 0;
     std::string first_loss_;

@@ -1,10 +1,10 @@
-// nvtrace/report_stream.hpp: a report written without holding its ioctls, events and markers
+// nvtrace/report_stream.hpp: a report written without holding its calls, ioctls, events and markers
 // (docs/performance.md): a capture of a million ioctls holds about 4,100 ioctl records instead of all of them.
 //
 // The events are fed one at a time to a ReportBuilder (nvtrace/report_builder.hpp), through a sorter
-// (analyze/sorter.hpp) that puts them in time order. Its ioctl records are written, as they complete, straight
-// into a temporary report file (report.json lists `calls`, empty here, and `ioctls` first for this); its
-// `events` and `markers` go to two more temporary files, copied in (in the kernel where it can:
+// (analyze/sorter.hpp) that puts them in time order. Its calls are written, by id, straight into a temporary
+// report file (report.json lists `calls` first for this), or handed to Options::calls instead; its `ioctls`,
+// `events` and `markers` go to three more temporary files, copied in (in the kernel where it can:
 // copy_file_range) when the rest of the report is written after the last event. The bytes are those of
 // write_json(build_report(stream)) for the same events stably sorted by ts_ns
 // (tests/analyze/test_report_stream.cpp compares them on every test trace and capture directory).
@@ -19,12 +19,11 @@
 //    have been paired or placed with the wrong partner (the builder pairs and places those by time order).
 // The first example names the CPU, the ts_ns and how many ns behind the last event handed on it was.
 //
-// What cannot be streamed: function-graph entries and exits (the call graph is built from the whole stream and
-// linked to the ioctls). add() refuses them, and nothing else; the caller then builds the whole report with
-// build_report instead.
-//
-// Memory: the window's events (kSortWindow) besides the builder's. Units: ns on the trace clock. Errors:
-// Error::environment with the system's reason (temporary file, disk full). Thread-safety: one thread.
+// Memory: the window's events (kSortWindow) besides the builder's (report_builder.hpp), and the calls that ended
+// while a call with a smaller id (entered before them) is still open, kept to be written by id: the first 65,536
+// in memory, the JSON of the others in an unlinked spill file in temp_dir (24 bytes each in memory). Units: ns on the
+// trace clock. Errors: Error::environment with the system's reason (temporary file, disk full). Thread-safety: one
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/error.hpp"
@@ -53,6 +53,9 @@ struct ReportStreamOptions {
     bool time_order = true;
     ReportJson json = ReportJson::temp_file;
     int direct_fd = -1;  // ReportJson::direct: not closed
+    // Set: every call goes here as it ends (ReportBuilder's call sink: a call before its parent), and
+    // report.json's `calls` stays empty (--calls-jsonl).
+    std::function<void(Call&&)> calls;
 };
 
 class ReportStream {
@@ -69,18 +72,20 @@ public:
     // Called with every ioctl record as it is written (e.g. IoctlSummary::add for the run's summary).
     void on_ioctl(std::function<void(const IoctlRecord&)> f);
 
-    // One event in arrival order; any ts_ns is taken (see "Time order" above). false, and nothing taken, only for
-    // a FuncEntry/FuncExit: this stream needs build_report. `open_call`: for a ConsoleLine, the call open on its
-    // task there (CallGraph::open_call_at of a CallStream the caller feeds the calls to).
-    bool add(const Event& ev, std::optional<std::uint64_t> open_call = std::nullopt);
+    // One event in arrival order; any ts_ns is taken (see "Time order" above).
+    void add(const Event& ev);
     // The same, taking the event's contents: `ev` is left holding an earlier event (valid, unspecified), whose
     // buffers the caller may reuse for its next event.
-    bool add(Event&& ev, std::optional<std::uint64_t> open_call = std::nullopt);
-    // After the last event: the events still in the sorter are folded, the late ones counted. `calls`: the counters and
-    // first places of the calls the caller built (a CallStream's summary(), its `calls` empty), for completeness; empty
-    // without function tracing. Error when a temporary file could not be written (the report cannot be written).
-    Result<void> finish(CallGraph&& calls = {});
-    // After finish(): the report without its ioctls, events and markers (their vectors are empty; the caller
+    void add(Event&& ev);
+    // A FuncEntry / FuncExit whose names the caller holds (ReportBuilder::add), for a stream opened with
+    // time_order false (the function_graph text reader's views into its text).
+    void add(const Event& ev, std::string_view function, const std::string_view* module);
+    // After the last event: the events still in the sorter are folded, the late ones counted. Error when a
+    // temporary file could not be written (the report cannot be written).
+    Result<void> finish();
+    // Calls created so far (ids 1..calls()).
+    std::uint64_t calls() const;
+    // After finish(): the report without its calls, ioctls, events and markers (their vectors are empty; the caller
     // may set source, environment, checks, source_links). Counts of what was written:
     Report& report();
     std::uint64_t ioctls() const;

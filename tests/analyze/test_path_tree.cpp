@@ -164,8 +164,8 @@ TEST(PathTree, AggregateGraphAndCallStreamCapAlike) {
     EXPECT_EQ(rows[10].path, "root");
 
     CallStream cs([](Call&&) {});
-    for (std::size_t i = 0; i < s.events.size(); ++i)
-        cs.add(s.events[i], i, s.comms);
+    for (const Event& ev : s.events)
+        cs.add(ev, s.comms);
     cs.finish();
     auto streamed = cs.graph();
     ASSERT_EQ(streamed.size(), rows.size());

@@ -1,8 +1,9 @@
 // ReportStream (nvtrace/report_stream.hpp) against build_report + write_json: the same bytes on every test trace
-// and capture directory (their function-graph events left out: those are never streamed), and on synthetic
-// streams for what only streaming can get wrong: records handed out while held (preload exit markers, an
-// ioctl in progress while others complete, lost exits), stacks attached across the sink, events out of time
-// order (sorted, or counted as late), refused function-graph events, a pipe and a full disk as output.
+// and capture directory (their calls included), and on synthetic streams for what only streaming can get wrong:
+// records handed out while held (preload exit markers, an ioctl in progress while others complete, lost exits),
+// calls written by id while they end in another order, ioctls joined by root calls that end after them, /dev/kmsg
+// lines placed by time on calls already written, stacks attached across the sink, events out of time order
+// (sorted, or counted as late), a pipe and a full disk as output.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@ std::optional<std::string> streamed_json(const EventStream& st, ReportStream::Op
     EXPECT_TRUE(rs) << rs.error().message;
     if (!rs) return std::nullopt;
     for (const Event& ev : st.events)
-        if (!(*rs)->add(ev)) return std::nullopt;
+        (*rs)->add(ev);
     auto f = (*rs)->finish();
     EXPECT_TRUE(f) << f.error().message;
     FILE* tmp = std::tmpfile();
@@ -61,13 +62,6 @@ std::optional<std::string> streamed_json(const EventStream& st, ReportStream::Op
 EventStream by_time(EventStream st) {
     std::stable_sort(st.events.begin(), st.events.end(),
                      [](const Event& a, const Event& b) { return a.ts_ns < b.ts_ns; });
-    return st;
-}
-
-EventStream without_calls(EventStream st) {
-    std::erase_if(st.events, [](const Event& ev) {
-        return std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body);
-    });
     return st;
 }
 
@@ -87,12 +81,12 @@ Event marker(std::uint64_t ts, int pid, std::string text) {
 }  // namespace
 
 TEST(ReportStream, SameBytesAsBuildReportOnEveryTestTrace) {
-    std::size_t compared = 0, with_records = 0;
+    std::size_t compared = 0, with_records = 0, with_calls = 0;
     for (const auto& e : std::filesystem::directory_iterator(kData + "/cases")) {
         SCOPED_TRACE(e.path().string());
         auto in = import_file(e.path().string());
         if (!in) continue;  // kernel logs and the like: not event streams
-        EventStream st = without_calls(std::move(in->stream));
+        EventStream st = std::move(in->stream);
         // Sorted by time (the route of a capture directory or a trace.dat), and in file order (time_order false:
         // a text trace's streamed report, whose whole report keeps file order too).
         auto s = streamed_json(st);
@@ -106,9 +100,11 @@ TEST(ReportStream, SameBytesAsBuildReportOnEveryTestTrace) {
         ++compared;
         Report r = build_report(st);
         with_records += !r.ioctls.empty() || !r.events.empty() || !r.markers.empty();
+        with_calls += !r.calls.empty();
     }
     EXPECT_GE(compared, 8u);
     EXPECT_GE(with_records, 3u);
+    EXPECT_GE(with_calls, 5u);
 }
 
 TEST(ReportStream, SameBytesAsBuildReportOnTheCaptureDirectories) {
@@ -117,7 +113,7 @@ TEST(ReportStream, SameBytesAsBuildReportOnTheCaptureDirectories) {
         SCOPED_TRACE(e.path().string());
         auto d = read_capture_dir(e.path().string());
         ASSERT_TRUE(d) << d.error().message;
-        EventStream st = without_calls(std::move(d->stream));
+        EventStream st = std::move(d->stream);
         auto s = streamed_json(st);
         ASSERT_TRUE(s);
         EXPECT_EQ(*s, whole_json(st));
@@ -134,7 +130,10 @@ TEST(ReportStream, CaptureDirectoryStreamedEqualsItsWholeReport) {
         ASSERT_TRUE(reader) << reader.error().message;
         auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), reader->side());
         ASSERT_TRUE(rs) << rs.error().message;
-        auto st = reader->stream([&](Event& ev) { return (*rs)->add(ev); });
+        auto st = reader->stream([&](Event& ev) {
+            (*rs)->add(ev);
+            return true;
+        });
         ASSERT_TRUE(st) << st.error().message;
         ASSERT_TRUE(*st);
         (*rs)->side().diagnostics = reader->side().diagnostics;
@@ -239,13 +238,84 @@ TEST(ReportStream, StackAfterAnEventIsAttachedBeforeTheEventIsWritten) {
     EXPECT_EQ(r.events[0].stack.size(), 2u);
 }
 
-TEST(ReportStream, FunctionGraphEventsAreRefused) {
-    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
+// Calls end child first; report.json lists them by id. The ioctl's root call ends before the ioctl's record is
+// handed over, the second root (after the ioctl returned) joins none, the console line is in the inner call and
+// the /dev/kmsg line is placed by time on a call written long before finish().
+TEST(ReportStream, CallsAreWrittenByIdAndJoinTheirIoctlAndKernelLog) {
+    using test::entry;
+    using test::exit_;
+    EventStream st;
+    st.comms[7] = "app";
+    st.kmsg = {{"4,10,13,-;NVRM: inside"}};  // 13 us
+    st.kmsg_clock = KmsgClockOffset{"global", 0, 0, "same_clock"};
+    st.events = {enter(10'000, 7, 5, 0xc020462b),
+                 entry(11'000, 7, "sys_ioctl", 0),
+                 entry(12'000, 7, "rm_ioctl", 1),
+                 at(12'500, 7, ConsoleLine{"NVRM: console"}),
+                 exit_(14'500, 7, "rm_ioctl", 1, 12'000, 14'500),
+                 exit_(15'000, 7, "sys_ioctl", 0, 11'000, 15'000),
+                 exit_ioctl(20'000, 7, 0),
+                 entry(25'000, 7, "sys_read", 0),
+                 exit_(26'000, 7, "sys_read", 0, 25'000, 26'000)};
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    Report r = build_report(st);
+    ASSERT_EQ(r.calls.size(), 3u);
+    ASSERT_EQ(r.ioctls.size(), 1u);
+    EXPECT_EQ(r.ioctls[0].calls, std::vector<std::uint64_t>{1});
+    ASSERT_EQ(r.kernel_log.size(), 2u);
+    EXPECT_EQ(r.kernel_log[0].call, 2u);
+    EXPECT_EQ(r.kernel_log[1].attached, "time");
+    EXPECT_EQ(r.kernel_log[1].call, 2u);
+    auto j = nlohmann::json::parse(*s);
+    ASSERT_EQ(j["calls"].size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(j["calls"][i]["id"], i + 1);
+}
+
+// An ioctl whose exit is lost: the root calls entered before the pid's next ioctl are its own, those after are
+// the next one's; and an ioctl handed over while a root call entered inside it is still open waits for it.
+TEST(ReportStream, RootCallsJoinTheLatestIoctlOfTheirTaskAsInTheWholeReport) {
+    using test::entry;
+    using test::exit_;
+    EventStream st;
+    st.events = {
+        enter(10, 7, 5, 1),  // its exit is not in the data
+        entry(11, 7, "a", 0), exit_(12, 7, "a", 0, 11, 12), enter(20, 7, 5, 2),   entry(21, 7, "b", 0),
+        exit_ioctl(22, 7, 0), enter(23, 8, 6, 3),           exit_ioctl(24, 8, 0), exit_(9'000, 7, "b", 0, 21, 9'000)};
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    Report r = build_report(st);
+    ASSERT_EQ(r.ioctls.size(), 3u);
+    EXPECT_EQ(r.ioctls[0].calls, std::vector<std::uint64_t>{1});
+    EXPECT_EQ(r.ioctls[1].calls, std::vector<std::uint64_t>{2});
+    EXPECT_TRUE(r.ioctls[2].calls.empty());
+}
+
+// --calls-jsonl: the calls go to Options::calls as they end (child first), report.json's calls stay empty.
+TEST(ReportStream, CallsGoToTheCallSinkWhenOneIsGiven) {
+    using test::entry;
+    using test::exit_;
+    ReportStream::Options o;
+    std::vector<std::uint64_t> ids;
+    o.calls = [&](Call&& c) { ids.push_back(c.id); };
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{}, o);
     ASSERT_TRUE(rs);
-    EXPECT_FALSE((*rs)->add(test::entry(1, 5, "f", 0)));
-    EXPECT_TRUE((*rs)->add(marker(10, 5, "a")));
+    for (const Event& ev : {entry(1, 5, "f", 0), entry(2, 5, "g", 1), exit_(3, 5, "g", 1, 2, 3),
+                            exit_(4, 5, "f", 0, 1, 4), marker(10, 5, "a")})
+        (*rs)->add(ev);
     ASSERT_TRUE((*rs)->finish());
+    EXPECT_EQ(ids, (std::vector<std::uint64_t>{2, 1}));
+    EXPECT_EQ((*rs)->calls(), 2u);
     EXPECT_EQ((*rs)->markers(), 1u);
+    FILE* tmp = std::tmpfile();
+    ASSERT_TRUE((*rs)->write(::fileno(tmp)));
+    std::string out = read_fd(::fileno(tmp));
+    std::fclose(tmp);
+    EXPECT_EQ(out.rfind("{\n \"calls\": [],\n", 0), 0u);
+    EXPECT_EQ(nlohmann::json::parse(out)["graph"].size(), 2u);
 }
 
 // A marker older than the one before it (another CPU's, read a little later) used to make add() refuse the
@@ -258,7 +328,7 @@ TEST(ReportStream, EventBackInTimeIsSortedNotRefused) {
     auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
     ASSERT_TRUE(rs);
     for (Event ev : st.events)
-        EXPECT_TRUE((*rs)->add(std::move(ev)));  // the moving overload: the sorter swaps the event in
+        (*rs)->add(std::move(ev));  // the moving overload: the sorter swaps the event in
     ASSERT_TRUE((*rs)->finish());
     EXPECT_EQ((*rs)->markers(), 4u);
     EXPECT_EQ((*rs)->ioctls(), 2u);
@@ -290,7 +360,7 @@ TEST(ReportStream, EventTooLateForWindowIsCountedNotDropped) {
         std::vector<Event> in = {other(1 * s, 0, "a"), other(2 * s, 0, "b"), other(3 * s, 0, "c"),
                                  other(1 * s + 500, 2, "late"), other(4 * s, 0, "d")};
         for (const Event& ev : in)
-            EXPECT_TRUE((*rs)->add(ev));
+            (*rs)->add(ev);
         ASSERT_TRUE((*rs)->finish());
         EXPECT_EQ((*rs)->events(), in.size());  // in == out
         const Report& r = (*rs)->report();
@@ -319,7 +389,7 @@ TEST(ReportStream, EventTooLateForWindowIsCountedNotDropped) {
         ASSERT_TRUE(rs);
         for (Event ev : {marker(1 * s, 5, "a"), marker(2 * s, 5, "b"), marker(3 * s, 5, "c"), marker(10, 7, "late"),
                          enter(4 * s, 5, 3, 0xc0), exit_ioctl(4 * s + 10, 5, 0)})
-            EXPECT_TRUE((*rs)->add(std::move(ev)));
+            (*rs)->add(std::move(ev));
         ASSERT_TRUE((*rs)->finish());
         EXPECT_EQ((*rs)->markers(), 4u);
         EXPECT_EQ((*rs)->ioctls(), 1u);
@@ -344,7 +414,7 @@ TEST(ReportStream, WritesTheSameBytesIntoAPipe) {
     auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
     ASSERT_TRUE(rs);
     for (const Event& ev : st.events)
-        ASSERT_TRUE((*rs)->add(ev));
+        (*rs)->add(ev);
     ASSERT_TRUE((*rs)->finish());
     EXPECT_EQ((*rs)->ioctls(), 3000u);
     int p[2];
@@ -369,7 +439,7 @@ TEST(ReportStream, FullDiskIsAnErrorNotAShortReport) {
     auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
     ASSERT_TRUE(rs);
     for (const Event& ev : st.events)
-        ASSERT_TRUE((*rs)->add(ev));
+        (*rs)->add(ev);
     ASSERT_TRUE((*rs)->finish());
     int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
     ASSERT_GE(full, 0);
@@ -389,7 +459,7 @@ TEST(ReportStream, OutputThatExistsIsWrittenIntoNotReplaced) {
         auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), EventStream{});
         EXPECT_TRUE(rs);
         for (const Event& ev : st.events)
-            EXPECT_TRUE((*rs)->add(ev));
+            (*rs)->add(ev);
         EXPECT_TRUE((*rs)->finish());
         return std::move(*rs);
     };
@@ -437,4 +507,24 @@ TEST(ReportStream, MissingTemporaryDirectoryIsAnError) {
     auto rs = ReportStream::open("/nonexistent/nvtrace", EventStream{});
     ASSERT_FALSE(rs);
     EXPECT_NE(rs.error().message.find("/nonexistent/nvtrace"), std::string::npos);
+}
+
+// A call that never returns in the data holds every call entered after it (report.json lists calls by id): past
+// ReportStream's in-memory limit (65,536 calls) they wait in a spill file, and are still written by id.
+TEST(ReportStream, CallsAfterAnUnclosedCallAreSpilledAndWrittenById) {
+    using test::entry;
+    using test::exit_;
+    EventStream st;
+    st.events.push_back(entry(1, 5, "never_returns", 0));
+    for (std::uint64_t i = 0; i < 70'000; ++i) {
+        const std::uint64_t t = 10 + 4 * i;
+        st.events.push_back(entry(t, 6, "outer", 0));
+        st.events.push_back(entry(t + 1, 6, "inner", 1));
+        st.events.push_back(exit_(t + 2, 6, "inner", 1, t + 1, t + 2));
+        st.events.push_back(exit_(t + 3, 6, "outer", 0, t, t + 3));
+    }
+    auto s = streamed_json(st);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, whole_json(st));
+    EXPECT_EQ(build_report(st).calls.size(), 140'001u);
 }

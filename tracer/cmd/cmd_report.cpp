@@ -84,27 +84,29 @@ int report_saved_json(const ReportArgs& a, const Input& in, std::vector<KernelLo
     return write_and_print(*report, sinks_of(a, "saved report, nvtrace.report/1"));
 }
 
-// --calls-jsonl: the calls go to their own file as they end; memory stays bounded for function_graph text
-// (stream_report.hpp, docs/performance.md).
-int report_calls_jsonl(const ReportArgs& a, const Input& in, const std::string& temp_dir,
-                       std::vector<KernelLogMessage> kmsg, std::vector<Diagnostic> kmsg_diags) {
+// function_graph text read in one pass (stream_report.hpp): its calls into report.json as they end (--json), or
+// to their own file with --calls-jsonl; memory stays bounded (docs/performance.md). With --calls-jsonl, every
+// other text format is read whole and its calls written after.
+int report_text_streamed(const ReportArgs& a, const Input& in, const std::string& temp_dir,
+                         std::vector<KernelLogMessage> kmsg, std::vector<Diagnostic> kmsg_diags) {
     // Text is streamed in file order: never refused part way.
     ReportSinks sinks = sinks_of(a, "");  // the format is known once read
     std::string dir;                      // `temp_dir`, where the input was spooled
     ReportStream::Options out_opts = streamed_output(sinks, false, dir);
-    std::ofstream calls(a.calls_jsonl, std::ios::trunc | std::ios::binary);
-    if (!calls) {
+    std::optional<std::ofstream> calls;
+    if (!a.calls_jsonl.empty()) calls.emplace(a.calls_jsonl, std::ios::trunc | std::ios::binary);
+    if (calls && !*calls) {
         tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
     auto ioctls = streamed_ioctl_summary(sinks);
-    auto st = report_streaming(in, calls, temp_dir, out_opts,
+    auto st = report_streaming(in, calls ? &*calls : nullptr, temp_dir, out_opts,
                                [&ioctls](const IoctlRecord& io) { ioctls->add(io, std::nullopt); });
     if (!st) {
         tracer::note("nvtrace report: {}\n", st.error().message);
         return static_cast<int>(st.error().code);
     }
-    if (!calls.flush()) {
+    if (calls && !calls->flush()) {
         tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
         return static_cast<int>(ExitCode::environment);
     }
@@ -115,11 +117,11 @@ int report_calls_jsonl(const ReportArgs& a, const Input& in, const std::string& 
         report.kernel_log.push_back(std::move(m));
     for (auto& m : kmsg)
         report.kernel_log.push_back(std::move(m));
-    report.source = {{"kind", "file"},
-                     {"path", a.input},
-                     {"format", std::string(format_name(st->format))},
-                     {"calls_jsonl", a.calls_jsonl},
-                     {"calls_count", st->calls}};
+    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(st->format))}};
+    if (calls) {
+        report.source["calls_jsonl"] = a.calls_jsonl;
+        report.source["calls_count"] = st->calls;
+    }
     if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
     sinks = sinks_of(a, std::string(format_name(st->format)));
     if (st->records) return write_and_print_streamed(*st->records, *ioctls, sinks);
@@ -257,7 +259,12 @@ int do_report(const ReportArgs& a) {
             break;
     }
     if (!a.calls_jsonl.empty())
-        return report_calls_jsonl(a, in, temp_dir, std::move(kmsg_messages), std::move(kmsg_diags));
+        return report_text_streamed(a, in, temp_dir, std::move(kmsg_messages), std::move(kmsg_diags));
+    if (a.json && a.source.empty() && in.kind == InputKind::text && in.format == TraceFormat::fgraph_text) {
+        std::string dir;  // where the report's temporary files go ($TMPDIR)
+        (void)streamed_output(sinks_of(a, ""), false, dir);
+        return report_text_streamed(a, in, dir, std::move(kmsg_messages), std::move(kmsg_diags));
+    }
     // A trace.dat file is reported as it is read where it can be; `kmsg_messages` is taken only when it was.
     if (in.kind == InputKind::trace_dat && in.reopenable() && a.source.empty())
         if (auto rc = report_trace_dat_streamed(a, kmsg_messages, kmsg_diags)) return *rc;

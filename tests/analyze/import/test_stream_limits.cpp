@@ -50,7 +50,7 @@ TEST(StreamLimits, CpuWithoutBannerStopsHoldingEventsPastTheCap) {
     const int n = 300000;  // 600,000 events: past the 262,144 a CPU may hold back
     std::string path = temp_file("nobanner.txt", cpu_without_banner(n));
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines, std::filesystem::temp_directory_path().string());
+    auto st = report_streaming(path, std::nullopt, &lines, std::filesystem::temp_directory_path().string());
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
     ASSERT_TRUE(st->streamed);
@@ -75,7 +75,7 @@ TEST(StreamLimits, CpuWithoutBannerStopsHoldingEventsPastTheCap) {
 TEST(StreamLimits, CpuWithoutBannerUnderTheCapIsBackfilled) {
     std::string path = temp_file("shortnobanner.txt", cpu_without_banner(1000));
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines, std::filesystem::temp_directory_path().string());
+    auto st = report_streaming(path, std::nullopt, &lines, std::filesystem::temp_directory_path().string());
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_EQ(diag(st->records->report(), "pid_backfill_limit"), nullptr);

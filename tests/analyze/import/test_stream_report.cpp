@@ -71,7 +71,7 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     ASSERT_GE(whole.calls.size(), min_calls);
 
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines, kTmp);
+    auto st = report_streaming(path, std::nullopt, &lines, kTmp);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_TRUE(st->streamed);
     EXPECT_TRUE(st->report.calls.empty());
@@ -107,7 +107,14 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     EXPECT_EQ(have["kernel_log"], want["kernel_log"]);
     EXPECT_EQ(have["markers"], want["markers"]);
     EXPECT_EQ(have["events"], want["events"]);
-    EXPECT_EQ(have["ioctls"].size(), want["ioctls"].size());
+    EXPECT_EQ(have["ioctls"], want["ioctls"]);
+
+    // Without calls_out (`report FILE --json`): the calls in report.json, by id; the whole report.
+    auto in_report = report_streaming(path, std::nullopt, nullptr, kTmp);
+    ASSERT_TRUE(in_report) << in_report.error().message;
+    ASSERT_TRUE(in_report->records);
+    EXPECT_EQ(in_report->calls, whole.calls.size());
+    EXPECT_EQ(report_of(*in_report), want);
 }
 
 std::vector<std::string> fgraph_cases() {
@@ -158,7 +165,7 @@ TEST(StreamReport, UnsortedTextIsCountedNotSorted) {
         "  100.000001 |   0)   1.000 us    |  a();\n";
     std::string path = temp_file("unsorted.txt", text);
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines, kTmp);
+    auto st = report_streaming(path, std::nullopt, &lines, kTmp);
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_EQ(st->calls, 2u);
@@ -169,7 +176,7 @@ TEST(StreamReport, UnsortedTextIsCountedNotSorted) {
 
 TEST(StreamReport, OtherFormatsAreReadWholeAndStillWritten) {
     std::ostringstream lines;
-    auto st = report_streaming(kData + "/cases/trace-cmd-report-fgraph-v6.txt", std::nullopt, lines, kTmp);
+    auto st = report_streaming(kData + "/cases/trace-cmd-report-fgraph-v6.txt", std::nullopt, &lines, kTmp);
     ASSERT_TRUE(st) << st.error().message;
     EXPECT_FALSE(st->streamed);
     EXPECT_GT(st->calls, 0u);
@@ -179,7 +186,7 @@ TEST(StreamReport, OtherFormatsAreReadWholeAndStillWritten) {
 
 TEST(StreamReport, MissingFileIsAnError) {
     std::ostringstream lines;
-    auto st = report_streaming("/nonexistent/trace.txt", std::nullopt, lines, kTmp);
+    auto st = report_streaming("/nonexistent/trace.txt", std::nullopt, &lines, kTmp);
     ASSERT_FALSE(st);
     EXPECT_NE(st.error().message.find("/nonexistent/trace.txt"), std::string::npos);
 }
@@ -345,7 +352,7 @@ TEST(StreamReport, NamesNeedingCleaningSameAsWholeFile) {
     std::string path = temp_file("unclean.txt", text);
     expect_same_report(path, 4);
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, lines, kTmp);
+    auto st = report_streaming(path, std::nullopt, &lines, kTmp);
     std::filesystem::remove(path);
     ASSERT_TRUE(st);
     EXPECT_NE(lines.str().find("\"function\":\"caf\xc3\xa9_leaf\",\"id\":2,\"irq\":false,\"kernel_depth\":1,\"module\":"
@@ -416,7 +423,7 @@ TEST(StreamReport, ManyPhasesSameAsWholeFile) {
         ASSERT_TRUE(in);
         if (!has_diag(build_report(in->stream), "unsorted_timestamps")) expect_same_report(path, 800);
         std::ostringstream lines;
-        auto st = report_streaming(path, std::nullopt, lines, kTmp);
+        auto st = report_streaming(path, std::nullopt, &lines, kTmp);
         ASSERT_TRUE(st);
         EXPECT_NE(lines.str().find("\"function\":\"f3\",\"id\":"), std::string::npos);
         EXPECT_NE(lines.str().find("\"phase\":\"p399\""), std::string::npos);
