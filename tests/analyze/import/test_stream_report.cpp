@@ -234,7 +234,7 @@ TEST(CallStream, SameCallsAsBuildCallGraph) {
     std::vector<Call> got(g.calls.size());
     CallStream cs([&](Call&& c) { got.at(c.id - 1) = std::move(c); });
     for (std::size_t i = 0; i < in->stream.events.size(); ++i)
-        cs.add(in->stream.events[i], i, in->stream.comms);
+        cs.add(in->stream.events[i], in->stream.comms);
     cs.finish();
     EXPECT_EQ(cs.calls(), g.calls.size());
     EXPECT_EQ(cs.summary().orphan_returns, g.orphan_returns);
@@ -384,7 +384,8 @@ TEST(CallStream, NamesGivenApartSameAsInTheEvent) {
             function = std::exchange(x->function, "");
             module = std::exchange(x->module, std::nullopt);
         }
-        cs.add(ev, i, in->stream.comms, function, module ? std::optional<std::string_view>(*module) : std::nullopt);
+        std::string_view module_view = module ? std::string_view(*module) : std::string_view();
+        cs.add(ev, in->stream.comms, function, module ? &module_view : nullptr);
     }
     cs.finish();
     Report a;
