@@ -2,7 +2,7 @@
 // the next events are decoded (docs/performance.md). Used by `nvtrace run`'s report stage and by the
 // streamed `nvtrace report` of a trace.dat and of a capture directory.
 //
-// The producer (the thread that decodes) add()s events; they are handed over in batches of 4,096, through a
+// The producer (the thread that decodes) add()s events; they are handed over in batches of 1,024, through a
 // queue of at most four batches, to a thread that gives them to the ReportStream in the same order (the
 // ReportStream's sorter then orders them by time). The report it writes is byte for byte the one the producer
 // would write by calling ReportStream::add itself.
@@ -12,7 +12,7 @@
 // event of that pid is added; the comm it returns is put into report.side().comms (an existing entry stays)
 // before that event is folded.
 //
-// Memory: at most five batches of 4,096 events or records in flight, and as many emptied ones kept for reuse
+// Memory: at most six batches of 1,024 events or records in flight, and as many emptied ones kept for reuse
 // (each record's bytes are copied into its batch). Errors: none. Events out of time order are taken (the
 // ReportStream sorts them, or counts them as late). The one thing refused is a function-graph entry or exit
 // (ReportStream::add cannot take them): add() says so at once, on the producer's thread, and from then on
