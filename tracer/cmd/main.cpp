@@ -59,8 +59,14 @@ int main(int argc, char** argv) {
     std::cout.flush();
     bool lost = !std::cout.good();
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) lost = true;
+    // "nvtrace CMD: ..." like every error; once: a command that saw the failure itself said so and exits 3.
     if (lost) {
-        nvtrace::tracer::note("nvtrace: cannot write to standard output: {}\n", std::strerror(errno ? errno : EIO));
+        int err = errno ? errno : EIO;
+        std::string where = "nvtrace";
+        for (const CLI::App* sub : app.get_subcommands())
+            where += " " + sub->get_name();
+        if (exit_code != 3)
+            nvtrace::tracer::note("{}: cannot write to standard output: {}\n", where, std::strerror(err));
         return exit_code == 0 ? 3 : exit_code;
     }
     return exit_code;

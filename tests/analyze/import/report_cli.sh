@@ -251,6 +251,18 @@ unknown_command_is_named)
     "$nv" --bogus 2>"$tmp/err" >/dev/null; rc=$?; cat "$tmp/err"
     [ "$rc" = 2 ] && grep -q "^nvtrace: '--bogus' is not an option of nvtrace" "$tmp/err" || fail "--bogus: exit $rc"
     ;;
+stdout_failure_is_one_line_naming_the_command)
+    # Onto /dev/full, dmesg and decode said "nvtrace: cannot write ..." and export said it twice.
+    printf '[    1.0] usb 1-1: new device\n' >"$tmp/k.log"
+    for cmd in "dmesg $tmp/k.log" "decode ioctl 0x541b" "export $cases/../reports/baseline.json --format csv"; do
+        # shellcheck disable=SC2086
+        "$nv" $cmd >/dev/full 2>"$tmp/err"; rc=$?; cat "$tmp/err"
+        name=${cmd%% *}
+        [ "$rc" = 3 ] || fail "$cmd: exit $rc, expected 3"
+        [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$cmd: $(wc -l <"$tmp/err") lines on stderr"
+        grep -q "^nvtrace $name: " "$tmp/err" || fail "$cmd: not prefixed with 'nvtrace $name:'"
+    done
+    ;;
 kernel_log_examples_escape_control_bytes)
     # `nvtrace dmesg junk.bin` echoed the junk's bytes (a terminal escape among them) in its diagnostics.
     printf '\033]0;owned\007\033[2J\377\376 junk\n' >"$tmp/junk.bin"
