@@ -32,14 +32,19 @@ int main(int argc, char** argv) {
     std::sort(table.begin(), table.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [order, add] : table)
         add(app, exit_code);
+    // "nvtrace" and the subcommand parsed, as every error message begins.
+    auto command_path = [&app] {
+        std::string where = "nvtrace";
+        for (const CLI::App* sub : app.get_subcommands())
+            where += " " + sub->get_name();
+        return where;
+    };
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
         // "nvtrace CMD: message" like every other error, and where to look.
-        std::string where = "nvtrace";
-        for (const CLI::App* sub : app.get_subcommands())
-            where += " " + sub->get_name();
+        std::string where = command_path();
         if (where == "nvtrace" && argc > 1) {  // CLI11 says only "A subcommand is required"
             std::string names;
             for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
@@ -62,11 +67,8 @@ int main(int argc, char** argv) {
     // "nvtrace CMD: ..." like every error; once: a command that saw the failure itself said so and exits 3.
     if (lost) {
         int err = errno ? errno : EIO;
-        std::string where = "nvtrace";
-        for (const CLI::App* sub : app.get_subcommands())
-            where += " " + sub->get_name();
         if (exit_code != 3)
-            nvtrace::tracer::note("{}: cannot write to standard output: {}\n", where, std::strerror(err));
+            nvtrace::tracer::note("{}: cannot write to standard output: {}\n", command_path(), std::strerror(err));
         return exit_code == 0 ? 3 : exit_code;
     }
     return exit_code;
