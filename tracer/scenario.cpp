@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "nvtrace/expect.hpp"
+#include "nvtrace/fleet.hpp"
 #include "procfs.hpp"
 
 namespace nvtrace::tracer {
@@ -368,6 +369,10 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
     if (out.no_graph_reason) m.environment["function_graph"] = *out.no_graph_reason;
     if (out.expectations && wants_function_graph(m))
         if (auto nt = not_traceable(*out.expectations); !nt.empty()) m.environment["not_traceable"] = nt;
+    // The node that ran it and its Slurm job step: `nvtrace fleet` names nodes by them (docs/fleet.md).
+    if (char host[256] = {}; ::gethostname(host, sizeof host - 1) == 0 && host[0]) m.environment["host"] = host;
+    if (auto slurm = slurm_environment([](const char* n) { return std::getenv(n); }); !slurm.empty())
+        m.environment["slurm"] = std::move(slurm);
     out.run = std::move(a);
     return out;
 }

@@ -15,6 +15,7 @@
 
 #include "capture.hpp"
 #include "commands.hpp"
+#include "nvtrace/fleet.hpp"
 #include "nvtrace/report.hpp"
 #include "report_capture.hpp"
 #include "scenario.hpp"
@@ -153,6 +154,17 @@ int do_run(RunArgs a) {
         tracer::note("nvtrace run: --tty: nvtrace is not in the terminal's foreground (started in the background?)\n");
         return static_cast<int>(ExitCode::usage);
     }
+    // --out PATTERN: %j %s %n %h %p %% (one capture directory per node and job step under Slurm; docs/run.md).
+    if (a.out.find('%') != std::string::npos) {
+        char host[256] = {};
+        (void)::gethostname(host, sizeof host - 1);
+        auto expanded = expand_out_pattern(a.out, {[](const char* n) { return std::getenv(n); }, host, ::getpid()});
+        if (!expanded) {
+            tracer::note("nvtrace run: {}\n", expanded.error().message);
+            return static_cast<int>(expanded.error().code);
+        }
+        a.out = *expanded;
+    }
     opts.preload = !a.no_preload;
     opts.progress = !a.quiet;
     // Test hooks (docs/testing.md): no reading while the program runs, only the final drain; no fd syscall events.
@@ -273,7 +285,9 @@ void add_run(CLI::App& app, int& exit_code) {
                     "Scenario only: pass --device PATH to its program (e.g. another GEM driver)");
     run->add_option("-o,--out", args->out,
                     "Capture directory: created, or an existing one without a capture (default: a new "
-                    "runs/<program>-<UTC time>.<microseconds>Z-<pid>)");
+                    "runs/<program>-<UTC time>.<microseconds>Z-<pid>); %j SLURM_JOB_ID, %s SLURM_STEP_ID, %n "
+                    "SLURMD_NODENAME (else the short host name), %h host name, %p pid, %% a '%' "
+                    "(--out runs/%j/%n under srun)");
     run->add_option("-m,--module", args->r.capture.meta.modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
