@@ -15,6 +15,7 @@ packages=(
   python3-pandas python3-matplotlib jupyter-nbconvert python3-nbformat python3-ipykernel  # notebook test
   qemu-system-x86 busybox-static cpio kmod file libdrm-dev                  # qemu test guest (tests/vm)
   util-linux                                                                # setpriv, mountpoint
+  chromium python3-pil                                                      # HTML export test (headless)
   slurm-wlm munge                                                           # 3-node Slurm test (tests/slurm)
 )
 "${SUDO[@]}" apt-get update

@@ -53,6 +53,8 @@ std::string_view to_string(ExportFormat f) {
             return "folded";
         case ExportFormat::csv:
             return "csv";
+        case ExportFormat::html:
+            return "html";
     }
     return "json";
 }
@@ -62,6 +64,7 @@ std::optional<ExportFormat> parse_export_format(std::string_view name) {
     if (name == "chrome" || name == "perfetto" || name == "trace-event") return ExportFormat::chrome;
     if (name == "folded" || name == "flamegraph" || name == "collapsed") return ExportFormat::folded;
     if (name == "csv") return ExportFormat::csv;
+    if (name == "html") return ExportFormat::html;
     return std::nullopt;
 }
 
@@ -124,6 +127,9 @@ Result<void> export_report(const Report& r, ExportFormat f, std::ostream& out) {
             break;
         case ExportFormat::csv:
             write_calls_csv(r, out);
+            break;
+        case ExportFormat::html:
+            write_html_report(r, out);
             break;
     }
     out.flush();

@@ -14,6 +14,11 @@
 //  folded  folded stacks ("a;b;c <self ns>", one line per graph path with self time > 0) for flamegraph.pl,
 //          speedscope and inferno; summing the lines under a path gives the report's total_ns for it.
 //  csv     the calls table (RFC 4180; the report's call fields, null as an empty cell).
+//  html    one self-contained page (no network: inline CSS, SVG drawn by inline JS, the data embedded as JSON
+//          in a <script type="application/json"> element): an icicle of the aggregated call tree, a per-thread
+//          timeline of phases, root calls, ioctls, kernel-log lines and markers, the checks with their evidence
+//          and the completeness line. Aggregated and capped before embedding (HtmlLimits); what was left out is
+//          counted in HtmlStats and stated in the page.
 // Thread-safety: pure functions of the report; each writes only to its stream.
 #pragma once
 
@@ -27,9 +32,9 @@
 
 namespace nvtrace {
 
-enum class ExportFormat { json, chrome, folded, csv };
+enum class ExportFormat { json, chrome, folded, csv, html };
 
-std::string_view to_string(ExportFormat f);  // "json", "chrome", "folded", "csv"
+std::string_view to_string(ExportFormat f);  // "json", "chrome", "folded", "csv", "html"
 std::optional<ExportFormat> parse_export_format(
     std::string_view name);  // also "perfetto" = chrome, "flamegraph" = folded
 
@@ -48,6 +53,29 @@ ChromeTraceStats write_chrome_trace(const Report& report, std::ostream& out);
 void write_folded_stacks(const Report& report, std::ostream& out);
 
 void write_calls_csv(const Report& report, std::ostream& out);
+
+// The caps of the HTML page (docs/export.md, "HTML page"). Frames are call paths of the aggregated tree; the
+// widest (by total time, by call count when no duration is known) are kept, parents before children, so a
+// left-out path's time stays inside its parent's width. Timeline items are kept per kind in time order.
+struct HtmlLimits {
+    std::size_t frames = 2000;      // call paths drawn in the icicle
+    std::size_t threads = 64;       // timeline rows of tasks (by pid; the rest are left out)
+    std::size_t root_calls = 2000;  // root calls on the timeline
+    std::size_t ioctls = 5000;      // ioctls on the timeline
+    std::size_t kernel_log = 1000;  // kernel-log lines (timeline instants and the list below it)
+    std::size_t markers = 500;      // trace markers other than phase markers
+    std::size_t phases = 500;       // phase spans
+};
+struct HtmlStats {
+    std::uint64_t frames = 0;             // call paths embedded (without the root "all calls")
+    std::uint64_t frames_left_out = 0;    // call paths past HtmlLimits::frames
+    std::uint64_t calls_left_out = 0;     // calls on those paths
+    std::uint64_t timeline_items = 0;     // phases, root calls, ioctls, kernel-log lines and markers embedded
+    std::uint64_t timeline_left_out = 0;  // past a cap or on a thread past HtmlLimits::threads
+    std::uint64_t unplaced = 0;           // kernel-log lines or markers without a time on the trace clock
+};
+// Deterministic: the same report gives the same bytes (no generation time, no random ids).
+HtmlStats write_html_report(const Report& report, std::ostream& out, const HtmlLimits& limits = {});
 
 // Dispatch on the format; Error::environment when the stream fails.
 Result<void> export_report(const Report& report, ExportFormat format, std::ostream& out);

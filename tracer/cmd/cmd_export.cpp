@@ -1,4 +1,4 @@
-// nvtrace export INPUT --format json|chrome|folded|csv [-o FILE]   (docs/export.md)
+// nvtrace export INPUT --format json|chrome|folded|csv|html [-o FILE]   (docs/export.md)
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -25,7 +25,7 @@ struct ExportArgs {
 int do_export(const ExportArgs& a) {
     auto f = parse_export_format(a.format);
     if (!f) {
-        tracer::note("nvtrace export: unknown --format '{}' (expected json, chrome, folded or csv)\n", a.format);
+        tracer::note("nvtrace export: unknown --format '{}' (expected json, chrome, folded, csv or html)\n", a.format);
         return static_cast<int>(ExitCode::usage);
     }
     // `export DIR -o DIR/report.json` wrote CSV over the run's report: refused as `report` does.
@@ -58,14 +58,17 @@ int do_export(const ExportArgs& a) {
 
 void add_export(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<ExportArgs>();
-    CLI::App* cmd = app.add_subcommand("export", "Write a report as JSON, Chrome trace JSON, folded stacks or CSV");
+    CLI::App* cmd =
+        app.add_subcommand("export", "Write a report as JSON, Chrome trace JSON, folded stacks, CSV or one HTML page");
     cmd->footer(
         "INPUT: a report.json, a capture directory or a trace file. Formats: json (the report, schema\n"
         "nvtrace.report/1), chrome (Perfetto UI, chrome://tracing; calls and ioctls as slices per thread),\n"
-        "folded (flamegraph.pl, speedscope; self ns), csv (one row per call). Exit codes: 0 ok, 2 bad input or\n"
+        "folded (flamegraph.pl, speedscope; self ns), csv (one row per call), html (one self-contained page:\n"
+        "icicle of the call tree, timeline per thread, checks, completeness; opens without a network).\n"
+        "Exit codes: 0 ok, 2 bad input or\n"
         "format, or -o onto the input or into a capture directory, 3 cannot write. See docs/export.md.");
     cmd->add_option("input", args->input, "Report, capture directory or trace file")->required();
-    cmd->add_option("-f,--format", args->format, "json, chrome, folded or csv")->required();
+    cmd->add_option("-f,--format", args->format, "json, chrome, folded, csv or html")->required();
     cmd->add_option("-o,--out", args->out, "Output file (default: stdout)");
     cmd->callback([args, &exit_code] { exit_code = do_export(*args); });
 }
