@@ -44,6 +44,7 @@ extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its ow
 #include "stderr_note.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
+#include "uprobes.hpp"
 
 namespace nvtrace::tracer {
 
@@ -737,6 +738,68 @@ bool wants_function_graph(const CaptureMeta& m) {
     return !m.modules.empty() || !m.filters.empty() || !m.graph_functions.empty();
 }
 
+namespace {
+
+// The uprobes of the plan (docs/api.md): every --uprobe, then the CUDA tables (automatic: only when the program's
+// DT_NEEDED closure holds libcudart or libcuda). Their events are decoded as OtherEvent ("<group>:*" kept) and
+// their formats saved with the capture.
+Result<void> plan_probes(const CaptureOptions& opts, const KernelOffer& offer, CapturePlan& p) {
+    using Api = CaptureOptions::Api;
+    std::vector<UprobeSpec> specs;
+    for (const auto& text : opts.uprobes) {
+        auto spec = parse_uprobe_spec(text);
+        if (!spec) return fail(spec.error());
+        specs.push_back(std::move(*spec));
+    }
+    const bool asked = !specs.empty() || opts.api == Api::cuda;
+    if (!asked && opts.api == Api::none) return {};
+    const std::string& name = p.meta.command[0];
+    auto program = find_program(name, offer.path_env);
+    if (!program) {
+        if (!asked) return {};  // the spawn says that it is not found
+        return fail(Error::usage(fmt::format("{}: not found (PATH): its libraries cannot be looked up for {}", name,
+                                             specs.empty() ? "--api cuda" : "--uprobe")));
+    }
+    ProbePlan& plan = p.probes;
+    for (const auto& spec : specs)
+        if (auto r = plan_uprobe_spec(plan, spec, *program, offer.library_search, p.probe_notes); !r)
+            return fail(r.error());
+    if (opts.api != Api::none) {
+        auto n = plan_cuda_program(plan, *program, offer.library_search, opts.api == Api::cuda, p.probe_notes);
+        if (!n && opts.api == Api::cuda) return fail(Error{n.error().code, "--api cuda: " + n.error().message});
+        if (n && *n == 0 && opts.api == Api::cuda)
+            return fail(Error::environment(fmt::format(
+                "--api cuda: {} loads no libcudart or libcuda nvtrace can find (DT_NEEDED, libcudart.so.13 and "
+                "libcuda.so.1 where a dlopen finds them)",
+                *program)));
+        // Automatic: a program nvtrace cannot read as ELF (a script) or without CUDA is traced without the tables.
+    }
+    for (const auto& line : plan.skipped)
+        p.probe_notes.push_back("left out: " + line);
+    if (plan.functions.empty()) return {};
+    if (!offer.has_uprobes) {
+        if (asked)
+            return fail(Error::environment(
+                "this kernel has no uprobe events (tracefs uprobe_events is missing: CONFIG_UPROBE_EVENTS is off)"));
+        p.probe_notes.push_back(
+            "the program uses CUDA but this kernel has no uprobe events (CONFIG_UPROBE_EVENTS): API calls are not "
+            "traced");
+        plan.functions.clear();
+        return {};
+    }
+    p.uprobe_group = offer.uprobe_group;
+    for (const auto& f : plan.functions) {
+        p.meta.uprobes.push_back({p.uprobe_group, f.entry.event, f.exit.event, f.library, f.function, f.entry.offset,
+                                  std::string(api_name(f))});
+        p.formats.push_back(p.uprobe_group + ":" + f.entry.event);
+        p.formats.push_back(p.uprobe_group + ":" + f.exit.event);
+    }
+    p.meta.kept_events.push_back(p.uprobe_group + ":*");
+    return {};
+}
+
+}  // namespace
+
 Result<CapturePlan> plan_capture(const CaptureOptions& opts, const KernelOffer& offer) {
     const CaptureMeta& m = opts.meta;
     if (m.command.empty()) return fail(Error::usage("no command given: nvtrace run [options] -- CMD [ARGS]"));
@@ -814,6 +877,7 @@ Result<CapturePlan> plan_capture(const CaptureOptions& opts, const KernelOffer& 
         p.formats.emplace_back("nvidia:nvidia_dev_xid");
         p.meta.kept_events.emplace_back("nvidia:nvidia_dev_xid");
     }
+    if (auto r = plan_probes(opts, offer, p); !r) return fail(r.error());
     return p;
 }
 
@@ -837,6 +901,9 @@ struct Session {
     // From the start on, a SIGINT/SIGTERM/SIGHUP/SIGQUIT waits for the drain loop (or is dropped if setup fails), so
     // that no signal can stop nvtrace between creating the instance and restoring the state.
     SignalBlock signals;
+    // The probes (uprobe_events is global): removed after the instance, whose removal disables them (an enabled
+    // probe cannot be removed; a probe the instance no longer lists is removed in about 0.1 ms instead of 20 ms).
+    std::optional<UprobeSet> uprobes;
     std::optional<Instance> inst;
     TopLevelJournal journal;
     tracefs_instance* fgraph = nullptr;  // the instance that carries function_graph, nullptr = top level
@@ -882,6 +949,12 @@ KernelOffer read_offer(const char* tracing_dir, const Instance& inst) {
     };
     o.module_loaded = module_loaded;
     o.count_matches = count_matches;
+    o.has_uprobes = uprobes_supported().has_value();
+    o.uprobe_group = uprobe_group(static_cast<int>(::getpid()));
+    if (const char* ld = std::getenv("LD_LIBRARY_PATH")) o.library_search.ld_library_path = ld;
+    if (const char* path = std::getenv("PATH")) o.path_env = path;
+    // A cache nvtrace cannot read leaves the search to LD_LIBRARY_PATH and the default directories.
+    o.library_search.cache = read_ld_cache().value_or(std::vector<LdCacheEntry>{});
     return o;
 }
 
@@ -932,6 +1005,20 @@ Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s,
             if (auto r = s.journal.remember(f); !r) return fail(r.error());
     }
 
+    // The uprobes, created before the formats are read (their events exist from then on) and journaled as they are.
+    if (!p.probes.functions.empty()) {
+        auto t0 = Clock::now();
+        s.uprobes.emplace(p.uprobe_group);
+        for (const auto& d : p.probes.defs())
+            if (auto r = s.uprobes->add(d); !r) return fail(r.error());
+        if (opts.progress)
+            note("nvtrace: {} uprobes armed in {} ms (group {})\n", s.uprobes->probes().size(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), p.uprobe_group);
+    }
+    if (opts.progress)
+        for (const auto& n : p.probe_notes)
+            note("nvtrace: uprobes: {}\n", n);
+
     // Events in the private instance.
     s.tep.reset(load_event_formats(meta.tracing_dir.c_str(), p.formats, !meta.events.empty()));
     if (!s.tep) return fail(Error::environment("cannot read the event formats from tracefs"));
@@ -940,6 +1027,8 @@ Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s,
         return fail(
             Error::environment("cannot enable syscalls:sys_enter_ioctl/sys_exit_ioctl (no syscall tracepoints?)"));
     if (p.xid_event) tracefs_event_enable(inst, "nvidia", "nvidia_dev_xid");
+    if (s.uprobes)
+        if (auto r = s.uprobes->enable(inst); !r) return fail(r.error());
     // The fd changes (fd_lifetime_events), where this kernel has both halves: an ioctl is named only from a sample
     // taken in the same lifetime of its fd (FdLifetime in nvtrace/event.hpp).
     for (const std::string& name : p.fd_syscalls)
@@ -1258,10 +1347,13 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
                                 : fmt::format("{:016x} t {}\n", addr, sym->name);
         if (auto w = write_file(out_dir / "kallsyms", text); !w) return w;
     }
-    if (auto w = save_formats(s.inst->get(), tep, s.pages->types_seen(),
-                              {{"syscalls", "sys_enter_ioctl"}, {"syscalls", "sys_exit_ioctl"}, {"ftrace", "print"}},
-                              out_dir, meta.event_formats);
-        !w)
+    std::vector<std::pair<std::string, std::string>> always{
+        {"syscalls", "sys_enter_ioctl"}, {"syscalls", "sys_exit_ioctl"}, {"ftrace", "print"}};
+    for (const auto& u : meta.uprobes) {  // every probe's, fired or not: the report names each armed function
+        always.emplace_back(u.group, u.event);
+        always.emplace_back(u.group, u.return_event);
+    }
+    if (auto w = save_formats(s.inst->get(), tep, s.pages->types_seen(), always, out_dir, meta.event_formats); !w)
         return w;
     nlohmann::json comms = nlohmann::json::object();
     for (const auto& [pid, comm] : comm_of)
@@ -1271,7 +1363,10 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
     for (const auto& [file, text] : {File{"comms.json", dump_json(comms)}, File{"fd_paths.json", dump_json(fd_paths)},
                                      File{"buffer_stats.json", dump_json(stats)}, File{"kmsg", kmsg_text}})
         if (auto w = write_file(out_dir / file, text); !w) return w;
-    // Removed here rather than by the destructor, so that a failure reaches the caller (and the exit code).
+    // Removed here rather than by the destructor, so that a failure reaches the caller (and the exit code). Its
+    // removal disables the uprobes (the kernel waits for its uprobe users once per probe: docs/api.md "Cost").
+    if (opts.progress && s.uprobes && s.uprobes->probes().size() >= 20)
+        note("nvtrace: disabling {} uprobes\n", s.uprobes->probes().size());
     if (auto removed = s.inst->remove(); !removed) meta.instance_left = removed.error().message;
     if (opts.trace_dat) {
         if (auto td = write_trace_dat(opts.out_dir, meta); !td)

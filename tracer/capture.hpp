@@ -18,6 +18,7 @@
 #include <signal.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -31,6 +32,7 @@
 #include "nvtrace/event.hpp"
 #include "nvtrace/report.hpp"
 #include "runner.hpp"
+#include "uprobe_plan.hpp"
 
 namespace nvtrace::tracer {
 
@@ -60,6 +62,12 @@ struct CaptureOptions {
     // the caller writes the report, then takes what arrived (take_held_signal) so that a signal after the program ended
     // neither kills nvtrace before the report is saved nor goes unnoticed.
     bool hold_signals = false;
+    // User-space probes (docs/api.md): `uprobes` are --uprobe LIB:SYMBOL[%FETCHARGS] texts (parse_uprobe_spec);
+    // `api` says whether the CUDA tables are armed: automatic (when the program's DT_NEEDED closure holds
+    // libcudart.so.* or libcuda.so.*), forced (--api cuda) or off (--no-api).
+    std::vector<std::string> uprobes;
+    enum class Api : std::uint8_t { automatic, cuda, none };
+    Api api = Api::automatic;
 };
 
 // What the kernel offers, read before anything is changed: the plan's only input besides the options.
@@ -70,6 +78,12 @@ struct KernelOffer {
     std::function<bool(const std::string& system, const std::string& event)> has_event;  // events/SYSTEM/EVENT
     std::function<bool(const std::string& module)> module_loaded;
     std::function<std::size_t(const char* glob, const char* module)> count_matches;  // tracefs_session.hpp
+    // Uprobes: whether uprobe_events exists, the group nvtrace's probes go to (uprobe_group of nvtrace's pid), and
+    // where the program's libraries are found (its LD_LIBRARY_PATH and PATH as nvtrace passes them on, ld.so.cache).
+    bool has_uprobes = false;
+    std::string uprobe_group;
+    SearchContext library_search;
+    std::optional<std::string> path_env;  // PATH, to find a program named without '/'
 };
 
 // What one capture traces, from the options and the offer alone (plan_capture is pure).
@@ -86,12 +100,20 @@ struct CapturePlan {
     std::vector<std::string> fd_syscalls;  // kFdSyscalls this kernel has both tracepoints of
     bool xid_event = false;                // nvidia:nvidia_dev_xid
     std::vector<std::string> formats;      // the event formats decoded ("system:event", "system:*")
+    // The probes to create (entry and return per function; meta.uprobes lists them), and why any table entry or
+    // candidate file was left out (one line each, for the progress lines).
+    ProbePlan probes;
+    std::string uprobe_group;
+    std::vector<std::string> probe_notes;
 };
 
 // Errors: Error::usage for options that contradict each other or match nothing (--notrace without function_graph,
 // a glob matching no function), Error::environment for what this kernel lacks (function_graph, a module not loaded
 // without `future`, a module without traceable functions). meta.events are taken as "SYSTEM:EVENT" (resolve_run
-// checks them); whether the kernel has them is known when they are enabled.
+// checks them); whether the kernel has them is known when they are enabled. Uprobes: Error::usage for a bad --uprobe
+// (its text, what was expected), Error::environment when the kernel has no uprobe_events and probes are asked
+// (--uprobe, --api cuda; the automatic CUDA tracing is then left out with a note) or --api cuda finds no library.
+// The planning reads ELF files (the program, its libraries), nothing else.
 Result<CapturePlan> plan_capture(const CaptureOptions& opts, const KernelOffer& offer);
 
 // Whether the capture traces functions (function_graph): a module, a filter or a graph function is asked.

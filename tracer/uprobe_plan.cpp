@@ -1,5 +1,7 @@
 #include "uprobe_plan.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -293,6 +295,123 @@ std::size_t plan_cuda(ProbePlan& plan, const ElfInfo& elf, CudaLayer layer) {
         }
     }
     return added;
+}
+
+}  // namespace nvtrace::tracer
+
+namespace nvtrace::tracer {
+
+std::optional<std::string> find_program(const std::string& name, const std::optional<std::string>& path_env) {
+    if (name.empty()) return std::nullopt;
+    if (name.find('/') != std::string::npos) return name;
+    const std::string path = path_env.value_or("/usr/bin:/bin");
+    for (std::size_t pos = 0; pos <= path.size();) {
+        std::size_t colon = path.find(':', pos);
+        std::string dir = path.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+        if (dir.empty()) dir = ".";  // an empty element is the current directory (execvp)
+        std::string file = dir + "/" + name;
+        struct stat st {};
+        if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0) return file;
+        if (colon == std::string::npos) break;
+        pos = colon + 1;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::string> cuda_driver_dirs() {
+    return {"/usr/lib/x86_64-linux-gnu/nvidia/current", "/usr/lib64", "/usr/local/nvidia/lib64",
+            "/usr/local/cuda/compat", "/usr/lib/wsl/lib"};
+}
+
+CudaUse cuda_use(const std::vector<LoadedLibrary>& needed) {
+    CudaUse use;
+    for (const auto& n : needed) {
+        if (!use.runtime && n.name.rfind("libcudart.so.", 0) == 0) use.runtime = n;
+        if (!use.driver && n.name.rfind("libcuda.so.", 0) == 0) use.driver = n;
+    }
+    return use;
+}
+
+Result<std::size_t> plan_cuda_program(ProbePlan& plan, const std::string& program, const SearchContext& ctx, bool force,
+                                      std::vector<std::string>& notes) {
+    auto exe = read_elf(program);
+    if (!exe) return fail(exe.error());
+    auto needed = needed_libraries(program, ctx);
+    if (!needed) return fail(needed.error());
+    const CudaUse use = cuda_use(*needed);
+    std::size_t added = 0;
+    std::set<std::string> armed;  // real files (a uprobe attaches to the inode)
+    auto arm = [&](const std::string& file, CudaLayer layer, const std::string& how) -> std::optional<ElfInfo> {
+        if (!armed.insert(file).second) return std::nullopt;
+        auto elf = read_elf(file);
+        if (!elf) {
+            notes.push_back(fmt::format("{}: not probed: {}", file, elf.error().message));
+            return std::nullopt;
+        }
+        std::size_t n = plan_cuda(plan, *elf, layer);
+        added += n;
+        notes.push_back(fmt::format("{} {} functions of {} ({})", n,
+                                    layer == CudaLayer::driver ? "CUDA driver API" : "CUDA runtime", file, how));
+        return std::move(*elf);
+    };
+    std::optional<ElfInfo> cudart;
+    if (use.runtime && use.runtime->file) {
+        cudart = arm(use.runtime->file->real_path, CudaLayer::runtime,
+                     fmt::format("DT_NEEDED {}, {}", use.runtime->name, use.runtime->file->found_by));
+    } else if (use.runtime) {
+        notes.push_back(fmt::format("{} (DT_NEEDED of {}) is not found: the runtime is not probed", use.runtime->name,
+                                    use.runtime->requested_by));
+    } else if (force) {
+        for (const auto& c : find_library("libcudart.so.13", *exe, nullptr, ctx))
+            if (auto elf =
+                    arm(c.real_path, CudaLayer::runtime, "as a dlopen of libcudart.so.13 finds it, " + c.found_by);
+                elf && !cudart)
+                cudart = std::move(elf);
+    }
+    if (use.driver && use.driver->file)
+        arm(use.driver->file->real_path, CudaLayer::driver,
+            fmt::format("DT_NEEDED {}, {}", use.driver->name, use.driver->file->found_by));
+    if (use.runtime || force) {
+        // libcudart opens the driver with dlopen("libcuda.so.1"): searched as the loader searches for libcudart.
+        SearchContext driver_ctx = ctx;
+        for (auto& d : cuda_driver_dirs())
+            driver_ctx.extra_dirs.push_back(std::move(d));
+        const bool from_cudart = cudart.has_value();
+        auto cands =
+            find_library("libcuda.so.1", from_cudart ? *cudart : *exe, from_cudart ? &*exe : nullptr, driver_ctx);
+        for (const auto& c : cands)
+            arm(c.real_path, CudaLayer::driver, "a candidate for dlopen(\"libcuda.so.1\"), " + c.found_by);
+        if (cands.empty())
+            notes.push_back(
+                "no libcuda.so.1 found where the loader and the driver's folders have it: the driver API is not "
+                "probed (the program's dlopen of it will fail as well)");
+    }
+    return added;
+}
+
+Result<void> plan_uprobe_spec(ProbePlan& plan, const UprobeSpec& spec, const std::string& program,
+                              const SearchContext& ctx, std::vector<std::string>& notes) {
+    auto cands = resolve_uprobe_library(spec.library, program, ctx);
+    if (!cands) return fail(cands.error());
+    std::set<std::string> armed;
+    bool first = true;
+    for (const auto& c : *cands) {
+        if (!armed.insert(c.real_path).second) continue;
+        auto elf = read_elf(c.real_path);
+        Result<void> r = elf ? plan_function(plan, *elf, spec.symbol, spec.entry_args, spec.return_args)
+                             : Result<void>(fail(elf.error()));
+        if (!r && first)
+            return fail(Error{r.error().code, fmt::format("--uprobe '{}': {}", spec.text, r.error().message)});
+        if (!r)
+            notes.push_back(fmt::format("--uprobe '{}': {} left out: {}", spec.text, c.real_path, r.error().message));
+        first = false;
+    }
+    return {};
+}
+
+std::string_view api_name(const PlannedFunction& f) {
+    if (!f.cuda) return "user";
+    return f.cuda->layer == CudaLayer::driver ? "cuda_driver" : "cuda_runtime";
 }
 
 }  // namespace nvtrace::tracer

@@ -9,6 +9,7 @@
 // Thread-safety: all functions are reentrant.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -77,5 +78,43 @@ Result<void> plan_function(ProbePlan& plan, const ElfInfo& elf, std::string_view
 // Every table entry of `layer` that `elf` exports (each name, and its _ptds/_ptsz variants), with its arguments.
 // Returns how many functions were added.
 std::size_t plan_cuda(ProbePlan& plan, const ElfInfo& elf, CudaLayer layer);
+
+// ---- The probes of one program (nvtrace run) ----
+
+// The program's file: `name` when it has a '/', else the first executable regular file PATH names (execvp's
+// search; "/usr/bin:/bin" when PATH is unset). nullopt when none is found.
+std::optional<std::string> find_program(const std::string& name, const std::optional<std::string>& path_env);
+
+// Folders NVIDIA's user-mode driver puts libcuda.so.1 in beyond the loader's own: the .run installer and Debian's
+// nvidia-driver (/usr/lib/x86_64-linux-gnu, already a default directory; /usr/lib/x86_64-linux-gnu/nvidia/current),
+// RPM distributions (/usr/lib64), the NVIDIA Container Toolkit's mount (/usr/local/nvidia/lib64), the CUDA
+// forward-compatibility package (/usr/local/cuda/compat) and WSL (/usr/lib/wsl/lib). Candidates to arm.
+std::vector<std::string> cuda_driver_dirs();
+
+// The CUDA libraries in a program's DT_NEEDED closure (needed_libraries): names libcudart.so.* and libcuda.so.*.
+struct CudaUse {
+    std::optional<LoadedLibrary> runtime;  // libcudart.so.N
+    std::optional<LoadedLibrary> driver;   // libcuda.so.1
+    bool any() const { return runtime || driver; }
+};
+CudaUse cuda_use(const std::vector<LoadedLibrary>& needed);
+
+// The CUDA tables for `program` (its file; read_elf errors pass through): the runtime table on the libcudart the
+// program loads, the driver table on the libcuda it loads, and, when libcudart is loaded (or `force`), on every
+// file find_library gives for "libcuda.so.1" as libcudart's dlopen looks it up, then in cuda_driver_dirs(): libcudart
+// loads the driver with dlopen, so its file is known only then; each is armed before the program starts. With
+// `force` and no libcudart in the closure, "libcudart.so.13" as a dlopen from the program finds it. `notes`: one line
+// per file armed or left out. Returns the functions added (0: the program uses no CUDA library nvtrace found).
+Result<std::size_t> plan_cuda_program(ProbePlan& plan, const std::string& program, const SearchContext& ctx, bool force,
+                                      std::vector<std::string>& notes);
+
+// One --uprobe for `program`: the spec's library resolved (resolve_uprobe_library) and its function probed on every
+// candidate file. The loader's choice must export it (else the error of plan_function); other candidates that do not
+// are left out with a note.
+Result<void> plan_uprobe_spec(ProbePlan& plan, const UprobeSpec& spec, const std::string& program,
+                              const SearchContext& ctx, std::vector<std::string>& notes);
+
+// "cuda_driver", "cuda_runtime" or "user" (meta.json uprobes[].api).
+std::string_view api_name(const PlannedFunction& f);
 
 }  // namespace nvtrace::tracer

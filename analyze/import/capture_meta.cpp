@@ -40,6 +40,11 @@ void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, Capture
     f("write_error", m.write_error), f("decode_error", m.decode_error);
 }
 template <class M, class F>
+void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, CaptureUprobe> {
+    f("group", m.group), f("event", m.event), f("return_event", m.return_event), f("library", m.library);
+    f("symbol", m.symbol), f("offset", m.offset), f("api", m.api);
+}
+template <class M, class F>
 void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, CaptureMeta> {
     f("capture_format", m.capture_format), f("raw", m.raw), f("event_formats", m.event_formats);
     f("command", m.command), f("pid", m.pid), f("run_as_uid", m.run_as_uid), f("tty", m.tty);
@@ -57,6 +62,7 @@ void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, Capture
     f("buffer_stats", m.buffer_stats), f("undecodable_records", m.undecodable_records);
     f("unresolved_functions", m.unresolved_functions), f("instance_left", m.instance_left);
     f("trace_dat", m.trace_dat), f("report_source", m.report_source), f("environment", m.environment);
+    f("uprobes", m.uprobes);
 }
 template <class T>
 concept Record = requires(T& t) {

@@ -35,6 +35,8 @@ struct RunArgs {
     std::string source;                   // --source DIR: driver sources for source_links
     bool verbose = false;                 // -v: every ioctl and kernel-log line in the summary
     std::string exit_status = "nvtrace";  // --exit-status: "nvtrace" (default) or "program"
+    std::string api;                      // --api: "cuda" (force the CUDA tables)
+    bool no_api = false;                  // --no-api
 };
 
 // --exit-status program: the program's exit status, 128 + N when signal N killed it (as a shell reports it), 0
@@ -166,6 +168,15 @@ int do_run(RunArgs a) {
         a.out = *expanded;
     }
     opts.preload = !a.no_preload;
+    opts.api = a.no_api          ? tracer::CaptureOptions::Api::none
+               : a.api == "cuda" ? tracer::CaptureOptions::Api::cuda
+                                 : tracer::CaptureOptions::Api::automatic;
+    // A bad --uprobe is a usage error before anything is made (plan_capture parses them again).
+    for (const auto& u : opts.uprobes)
+        if (auto spec = tracer::parse_uprobe_spec(u); !spec) {
+            tracer::note("nvtrace run: {}\n", spec.error().message);
+            return static_cast<int>(spec.error().code);
+        }
     opts.progress = !a.quiet;
     // Test hooks (docs/testing.md): no reading while the program runs, only the final drain; no fd syscall events.
     auto hook = [](const char* name) { return std::string_view(std::getenv(name) ? std::getenv(name) : "") == "1"; };
@@ -337,6 +348,18 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Give the program the terminal (its process group becomes the foreground one) so that it can read "
                   "it; without it, a program that reads the terminal is stopped by SIGTTIN: nvtrace says so and ends "
                   "it, the capture saved");
+    run->add_option("--uprobe", args->r.capture.uprobes,
+                    "Probe a function of a user-space library, LIB:SYMBOL[%FETCHARGS] (e.g. libc:getpid, "
+                    "'libc:write%fd=%di:s32,%dx:u64'): an entry and a return event per call; repeatable (docs/api.md)")
+        ->allow_extra_args(false);
+    auto* api =
+        run->add_option("--api", args->api,
+                        "Trace this API's calls with uprobes even when the program does not link it: cuda (the "
+                        "driver API of libcuda.so.1 and the runtime of libcudart.so.*). Default: CUDA is traced "
+                        "when the program's libraries (DT_NEEDED) include libcudart or libcuda")
+            ->check(CLI::IsMember({"cuda"}));
+    run->add_flag("--no-api", args->no_api, "Do not probe the CUDA libraries (no API calls in the report)")
+        ->excludes(api);
     run->callback([args, &exit_code] { exit_code = do_run(*args); });
 }
 
