@@ -1,8 +1,9 @@
 // record_fields.hpp: the one table of each per-record array of report.json (private to analyze). Each field
 // of Call (calls[]), IoctlRecord (ioctls[]), GraphNode (graph[]), KernelLogMessage (kernel_log[]),
-// MarkerEntry (markers[]) and EventRecord (events[]) is named here once: its JSON key, its C++ member (whose
-// type is the field's type: an integer, bool, std::string, a vector or map of them, or std::optional of one
-// for a field that may be null), its unit, whether a reader needs it, and how an empty value is written.
+// MarkerEntry (markers[]), EventRecord (events[]) and ApiCall (api_calls[]) is named here once: its JSON key, its
+// C++ member (whose type is the field's type: an integer, bool, std::string, a vector or map of them, or
+// std::optional of one for a field that may be null), its unit, whether a reader needs it, and how an empty value
+// is written.
 //
 // Everything that writes or reads these records goes through the table: the direct writers of
 // import/json_write.cpp (report.json's arrays, `--calls-jsonl`), the DOM writer to_json() (report_json.cpp),
@@ -185,6 +186,37 @@ struct RecordFields<EventRecord> {
     static EventRecord blank() { return {}; }
 };
 
+template <>
+struct RecordFields<ApiCall> {
+    static constexpr std::string_view section = "api_calls";
+    static constexpr auto fields = std::tuple{
+        Field{"id", &ApiCall::id, Unit::none, required},
+        Field{"parent", &ApiCall::parent},
+        Field{"depth", &ApiCall::depth},
+        Field{"cpu", &ApiCall::cpu},
+        Field{"pid", &ApiCall::pid},
+        Field{"comm", &ApiCall::comm},
+        Field{"function", &ApiCall::function, Unit::none, required},
+        Field{"group", &ApiCall::group},
+        Field{"library", &ApiCall::library},
+        Field{"api", &ApiCall::api},
+        Field{"args", &ApiCall::args},
+        Field{"arg_kinds", &ApiCall::arg_kinds},
+        Field{"args_decoded", &ApiCall::args_decoded},
+        Field{"result", &ApiCall::result},
+        Field{"result_name", &ApiCall::result_name},
+        Field{"result_unknown", &ApiCall::result_unknown},
+        Field{"entry_ns", &ApiCall::entry_ns, ns, required},
+        Field{"exit_ns", &ApiCall::exit_ns, ns},
+        Field{"exit_unknown", &ApiCall::exit_unknown},
+        Field{"ioctls", &ApiCall::ioctls},
+        Field{"ioctl_names", &ApiCall::ioctl_names},
+        Field{"calls", &ApiCall::calls},
+        Field{"phase", &ApiCall::phase},
+    };
+    static ApiCall blank() { return {}; }
+};
+
 template <class R>
 inline constexpr std::size_t field_count = std::tuple_size_v<std::decay_t<decltype(RecordFields<R>::fields)>>;
 
@@ -236,7 +268,8 @@ constexpr bool keys_are_unique() {
     return true;
 }
 static_assert(keys_are_unique<Call>() && keys_are_unique<GraphNode>() && keys_are_unique<IoctlRecord>() &&
-              keys_are_unique<KernelLogMessage>() && keys_are_unique<MarkerEntry>() && keys_are_unique<EventRecord>());
+              keys_are_unique<KernelLogMessage>() && keys_are_unique<MarkerEntry>() && keys_are_unique<EventRecord>() &&
+              keys_are_unique<ApiCall>());
 
 // The index of `key` in R's table; field_count<R> when R has no such field. Fixed-size compares the compiler
 // inlines (the SAX reader looks up every key of every call).

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "nvtrace/call_graph.hpp"
+#include "api_calls.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "phases.hpp"
 
@@ -228,7 +229,14 @@ ReportBuilder::ReportBuilder(const EventStream& side, Sinks sinks)
       ioctls_(
           side.comms, fd_paths_, [this](IoctlRecord&& io) { take_ioctl(std::move(io)); },
           fd_path_unknown_default(side)),
-      phases_(std::make_unique<detail::Phases>()) {
+      phases_(std::make_unique<detail::Phases>()),
+      api_(std::make_unique<detail::ApiCalls>()) {
+    if (sinks_.ioctl)  // the index an ioctl has in report.ioctls is the order the sink gets them
+        sinks_.ioctl = [this, sink = std::move(sinks_.ioctl)](IoctlRecord&& io) {
+            if (!api_->empty()) api_->ioctl(ioctls_handed_, io);
+            ++ioctls_handed_;
+            sink(std::move(io));
+        };
     if (sinks_.call) {
         calls_ = std::make_unique<CallStream>([this](Call&& c) { take_call(std::move(c)); });
         linker_ = std::make_unique<Linker>(side);
@@ -247,16 +255,27 @@ std::vector<FdPath> ReportBuilder::fd_paths_of(const EventStream& side) {
     return nvtrace::fd_paths_of(side);  // nvtrace/ioctl.hpp: lifetimes, else /proc samples
 }
 
+std::optional<std::string> ReportBuilder::phase_at(int pid, std::uint64_t ts) const {
+    if (!phases_->empty()) return phases_->at(ts);
+    if (!api_->empty()) return api_->top_function(pid, ts);
+    return std::nullopt;
+}
+
 void ReportBuilder::take_ioctl(IoctlRecord&& io) {
-    if (!phases_->empty()) io.phase = phases_->at(io.enter_ns);
-    if (linker_)
+    if (!phases_->empty() || !api_->empty()) io.phase = phase_at(io.pid, io.enter_ns);
+    if (linker_) {
         linker_->held.push_back(std::move(io));
-    else
+    } else {
+        if (!api_->empty()) api_->ioctl(r_.ioctls.size(), io);
         r_.ioctls.push_back(std::move(io));
+    }
 }
 
 void ReportBuilder::take_call(Call&& c) {
-    if (!phases_->empty() && c.entry_ns) c.phase = phases_->at(*c.entry_ns);
+    if (c.entry_ns) {
+        if (!phases_->empty() || !api_->empty()) c.phase = phase_at(c.pid, *c.entry_ns);
+        if (!c.parent && !api_->empty()) api_->call(c.id, c.pid, *c.entry_ns);
+    }
     linker_->call(c);
     sinks_.call(std::move(c));
 }
@@ -293,6 +312,11 @@ void ReportBuilder::add_other(const Event& ev, const OtherEvent& o) {
             }
         }
     }
+    if (ev.ts_known)
+        if (ApiCall* a = api_->add(ev, o, side_.comms, side_.file_name))
+            a->phase = !phases_->empty() ? phases_->at(a->entry_ns)
+                       : a->parent       ? api_->top_function(a->pid, a->entry_ns)
+                                         : std::optional(a->function);
     flush_event();
     EventRecord& e = pending_event_.emplace();
     e.name = o.system.empty() ? o.name : o.system + ":" + o.name;
@@ -383,11 +407,15 @@ Report ReportBuilder::finish() {
         linker_->release(*calls_, sinks_.ioctl, true);
     } else {
         g.calls = std::move(calls_by_id_);
-        if (!phases_->empty())
+        if (!phases_->empty() || !api_->empty())
             for (Call& c : g.calls)
-                if (c.entry_ns) c.phase = phases_->at(*c.entry_ns);
+                if (c.entry_ns) {
+                    c.phase = phase_at(c.pid, *c.entry_ns);
+                    if (!c.parent && !api_->empty()) api_->call(c.id, c.pid, *c.entry_ns);
+                }
         link_ioctl_calls(r.ioctls, g.calls);
     }
+    r.api_calls = api_->finish(r.completeness);
 
     // Console lines by text, in order, for their /dev/kmsg twins below (each twin taken once, the first first).
     // The views point into r.kernel_log's strings: no reallocation while they are used.

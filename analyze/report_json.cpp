@@ -139,6 +139,7 @@ json to_json(const Report& r) {
     j["ioctls"] = array_of(r.ioctls, record_json<IoctlRecord>);
     j["markers"] = array_of(r.markers, record_json<MarkerEntry>);
     j["events"] = array_of(r.events, record_json<EventRecord>);
+    j["api_calls"] = array_of(r.api_calls, record_json<ApiCall>);
     j["kmsg_clock"] = kmsg_clock_json(r.kmsg_clock);
     j["source_links"] = source_links_json(r.source_links);
     j["checks"] = array_of(r.checks, check_json);
@@ -181,6 +182,7 @@ void write_report(const Report& r, Out& out, const detail::StreamedArrays* strea
         import::write_array(out, buf, "calls", r.calls, import::append_call_json, false);
         import::write_array(out, buf, "ioctls", r.ioctls, import::append_ioctl_json, false);
     }
+    import::write_array(out, buf, "api_calls", r.api_calls, import::append_api_call_json, false);
     import::write_array(out, buf, "checks", r.checks, check_json_text, false);
     buf += " \"completeness\": " + dump(completeness_json(r.completeness)) + ",\n";
     buf += " \"environment\": " + dump(r.environment) + ",\n";

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "nvtrace/api_calls.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/source_links.hpp"
 #include "stderr_note.hpp"
@@ -112,6 +113,10 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
     fmt::print("ioctls: {}\n", rec.ioctls);
     for (const auto& line : rec.ioctl_lines)
         fmt::print("  {}\n", line);
+    ApiSummaryOptions api_options;  // API calls with their ioctls (nvtrace/api_calls.hpp)
+    api_options.verbose = verbose;
+    for (const auto& line : api_call_summary(r.api_calls, api_options))
+        fmt::print("{}\n", line);
     if (markers) fmt::print("markers: {}\n", rec.markers);
     fmt::print("kernel log: {} message(s)\n", r.kernel_log.size());
     for (std::size_t i = 0; i < r.kernel_log.size() && (verbose || i < 5); ++i) {

@@ -454,6 +454,44 @@ bool in_phase(const std::optional<std::string>& item_phase, const std::optional<
     return !want || (item_phase && *item_phase == *want);
 }
 
+// "in api F" (Fact::in_api): the root calls and ioctls made inside an API call F of report.api_calls, its own and
+// those of the API calls it made (which hold their records themselves: each record is under its innermost call).
+struct ApiScope {
+    std::size_t api_calls = 0;  // calls of F
+    std::set<std::uint64_t> roots, ioctls;
+};
+std::optional<ApiScope> api_scope(const Context& ctx, const Fact& f) {
+    if (!f.in_api) return std::nullopt;
+    ApiScope s;
+    std::map<std::uint64_t, const ApiCall*> by_id;
+    for (const ApiCall& a : ctx.report.api_calls)
+        by_id[a.id] = &a;
+    for (const ApiCall& a : ctx.report.api_calls) {
+        bool inside = false;
+        for (const ApiCall* p = &a; p && !inside;) {
+            inside = p->function == *f.in_api;
+            auto up = p->parent ? by_id.find(*p->parent) : by_id.end();
+            p = up == by_id.end() ? nullptr : up->second;
+        }
+        if (!inside) continue;
+        if (a.function == *f.in_api) ++s.api_calls;
+        s.roots.insert(a.calls.begin(), a.calls.end());
+        s.ioctls.insert(a.ioctls.begin(), a.ioctls.end());
+    }
+    return s;
+}
+
+// The root of `c`'s tree (its own id for a root).
+std::uint64_t root_of(const Context& ctx, const Call& c) {
+    const Call* at = &c;
+    while (at->parent) {
+        auto up = ctx.by_id.find(*at->parent);
+        if (up == ctx.by_id.end()) break;
+        at = up->second;
+    }
+    return at->id;
+}
+
 std::string call_ref(const Call& c) {
     return fmt::format("{}#{}", c.function, c.id);
 }
@@ -486,11 +524,12 @@ struct ChainMatch {
     std::vector<const Call*> example;  // first complete match, or the longest partial one
 };
 
-ChainMatch match_chain(const Context& ctx, const std::vector<ChainStep>& steps,
-                       const std::optional<std::string>& phase) {
+ChainMatch match_chain(const Context& ctx, const std::vector<ChainStep>& steps, const std::optional<std::string>& phase,
+                       const std::optional<ApiScope>& scope) {
     ChainMatch m;
     for (const Call& c : ctx.report.calls) {
         if (c.function != steps[0].function || !in_phase(c.phase, phase)) continue;
+        if (scope && !scope->roots.count(root_of(ctx, c))) continue;
         std::vector<const Call*> path{&c}, best;
         match_below(ctx, c, steps, 1, path, best);
         if (best.size() == steps.size()) {
@@ -529,6 +568,13 @@ std::size_t calls_in(const Context& ctx, const std::optional<std::string>& phase
 }
 
 FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    const std::optional<ApiScope> scope = api_scope(ctx, f);
+    if (scope && ctx.report.api_calls.empty())
+        return {Outcome::inconclusive, "", "the report has no API calls (uprobes on the library: docs/api.md)"};
+    if (scope && scope->api_calls == 0 && !f.absent)
+        return {Outcome::fail,
+                fmt::format("{} is never called (no such API call among {})", *f.in_api, ctx.report.api_calls.size()),
+                ""};
     if (ctx.report.calls.empty()) {
         // nvtrace run says why it ran a scenario without the graph (environment.function_graph).
         const auto& env = ctx.report.environment;
@@ -558,7 +604,7 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
     if (f.absent) {
         if (!hidden_why.empty())
             return {Outcome::inconclusive, "", "ftrace cannot see part of this chain (" + hidden_text + ")"};
-        ChainMatch m = match_chain(ctx, visible, phase);
+        ChainMatch m = match_chain(ctx, visible, phase, scope);
         if (m.complete)
             return {Outcome::fail,
                     fmt::format("seen {} time(s){}: {}", m.complete, phase_text(phase), path_text(m.example)), ""};
@@ -580,7 +626,7 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
 
     if (visible.empty())
         return {Outcome::inconclusive, "", "ftrace cannot see any function of this chain (" + hidden_text + ")"};
-    ChainMatch m = match_chain(ctx, visible, phase);
+    ChainMatch m = match_chain(ctx, visible, phase, scope);
     if (m.complete) {
         std::string ev = fmt::format("{}{}", path_text(m.example),
                                      m.complete > 1 ? fmt::format(" ({} times)", m.complete) : std::string());
@@ -707,8 +753,16 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
     const std::string& name = f.names[0];
     std::size_t matched = 0, unknown_n = 0, named = 0;
     std::string first_match, first_other, missing_fields;
+    const std::optional<ApiScope> scope = api_scope(ctx, f);
+    if (scope && ctx.report.api_calls.empty())
+        return {Outcome::inconclusive, "", "the report has no API calls (uprobes on the library: docs/api.md)"};
+    if (scope && scope->api_calls == 0 && !f.absent)
+        return {Outcome::fail,
+                fmt::format("{} is never called (no such API call among {})", *f.in_api, ctx.report.api_calls.size()),
+                ""};
     for (const auto& io : ctx.report.ioctls) {
         if (!in_phase(io.phase, phase) || !ioctl_named(io, name)) continue;
+        if (scope && !scope->ioctls.count(static_cast<std::uint64_t>(&io - ctx.report.ioctls.data()))) continue;
         ++named;
         std::vector<std::string> seen, unknown;
         Tri t = ioctl_fields_match(ctx, io, f, seen, unknown);
@@ -876,6 +930,89 @@ FactResult eval_phases(const Context& ctx, const Fact& f) {
     return {Outcome::fail, ev, ""};
 }
 
+// "api F [= RESULT]": an API call F of report.api_calls (with that result: a name compared with result_name, a
+// number with result). Inconclusive when no API calls were recorded, or when the calls that could match have no
+// known result, or (absent) when API events were lost.
+FactResult eval_api(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
+    const auto& calls = ctx.report.api_calls;
+    if (calls.empty())
+        return {
+            Outcome::inconclusive, "",
+            "the report has no API calls (no uprobes were recorded: nvtrace run --api cuda or --uprobe, docs/api.md)"};
+    const std::string& fn = f.names[0];
+    const std::optional<std::string> want = f.fields.empty() ? std::nullopt : std::optional(f.fields[0].second);
+    std::optional<std::int64_t> want_number;
+    if (want) {
+        std::string_view d = *want;
+        const bool neg = !d.empty() && d.front() == '-';
+        if (neg) d.remove_prefix(1);
+        if (auto n = check_values::number(d))
+            want_number = neg ? -static_cast<std::int64_t>(*n) : static_cast<std::int64_t>(*n);
+    }
+    std::size_t named = 0, matched = 0, unknown = 0;
+    std::string first_match, first_other, unknown_why;
+    for (const ApiCall& a : calls) {
+        if (a.function != fn || !in_phase(a.phase, phase)) continue;
+        ++named;
+        std::string desc = fmt::format("{}#{} = {} at {} ns (pid {})", a.function, a.id,
+                                       a.result_name != "unknown" ? a.result_name
+                                       : a.result                 ? std::to_string(*a.result)
+                                                                  : std::string("unknown"),
+                                       a.entry_ns, a.pid);
+        bool is = !want;
+        if (want && want_number) {
+            if (!a.result) {
+                ++unknown;
+                if (unknown_why.empty()) unknown_why = a.result_unknown.value_or("no result recorded");
+                if (first_other.empty()) first_other = desc;
+                continue;
+            }
+            // The low 32 bits: CUresult and cudaError_t are int enums (an untyped $retval reads all of %ax).
+            is = *a.result == *want_number ||
+                 static_cast<std::int32_t>(static_cast<std::uint32_t>(*a.result)) == *want_number;
+        } else if (want) {
+            if (a.result_name == "unknown") {
+                ++unknown;
+                if (unknown_why.empty()) unknown_why = a.result_unknown.value_or("no result name");
+                if (first_other.empty()) first_other = desc;
+                continue;
+            }
+            is = a.result_name == *want;
+        }
+        if (is) {
+            if (matched++ == 0) first_match = desc;
+        } else if (first_other.empty()) {
+            first_other = desc;
+        }
+    }
+    const std::string what = want ? fmt::format("{} = {}", fn, *want) : fn;
+    auto unknown_text = [&] {
+        return fmt::format("{} call(s) of {} have no known result ({})", unknown, fn, unknown_why);
+    };
+    const std::uint64_t lost_entries = ctx.report.completeness.diagnostic_count(Diag::api_return_without_entry);
+    if (f.absent) {
+        if (matched)
+            return {Outcome::fail,
+                    fmt::format("{} matching API call(s){}: {}", matched, phase_text(phase), first_match), ""};
+        if (unknown) return {Outcome::inconclusive, first_other, unknown_text()};
+        if (lost_entries)
+            return {Outcome::inconclusive, "not seen",
+                    fmt::format("{} API return(s) without their entry: calls were lost", lost_entries)};
+        return {Outcome::pass, fmt::format("no {} among {} API calls{}", what, calls.size(), phase_text(phase)), ""};
+    }
+    if (matched)
+        return {Outcome::pass, matched > 1 ? fmt::format("{} ({} matching)", first_match, matched) : first_match, ""};
+    if (unknown) return {Outcome::inconclusive, first_other, unknown_text()};
+    std::string ev =
+        named ? fmt::format("{} call(s) of {}{}, none {}; first: {}", named, fn, phase_text(phase),
+                            want ? "with that result" : "", first_other)
+              : fmt::format("{} is never called{} ({} API calls recorded)", fn, phase_text(phase), calls.size());
+    if (lost_entries)
+        return {Outcome::inconclusive, ev,
+                fmt::format("not seen, but {} API return(s) came without their entry: calls were lost", lost_entries)};
+    return {Outcome::fail, ev, ""};
+}
+
 FactResult eval_fact(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
     switch (f.kind) {
         case Fact::Kind::chain:
@@ -890,6 +1027,8 @@ FactResult eval_fact(const Context& ctx, const Fact& f, const std::optional<std:
             return eval_result(ctx, f);
         case Fact::Kind::phases:
             return eval_phases(ctx, f);
+        case Fact::Kind::api:
+            return eval_api(ctx, f, phase);
     }
     return {};
 }
@@ -926,6 +1065,12 @@ Check run_check(const Context& ctx, const Expectation& e) {
     }
     if (e.phase) {
         auto phases = phase_markers(ctx);
+        // Without phase markers, the top API calls name the phases (ReportBuilder: a record's phase is the function
+        // of the top API call it ran inside).
+        if (phases.empty())
+            for (const ApiCall& a : ctx.report.api_calls)
+                if (!a.parent && std::find(phases.begin(), phases.end(), a.function) == phases.end())
+                    phases.push_back(a.function);
         if (std::find(phases.begin(), phases.end(), *e.phase) == phases.end()) {
             out.result = "inconclusive";
             out.evidence =

@@ -152,6 +152,13 @@ struct Parser {
         auto when = trailing_when(all, end);
         if (!when) return fail(when.error());
         f.when = *when;
+        // "... in api FUNCTION" before the "when": the fact's scope (chain, call, ioctl).
+        if (end >= 3 && all[end - 3].text == "in" && all[end - 2].text == "api") {
+            f.in_api = std::string(all[end - 1].text);
+            end -= 3;
+        } else if (end >= 2 && all[end - 2].text == "in" && all[end - 1].text == "api") {
+            return fail(error(all[end - 1].col + all[end - 1].text.size(), "an API function name after 'in api'", ""));
+        }
         std::size_t i = 0;
         if (i < end && all[i].text == "or") {
             f.alternative = true;
@@ -163,7 +170,7 @@ struct Parser {
         }
         if (i >= end)
             return fail(
-                error(all.empty() ? 1 : all.back().col, "chain, call, ioctl, ioctls, log, result or phases", ""));
+                error(all.empty() ? 1 : all.back().col, "chain, call, ioctl, ioctls, log, result, phases or api", ""));
         const Word kw = all[i++];
         const std::size_t kw_end = kw.col + kw.text.size();
         if (kw.text == "chain" || kw.text == "call") {
@@ -227,6 +234,28 @@ struct Parser {
                         error(vcol, "an RM class name or number (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, 0x71)", value));
                 f.fields.emplace_back(key, std::string(value));
             }
+        } else if (kw.text == "api") {
+            f.kind = Fact::Kind::api;
+            if (f.in_api) return fail(error(kw.col, "chain, call or ioctl before 'in api'", kw.text));
+            // "api F = RESULT", "api F=RESULT" or "api F"
+            std::string rest;
+            for (std::size_t k = i; k < end; ++k)
+                rest += std::string(all[k].text);
+            auto eq = rest.find('=');
+            if (rest.empty() || eq == 0)
+                return fail(error(i < end ? all[i].col : kw_end, "an API function name", i < end ? all[i].text : ""));
+            f.names.push_back(rest.substr(0, eq));
+            if (eq != std::string::npos) {
+                std::string value = rest.substr(eq + 1);
+                // A result nvtrace cannot match is refused: `absent api cuInit = CUDA_ERROR_NOT_INITIALISED`
+                // (misspelt) would pass on every report.
+                if (value.empty() || !check_values::api_result_value(value))
+                    return fail(
+                        error(i < end ? all[end - 1].col : kw_end,
+                              "a CUresult or cudaError_t name (CUDA_SUCCESS, cudaErrorInvalidValue) or a number",
+                              value.empty() ? std::string_view() : std::string_view(all[end - 1].text)));
+                f.fields.emplace_back("", value);
+            }
         } else if (kw.text == "result") {
             if (f.absent) return fail(error(kw.col, "chain, call, ioctl or log after 'absent'", kw.text));
             f.kind = Fact::Kind::result;
@@ -240,8 +269,10 @@ struct Parser {
             f.names.push_back(rest.substr(0, eq));
             f.fields.emplace_back("", rest.substr(eq + 1));
         } else {
-            return fail(error(kw.col, "chain, call, ioctl, ioctls, log, result or phases", kw.text));
+            return fail(error(kw.col, "chain, call, ioctl, ioctls, log, result, phases or api", kw.text));
         }
+        if (f.in_api && f.kind != Fact::Kind::chain && f.kind != Fact::Kind::ioctl)
+            return fail(error(kw.col, "chain, call or ioctl before 'in api'", kw.text));
         return f;
     }
 };
@@ -353,7 +384,7 @@ Result<ExpectFile> parse_expectations(std::string_view text, std::string_view fi
         if (c.facts.empty())
             return fail(
                 Error::usage(fmt::format("{}:{}:1: check '{}' has no fact (chain, call, ioctl, ioctls, log, "
-                                         "result, phases)",
+                                         "result, phases, api)",
                                          file_name, c.line, c.id)));
     return out;
 }

@@ -52,6 +52,18 @@ inline std::optional<std::uint64_t> number(std::string_view s) {
     return v;
 }
 
+// An API call's result as `api F = RESULT` gives it: a CUresult (cuda.h) or cudaError_t (driver_types.h) name
+// of the CUDA table (nvtrace/knowledge.hpp), or a number (decimal, -decimal or 0x hex).
+inline bool api_result_value(std::string_view s) {
+    std::string_view digits = !s.empty() && s.front() == '-' ? s.substr(1) : s;
+    if (number(digits)) return true;
+    for (const auto& r : cu_results())
+        if (s == r.name) return true;
+    for (const auto& r : cuda_errors())
+        if (s == r.name) return true;
+    return false;
+}
+
 // An NV_STATUS by name or number.
 inline std::optional<std::uint64_t> status_value(std::string_view s) {
     if (auto n = number(s)) return n;

@@ -231,6 +231,7 @@ constexpr Section kSections[] = {
     section_of<IoctlRecord, &Report::ioctls>(),
     section_of<MarkerEntry, &Report::markers>(),
     section_of<EventRecord, &Report::events>(),
+    section_of<ApiCall, &Report::api_calls>(),
     {"checks", [](Report& r, const json& o,
                   const Where& w) { r.checks.push_back(check_from(o, fmt::format("{}[{}]", w.section, w.index))); }},
 };

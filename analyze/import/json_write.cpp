@@ -375,6 +375,9 @@ void append_graph_json(std::string& out, const GraphNode& n) {
 void append_log_json(std::string& out, const KernelLogMessage& m) {
     append(out, m);
 }
+void append_api_call_json(std::string& out, const ApiCall& a) {
+    append(out, a);
+}
 
 std::size_t call_json_bound(const Call& c) {
     return bound(c);

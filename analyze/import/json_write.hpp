@@ -28,6 +28,7 @@ void append_event_json(std::string& out, const EventRecord& e);     // events[]
 void append_marker_json(std::string& out, const MarkerEntry& m);    // markers[]
 void append_graph_json(std::string& out, const GraphNode& n);       // graph[]
 void append_log_json(std::string& out, const KernelLogMessage& m);  // kernel_log[]
+void append_api_call_json(std::string& out, const ApiCall& a);      // api_calls[]
 
 // append_call_json into fixed memory (the --calls-jsonl writer's buffer): emit_call_json writes at most
 // call_json_bound(c) bytes at `p` (it may store up to that many, past what it returns) and returns the end.

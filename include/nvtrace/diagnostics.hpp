@@ -49,6 +49,9 @@ enum class Diag : std::uint8_t {
     depth_gap,
     starts_mid_tree,
     graph_paths_capped,
+    // API call spans from uprobe pairs (analyze/api_calls.cpp).
+    api_return_without_entry,
+    api_call_unclosed,
     // Text trace readers (analyze/import/stream_builder.cpp, fgraph_text.cpp).
     malformed_line,
     truncated_last_line,
@@ -116,6 +119,10 @@ inline constexpr std::array kDiagnostics{
         "an excerpt that starts inside a call tree: the calls it opens with were entered before it"},
     DiagnosticInfo{Diag::graph_paths_capped, "graph_paths_capped", Severity::info, false,
         "calls past the graph's cap on distinct paths, aggregated by function in `[beyond N paths] > F` rows"},
+    DiagnosticInfo{Diag::api_return_without_entry, "api_return_without_entry", Severity::data_loss, false,
+        "uprobe return events (`F__return`) with no open entry of F on their thread"},
+    DiagnosticInfo{Diag::api_call_unclosed, "api_call_unclosed", Severity::data_loss, false,
+        "uprobe entries of API calls whose return is not in the data: `exit_ns` null, `exit_unknown` says why"},
     DiagnosticInfo{Diag::malformed_line, "malformed_line", Severity::error, true,
         "lines of a text trace that could not be read"},
     DiagnosticInfo{Diag::truncated_last_line, "truncated_last_line", Severity::data_loss, false,

@@ -54,6 +54,8 @@ struct Fact {
         log,     // log KIND [field=value]...
         result,  // result KEY = VALUE    (the program's "nvtrace-result: KEY=VALUE" marker)
         phases,  // phases P1, P2, ...    (phase markers in this order)
+        api,     // api FUNCTION [= RESULT]  (an API call from uprobes, report.api_calls; RESULT a CUresult /
+                 // cudaError_t name or a number)
     };
     Kind kind = Kind::chain;
     bool absent = false;       // "absent ...": must not appear
@@ -62,6 +64,9 @@ struct Fact {
     std::vector<std::string> names;                           // ioctls / phases lists; ioctl name; log kind; result key
     std::vector<std::pair<std::string, std::string>> fields;  // ioctl / log key=value; result value as ("", v)
     std::vector<Condition> when;                              // all must hold
+    // "chain ... in api F" / "ioctl ... in api F": only the calls and ioctls made inside an API call F (its own and
+    // those of the API calls it made; report.api_calls[].calls and .ioctls).
+    std::optional<std::string> in_api;
     std::uint32_t line = 0;
     std::string text;  // the line as written (trimmed), for evidence
 };

@@ -181,6 +181,53 @@ struct EventRecord {
 // ("==>" of sched_switch) are dropped. nullopt when the text does not start with "name=".
 std::optional<std::map<std::string, std::string>> parse_event_fields(std::string_view text);
 
+// One call of a user-space library function seen through a uprobe pair (docs/report-format.md, `api_calls`;
+// docs/api.md): the entry probe `F` (`p:`, fetch-args named after the header's parameters) and the return probe
+// `F__return` (`r:`, `ret=$retval`), paired per thread (a stack per pid: cudaMalloc's span holds the
+// cuMemAlloc_v2 it calls). The print of each probe is the kernel's (kernel/trace/trace_uprobe.c,
+// print_uprobe_event: "(0x7f...) bytesize=16777216", "(0x7f... <- 0x7f...) ret=0") or libtraceevent's of the
+// event's print fmt (kernel/trace/trace_probe.c, "(7f...) bytesize=16777216").
+struct ApiCall {
+    std::uint64_t id = 0;                 // 1-based, in entry order
+    std::optional<std::uint64_t> parent;  // the enclosing API call of the same thread; null at the top
+    int depth = 0;                        // 0 at the top
+    int cpu = -1;                         // CPU of the entry
+    int pid = -1;                         // the thread (ftrace's pid is the kernel's task id)
+    std::string comm;
+    std::string function;  // "cuMemAlloc_v2"
+    // The probe's group ("nvtrace_1234"); "" when the source does not say (the `trace` file's text names none).
+    std::string group;
+    // "libcuda.so.1", "libcudart.so.13"; null when not known (a name outside the CUDA table of
+    // nvtrace/knowledge.hpp with no capture record of its probe).
+    std::optional<std::string> library;
+    std::string api;  // "cuda_driver", "cuda_runtime", "user" (a --uprobe), "unknown"
+    // The entry probe's fetch-args as recorded (name -> printed value: "16777216", "0x1", "\"file.cubin\"").
+    std::map<std::string, std::string> args;
+    // What the CUDA table says an argument is (name -> "bytes", "flags", "address", "device_address",
+    // "handle", "device", "enum", "count", "value", "string"), for the arguments it names.
+    std::map<std::string, std::string> arg_kinds;
+    // Arguments decoded by their kind: bytes as "16 MiB" (binary units, exact bytes when not a whole unit),
+    // pointers and handles as "NULL" or hex, flags in hex.
+    std::map<std::string, std::string> args_decoded;
+    std::optional<std::int64_t> result;  // the return probe's `ret` (a uretprobe's default x64 read as signed)
+    // The result's name from CUresult (driver API) or cudaError_t (runtime), nvtrace/knowledge.hpp; "unknown"
+    // when there is no name, and `result_unknown` says why.
+    std::string result_name = "unknown";
+    std::optional<std::string> result_unknown;
+    std::uint64_t entry_ns = 0;
+    std::optional<std::uint64_t> exit_ns;     // null when the return was not seen; `exit_unknown` says why
+    std::optional<std::string> exit_unknown;  // "the trace ended inside the call", ...
+    // The ioctls (indices into Report::ioctls) and root calls (ids in Report::calls) entered on this thread
+    // while this was the innermost open API call.
+    std::vector<std::uint64_t> ioctls;
+    // The same ioctls as the summary names them, one per index ("NV_ESC_RM_ALLOC hClass NV01_ROOT_CLIENT(0x41)",
+    // "0xc030462b ret=-22(EINVAL)": request, RM class, how it failed), so that a report streamed without holding
+    // its ioctls can still say what ran inside each call.
+    std::vector<std::string> ioctl_names;
+    std::vector<std::uint64_t> calls;
+    std::optional<std::string> phase;  // the phase marker's phase at entry; without markers the top call's function
+};
+
 // Where a function of the report is defined in a driver source tree (`--source DIR`, docs/report-format.md).
 struct SourceLocation {
     std::string file;        // relative to the tree's root, '/'-separated
@@ -210,6 +257,7 @@ struct Report {
     std::vector<Check> checks;
     std::vector<MarkerEntry> markers;
     std::vector<EventRecord> events;            // in stream order (by time)
+    std::vector<ApiCall> api_calls;             // by id (entry order)
     std::optional<KmsgClockOffset> kmsg_clock;  // from EventStream::kmsg_clock; null when not recorded
     std::optional<SourceLinks> source_links;    // null without --source
 };

@@ -23,13 +23,17 @@ namespace nvtrace {
 
 namespace detail {
 class Phases;
-}
+class ApiCalls;
+}  // namespace detail
 
 // build_report one event at a time, for a stream too large to hold (nvtrace/report_stream.hpp): build_report is
 // a ReportBuilder fed every event of the stream, so both give the same report. `side` is the stream without its
 // events: comms, fd paths, kmsg, buffer stats, diagnostics and file name; read as the events come and in
 // finish(), so it must outlive the builder (comms may grow between add() calls: a pid's comm must be in it
 // before that pid's first event).
+// API calls (Report::api_calls): uprobe entry/return events paired per thread (analyze/api_calls.hpp); each
+// ioctl and root call goes under the innermost API call of its thread open at its entry. Without phase markers
+// (none seen yet), a record's phase is the function of the top API call holding it on its thread.
 // Calls: the builder reads the function-graph entries and exits itself (CallStream, nvtrace/call_stream.hpp,
 // the rules of call_graph.hpp) and puts each kernel-log line printed inside a call into that call.
 // With a sink, the records of that section are handed to it as they complete, and the report's vector stays
@@ -77,6 +81,9 @@ private:
     std::vector<FdPath> fd_paths_;
     IoctlCollector ioctls_;
     std::unique_ptr<detail::Phases> phases_;
+    std::unique_ptr<detail::ApiCalls> api_;  // uprobe pairs (Report::api_calls)
+    std::uint64_t ioctls_handed_ = 0;        // with an ioctl sink: the index of the next ioctl in report.ioctls
+    std::optional<std::string> phase_at(int pid, std::uint64_t ts) const;
     Report r_;
     std::vector<Call> calls_by_id_;  // without a call sink
     std::unique_ptr<CallStream> calls_;

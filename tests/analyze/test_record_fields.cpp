@@ -73,6 +73,8 @@ std::vector<R>& records(Report& r) {
         return r.kernel_log;
     else if constexpr (std::is_same_v<R, MarkerEntry>)
         return r.markers;
+    else if constexpr (std::is_same_v<R, ApiCall>)
+        return r.api_calls;
     else
         return r.events;
 }
@@ -89,6 +91,8 @@ void append_direct(std::string& out, const R& r) {
         import::append_log_json(out, r);
     else if constexpr (std::is_same_v<R, MarkerEntry>)
         import::append_marker_json(out, r);
+    else if constexpr (std::is_same_v<R, ApiCall>)
+        import::append_api_call_json(out, r);
     else
         import::append_event_json(out, r);
 }
@@ -159,6 +163,7 @@ TEST(RecordFields, EveryFieldSurvivesWriterAndBothReaders) {
     round_trip<GraphNode>();
     round_trip<MarkerEntry>();
     round_trip<EventRecord>();
+    round_trip<ApiCall>();
     // attached "" becomes "none" in a report: the blank message reads back with it.
     Report report;
     report.kernel_log = {every_field_set<KernelLogMessage>(), fields::RecordFields<KernelLogMessage>::blank()};
@@ -180,6 +185,7 @@ TEST(RecordFields, DirectWritersPrintTheDomWritersBytes) {
     direct_writer_matches_dom_writer<KernelLogMessage>();
     direct_writer_matches_dom_writer<MarkerEntry>();
     direct_writer_matches_dom_writer<EventRecord>();
+    direct_writer_matches_dom_writer<ApiCall>();
 
     // The --calls-jsonl writer: the same object, one a line.
     const Call c = every_field_set<Call>();
@@ -338,4 +344,5 @@ TEST(RecordFields, SchemaPropertiesAreTheTablesFields) {
     schema_matches_table<KernelLogMessage>(root);
     schema_matches_table<MarkerEntry>(root);
     schema_matches_table<EventRecord>(root);
+    schema_matches_table<ApiCall>(root);
 }

@@ -113,7 +113,7 @@ check one -- a title
 
 TEST(ExpectParse, ErrorsNameFileLineAndColumn) {
     EXPECT_EQ(error_of("check a\n  chian x\n"),
-              "t.expect:2:3: expected chain, call, ioctl, ioctls, log, result or phases, found 'chian'");
+              "t.expect:2:3: expected chain, call, ioctl, ioctls, log, result, phases or api, found 'chian'");
     EXPECT_EQ(error_of("check a\n  chain x > \n"), "t.expect:2:12: expected a function name, found end of line");
     EXPECT_EQ(error_of("check a\n  chain x y\n"), "t.expect:2:11: expected '>' or '>>', found 'y'");
     EXPECT_EQ(error_of("check a\n  call x when driver => 5\n"),
@@ -129,7 +129,7 @@ TEST(ExpectParse, ErrorsNameFileLineAndColumn) {
               "t.expect:1:11: expected ' -- REASON' (why ftrace cannot see these functions), found end of line");
     EXPECT_EQ(error_of("check a\n  call x\ncheck a\n  call y\n"), "t.expect:3:7: check id 'a' already used on line 1");
     EXPECT_EQ(error_of("check a\n  phase p\n"),
-              "t.expect:1:1: check 'a' has no fact (chain, call, ioctl, ioctls, log, result, phases)");
+              "t.expect:1:1: check 'a' has no fact (chain, call, ioctl, ioctls, log, result, phases, api)");
     EXPECT_EQ(error_of("check a\n  or call x\n"), "t.expect:2:3: expected a fact before the first 'or', found 'or'");
     EXPECT_EQ(error_of("check a\n  ioctl FIONREAD size=3\n"),
               "t.expect:2:18: expected hclass=, status=, ret=, calls= or fd=, found 'size=3'");
