@@ -128,6 +128,26 @@ std::string format_bytes(std::uint64_t n) {
 std::optional<UprobePrint> parse_uprobe_print(std::string_view text) {
     while (!text.empty() && text.front() == ' ')
         text.remove_prefix(1);
+    // A record decoded field by field (a capture directory's pages): the probe's own fields first, named as
+    // kernel/trace/trace_probe.h names them (FIELD_STRING_IP "__probe_ip"; FIELD_STRING_FUNC "__probe_func" and
+    // FIELD_STRING_RETIP "__probe_ret_ip" of a return probe), then the fetch-args.
+    if (text.rfind("__probe_", 0) == 0) {
+        auto f = parse_event_fields(text);
+        if (!f) return std::nullopt;
+        UprobePrint p;
+        auto ip = f->find("__probe_ip"), func = f->find("__probe_func"), ret_ip = f->find("__probe_ret_ip");
+        if (ip != f->end() && is_address(ip->second)) {
+            f->erase(ip);
+        } else if (func != f->end() && ret_ip != f->end() && is_address(func->second) && is_address(ret_ip->second)) {
+            p.is_return = true;
+            f->erase(func);
+            f->erase(ret_ip);
+        } else {
+            return std::nullopt;
+        }
+        p.fields = std::move(*f);
+        return p;
+    }
     if (text.empty() || text.front() != '(') return std::nullopt;
     std::size_t close = text.find(')');
     if (close == std::string_view::npos) return std::nullopt;

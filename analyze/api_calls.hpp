@@ -5,9 +5,11 @@
 // (kernel/trace/trace_uprobe.c, print_uprobe_event) is "(0x%lx)" for an entry probe and "(0x%lx <- 0x%lx)" for a
 // return probe (the function's address, then the return address), each followed by " NAME=VALUE" per fetch-arg
 // (trace_probe_tmpl.h print_probe_args); libtraceevent prints the event's print fmt instead (trace_probe.c,
-// __set_print_fmt: "(%lx)" and "(%lx <- %lx)", hex without "0x"). A kprobe's "(do_sys_open+0x0/0x80)" names a
-// symbol and is not one. The entry probe is named after the function (F); the return probe F__return (nvtrace's
-// and perf-probe's convention; a return probe named otherwise is paired by its own name).
+// __set_print_fmt: "(%lx)" and "(%lx <- %lx)", hex without "0x"); a capture directory's records, decoded field
+// by field, give the probe's fields by their names in the event format ("__probe_ip=7f..." for an entry,
+// "__probe_func=7f... __probe_ret_ip=5d591b ret=30668" for a return: trace_probe.h FIELD_STRING_*). A kprobe's
+// "(do_sys_open+0x0/0x80)" names a symbol and is not one. The entry probe is named after the function (F); the return
+// probe F__return (nvtrace's and perf-probe's convention; a return probe named otherwise is paired by its own name).
 //
 // Pairing: a stack per pid (ftrace's pid is the thread). An entry opens a span under the innermost open one; a
 // return of F closes the innermost open F (recursion pairs innermost first); the spans opened above it, whose

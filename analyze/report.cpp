@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "nvtrace/call_graph.hpp"
 #include "api_calls.hpp"
+#include "nvtrace/call_graph.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "phases.hpp"
 

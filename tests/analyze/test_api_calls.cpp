@@ -82,6 +82,20 @@ TEST(ApiCalls, UprobePrintHeads) {
     auto bare = detail::parse_uprobe_print("(0x7f3a1b0456a0)");
     ASSERT_TRUE(bare);
     EXPECT_TRUE(bare->fields.empty());
+    // A capture directory's record decoded field by field, as `nvtrace run --uprobe libc:getpid` of
+    // python3 recorded it (report.json events[]: the uprobe format's own fields, trace_probe.h FIELD_STRING_*).
+    auto raw_entry = detail::parse_uprobe_print(" __probe_ip=7fb4077bb4e0");
+    ASSERT_TRUE(raw_entry);
+    EXPECT_FALSE(raw_entry->is_return);
+    EXPECT_TRUE(raw_entry->fields.empty());
+    auto raw_ret = detail::parse_uprobe_print(" __probe_func=7fb4077bb4e0 __probe_ret_ip=5d591b ret=30668");
+    ASSERT_TRUE(raw_ret);
+    EXPECT_TRUE(raw_ret->is_return);
+    EXPECT_EQ(raw_ret->fields, (std::map<std::string, std::string>{{"ret", "30668"}}));
+    auto raw_args = detail::parse_uprobe_print("__probe_ip=7f3a1b012340 dptr=140726184921488 bytesize=16777216");
+    ASSERT_TRUE(raw_args);
+    EXPECT_EQ(raw_args->fields.at("bytesize"), "16777216");
+    EXPECT_FALSE(detail::parse_uprobe_print("__probe_func=7f00 ret=1"));  // a return without its return address
     EXPECT_FALSE(detail::parse_uprobe_print("(do_sys_open+0x0/0x80) dfd=0xffffff9c"));  // a kprobe
     EXPECT_FALSE(detail::parse_uprobe_print("(do_sys_open+0x5c/0x80 <- do_sys_open) arg1=0x3"));
     EXPECT_FALSE(detail::parse_uprobe_print("irq=24 name=ahci"));
@@ -190,9 +204,10 @@ TEST(ApiCalls, FromCaptureStream) {
         probe(3000, 10, "cudaMemcpy", "(7f1300000000) dst=0x7000 src=0x0 count=64 kind=1"),
         probe(3100, 10, "cuMemcpyHtoD_v2", "(7f1200003000) dstDevice=0x7000 srcHost=0x8000 ByteCount=64"),
         probe(3300, 10, "cudaMemcpy__return", "(7f1300000000 <- 55d0c0a01400) ret=35"),
-        // A function outside the CUDA table (a --uprobe).
-        probe(4000, 11, "getpid", "(7f1400000000)"),
-        probe(4010, 11, "getpid__return", "(7f1400000000 <- 55d0c0a01500) ret=11"),
+        // A function outside the CUDA table (a --uprobe), its records decoded field by field as a capture
+        // directory gives them.
+        probe(4000, 11, "getpid", " __probe_ip=7fb4077bb4e0"),
+        probe(4010, 11, "getpid__return", " __probe_func=7fb4077bb4e0 __probe_ret_ip=5d591b ret=11"),
     };
     Report r = build_report(st);
     ASSERT_EQ(r.api_calls.size(), 6u) << whole_json(r);
