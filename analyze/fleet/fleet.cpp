@@ -414,7 +414,11 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
             t.colour = options.colour;
             t.max_rows = options.max_diff_rows;
             out += "call tree (nvtrace diff " + ref.report + " " + rep.report + "):\n";
-            out += format_diff_text(*c.diff, t);
+            std::string text = format_diff_text(*c.diff, t);
+            // The diff's own "--max-rows N" hint is fleet's --max-diff-rows here.
+            if (auto at = text.rfind("(--max-rows "); at != std::string::npos)
+                text.replace(at, 12, "(--max-diff-rows ");
+            out += text;
         } else {
             out += "call tree: " + c.diff_note + "\n";
         }
