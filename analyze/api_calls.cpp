@@ -207,6 +207,7 @@ ApiCall* ApiCalls::add(const Event& ev, const OtherEvent& o, const std::map<int,
         }
         ApiCall& c = calls_[stack[at].index];
         c.exit_ns = ev.ts_ns;
+        c.result_unknown.reset();  // set again below when the return says no name
         limit_[stack[at].index] = ev.ts_ns;
         stack.resize(at);
         const CudaApi* api = cuda_api(c.function);

@@ -116,6 +116,8 @@ TEST(ApiCalls, FromTraceText) {
     EXPECT_EQ(init->library, "libcuda.so.1");
     EXPECT_EQ(init->result, 0);
     EXPECT_EQ(init->result_name, "CUDA_SUCCESS");  // "ret=0x0": an untyped $retval
+    EXPECT_FALSE(init->result_unknown) << *init->result_unknown;
+    EXPECT_FALSE(init->exit_unknown);
     EXPECT_EQ(init->args.at("Flags"), "0x0");
     EXPECT_EQ(init->arg_kinds.at("Flags"), "flags");
     EXPECT_EQ(init->ioctls, std::vector<std::uint64_t>{0});
@@ -215,6 +217,7 @@ TEST(ApiCalls, FromCaptureStream) {
     ASSERT_TRUE(reg);
     EXPECT_EQ(reg->group, "nvtrace_777");
     EXPECT_EQ(reg->result_name, "CUDA_ERROR_INVALID_VALUE");
+    EXPECT_FALSE(reg->result_unknown);
     EXPECT_EQ(reg->args_decoded.at("Flags"), "0x1");
     EXPECT_EQ(reg->args_decoded.at("p"), "0x7f0000000000");
     ASSERT_EQ(r.ioctls.size(), 2u);
