@@ -360,6 +360,14 @@ Timeline build_timeline(const R& r, const HtmlLimits& lim) {
     // Items without a time are kept until the end: a source without any timestamps (strace without -t, text
     // traces without a time column) is drawn in recorded order instead.
     std::vector<Item> untimed;
+    auto plural = [](const std::string& kind) -> std::string {
+        if (kind == "phase") return "phases";
+        if (kind == "api") return "API calls";
+        if (kind == "call") return "root calls";
+        if (kind == "ioctl") return "ioctls";
+        if (kind == "log") return "kernel-log lines";
+        return "markers";
+    };
     auto add = [&](const std::string& kind, int pid, const std::string&, std::optional<std::uint64_t> start,
                    std::optional<std::uint64_t> end, std::string label, std::string tip, bool bad) {
         ++tl.total[kind];
@@ -370,12 +378,12 @@ Timeline build_timeline(const R& r, const HtmlLimits& lim) {
             if (auto it = tl.pid_row.find(pid); it != tl.pid_row.end()) {
                 row = it->second;
             } else if (tl.capped_pids.contains(pid)) {
-                ++tl.left_out[kind + " (thread past the cap)"];
+                ++tl.left_out[plural(kind) + " (thread past the cap)"];
                 return;
             }  // else a task that made no call or ioctl (the marker writer): the row without a task
         }
         if (tl.shown[kind] >= cap_of(kind)) {
-            ++tl.left_out[kind + " (past the cap)"];
+            ++tl.left_out[fmt::format("{} (past the cap of {})", plural(kind), cap_of(kind))];
             return;
         }
         ++tl.shown[kind];
@@ -475,7 +483,7 @@ Timeline build_timeline(const R& r, const HtmlLimits& lim) {
         }
     } else {
         for (const Item& it : untimed)
-            ++tl.left_out[it.kind + " (no time)"];
+            ++tl.left_out[plural(it.kind) + " (no time)"];
         tl.unplaced = untimed.size();
     }
     std::stable_sort(tl.items.begin(), tl.items.end(), [](const Item& a, const Item& b) { return a.start < b.start; });
@@ -569,7 +577,8 @@ function el(tag,attrs,parent){var e=document.createElementNS(NS,tag);for(var k i
 function h(tag,text,parent,cls){var e=document.createElement(tag);if(text!==undefined&&text!==null)e.textContent=text;if(cls)e.className=cls;if(parent)parent.appendChild(e);return e;}
 function fmt(ns){if(ns>=1e9)return (ns/1e9).toFixed(3)+' s';if(ns>=1e6)return (ns/1e6).toFixed(3)+' ms';return (ns/1e3).toFixed(3)+' us';}
 function num(n){return String(n).replace(/\B(?=(\d{3})+(?!\d))/g,',');}
-function tl(v){return T.order_only?'item '+Math.round(v/1000+1):'+'+fmt(v);}
+var tf=0;  // the first item's time: the timeline's zero
+function tl(v){return T.order_only?'item '+Math.max(1,Math.round(v/1000+1)):(v<0?'\u2212'+fmt(-v):'+'+fmt(v));}
 function hue(s){var x=0;for(var i=0;i<s.length;i++)x=(x*31+s.charCodeAt(i))>>>0;return x;}
 function fit(text,px){var n=Math.floor(px/6.8);if(n<2)return '';return text.length<=n?text:text.slice(0,n-1)+'\u2026';}
 
@@ -602,7 +611,8 @@ if(F){
       el('rect',{x:x.toFixed(2),y:y,width:Math.max(w,0.5).toFixed(2),height:ROW-1,fill:'hsl('+h0+',65%,'+light+'%)',rx:1},g);
       var label=fit(n===0?'all calls '+(F.by_count?num(N[0][3])+' calls':fmt(N[0][5])):N[n][1],w-6);
       if(label)el('text',{x:(x+3).toFixed(2),y:y+ROW-6},g).textContent=label;
-      g.addEventListener('mouseenter',function(){details.textContent=t.replace(/\n/g,' \u00b7 ');});
+      function show(){details.textContent=t.replace(/\n/g,' \u00b7 ');}
+      g.addEventListener('mouseenter',show);g.addEventListener('focus',show);
       function act(){zoom=(n===zoom&&n!==0)?Math.max(N[n][0],0):n;draw();}
       g.addEventListener('click',act);g.addEventListener('keydown',function(e){if(e.key==='Enter'||e.key===' '){e.preventDefault();act();}});
       return g;}
@@ -625,6 +635,7 @@ if(T&&T.items.length){
   var tdet=document.getElementById('timeline-details'),t0=Infinity,t1=-Infinity;
   T.items.forEach(function(it){t0=Math.min(t0,it[2]);t1=Math.max(t1,it[3]===null?it[2]:it[3]);});
   if(t1<=t0)t1=t0+1000;
+  tf=t0;var pad=(t1-t0)*0.01;t0-=pad;t1+=pad;  // instants at the ends stay inside the plot
   var view=[t0,t1],LANES={phase:0,api:0,call:1,ioctl:2,log:3,marker:3},LN=['phases, API calls','calls','ioctls','log, markers'];
   var used={};T.items.forEach(function(it){(used[it[1]]=used[it[1]]||{})[LANES[it[0]]]=1;});
   var rowsShown=T.rows.map(function(_,r){return used[r]?Object.keys(used[r]).map(Number).sort():[];});
@@ -634,9 +645,9 @@ if(T&&T.items.length){
     var W=Math.max(400,th.clientWidth||1160),LEFT=150,PW=W-LEFT-10,LH=16,y=22,pos={},head={};
     rowsShown.forEach(function(ls,r){if(!ls.length)return;head[r]=y;y+=15;pos[r]={};ls.forEach(function(l){pos[r][l]=y;y+=LH;});y+=6;});
     var svg=el('svg',{width:W,height:y+4,viewBox:'0 0 '+W+' '+(y+4),role:'img','aria-labelledby':'timeline-title'},th);
-    el('title',{id:'timeline-title'},svg).textContent=T.order_only?'Timeline per thread in recorded order (the source has no timestamps)':'Timeline per thread, '+fmt(view[0]-t0)+' to '+fmt(view[1]-t0)+' after the first item';
+    el('title',{id:'timeline-title'},svg).textContent=T.order_only?'Timeline per thread in recorded order (the source has no timestamps)':'Timeline per thread, '+fmt(Math.max(0,view[0]-tf))+' to '+fmt(view[1]-tf)+' after the first item';
     var span=view[1]-view[0];function X(t){return LEFT+(t-view[0])/span*PW;}
-    for(var k=0;k<=5;k++){var tx=LEFT+PW*k/5;el('line',{x1:tx,y1:14,x2:tx,y2:y,stroke:'#e0e0e0'},svg);el('text',{x:k===5?tx-2:tx+2,y:11,'text-anchor':k===5?'end':'start'},svg).textContent=tl(view[0]-t0+span*k/5);}
+    for(var k=0;k<=5;k++){var tx=LEFT+PW*k/5;el('line',{x1:tx,y1:14,x2:tx,y2:y,stroke:'#e0e0e0'},svg);el('text',{x:k===5?tx-2:tx+2,y:11,'text-anchor':k===5?'end':'start'},svg).textContent=tl(view[0]-tf+span*k/5);}
     rowsShown.forEach(function(ls,r){if(!ls.length)return;
       el('text',{x:2,y:head[r]+11,'class':'row-label'},svg).textContent=T.rows[r];
       el('line',{x1:2,y1:head[r]+14,x2:W-10,y2:head[r]+14,stroke:'#c0c4ca'},svg);
@@ -651,7 +662,8 @@ if(T&&T.items.length){
       if(it[3]!==null){var w=Math.max(1,X(it[3])-x);el('rect',{x:x.toFixed(2),y:ty+1,width:w.toFixed(2),height:LH-2,fill:it[6]?'#e57373':COL[it[0]],stroke:it[6]?'#b3261e':'none'},g);
         var lb=fit(it[4],w-4);if(lb)el('text',{x:(x+2).toFixed(2),y:ty+LH-4},g).textContent=lb;}
       else{el('path',{d:'M'+x.toFixed(2)+' '+(ty+1)+'l4 7l-4 7l-4 -7z',fill:it[6]?'#d32f2f':(it[0]==='ioctl'||it[0]==='call'?'#616161':COL[it[0]]),stroke:'#424242','stroke-width':0.5},g);}
-      g.addEventListener('mouseenter',function(){tdet.textContent=it[5].replace(/\n/g,' \u00b7 ');});
+      function show(){tdet.textContent=it[5].replace(/\n/g,' \u00b7 ');}
+      g.addEventListener('mouseenter',show);g.addEventListener('focus',show);
       g.addEventListener('click',function(){var pad=Math.max((end-it[2])*0.5,span*0.01);view=[it[2]-pad,end+pad];drawT();});});
   }
   document.getElementById('tl-in').addEventListener('click',function(){var c=(view[0]+view[1])/2,s=(view[1]-view[0])/4;view=[c-s,c+s];drawT();});
@@ -665,9 +677,9 @@ if(T){var parts=[];Object.keys(T.left_out).forEach(function(k){parts.push(num(T.
   lo.textContent=parts.length?'Left out of the timeline: '+parts.join('; ')+'.':'Nothing was left out of the timeline.';}
 // ---- kernel log list ----
 var kl=document.getElementById('klog-table');
-if(kl&&T){T.items.forEach(function(it){if(it[0]!=='log')return;var tr=h('tr',null,kl,it[6]?'error':'');h('td',tl(it[2]-t0),tr,'mono');h('td',it[5],tr,'mono');});}
+if(kl&&T){T.items.forEach(function(it){if(it[0]!=='log')return;var tr=h('tr',null,kl,it[6]?'error':'');h('td',tl(it[2]-tf),tr,'mono');h('td',it[5],tr,'mono');});}
 var it2=document.getElementById('ioctl-table');
-if(it2&&T){T.items.forEach(function(it){if(it[0]!=='ioctl')return;var tr=h('tr',null,it2,it[6]?'error':'');h('td',tl(it[2]-t0),tr,'mono');h('td',T.rows[it[1]],tr);h('td',it[4],tr,'mono');h('td',it[5].split('\n').slice(1).join(' \u00b7 '),tr,'mono');});}
+if(it2&&T){T.items.forEach(function(it){if(it[0]!=='ioctl')return;var tr=h('tr',null,it2,it[6]?'error':'');h('td',tl(it[2]-tf),tr,'mono');h('td',T.rows[it[1]],tr);h('td',it[4],tr,'mono');h('td',it[5].split('\n').slice(1).join(' \u00b7 '),tr,'mono');});}
 document.documentElement.setAttribute('data-rendered','yes');
 })();
 )JS";
@@ -726,9 +738,9 @@ HtmlStats write_html_report(const Report& r, std::ostream& out, const HtmlLimits
                "<p id=\"flame-details\" class=\"mono\" aria-live=\"polite\"></p>\n<div id=\"flame-graph\"></div>\n"
                "<p id=\"flame-narrow\" class=\"note\"></p>\n<p id=\"flame-cap\" class=\"note\">"
             << html_escape(st.frames_left_out == 0
-                               ? fmt::format("All {} call paths are drawn.", thousands(st.frames))
-                               : fmt::format("{} of {} call paths are drawn (the widest, cap {}); {} paths with {} "
-                                             "calls are left out, their time stays inside their parents' frames.",
+                               ? fmt::format("All {} call paths are in this page.", thousands(st.frames))
+                               : fmt::format("{} of {} call paths are in this page (the widest, cap {}); {} paths with "
+                                             "{} calls are left out, their time stays inside their parents' frames.",
                                              thousands(st.frames), thousands(st.frames + st.frames_left_out),
                                              thousands(lim.frames), thousands(st.frames_left_out),
                                              thousands(st.calls_left_out)))
@@ -766,7 +778,7 @@ HtmlStats write_html_report(const Report& r, std::ostream& out, const HtmlLimits
                "<tbody id=\"ioctl-table\"></tbody></table></details>\n</section>\n";
     if (!r.kernel_log.empty())
         out << "<section id=\"klog\" aria-labelledby=\"klog-h\">\n<h2 id=\"klog-h\">Kernel log on the timeline</h2>\n"
-               "<details><summary>"
+            << (has_tree || !r.ioctls.empty() ? "<details>" : "<details open>") << "<summary>"
             << html_escape(fmt::format("{} kernel-log lines", thousands(r.kernel_log.size())))
             << "</summary><table><thead><tr><th>time</th><th>line</th></tr></thead><tbody "
                "id=\"klog-table\"></tbody></table></details>\n</section>\n";

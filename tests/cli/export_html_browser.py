@@ -240,7 +240,9 @@ def main():
     with open(example, "w") as f:
         json.dump(rep, f)
     page = os.path.join(work, "example.html")
-    export(nvtrace, example, page)
+    first = export(nvtrace, example, page)
+    if export(nvtrace, example, page) != first:
+        fail("two exports of one report differ (the page must be deterministic)")
     dom = load(exe, page, work)
     t = frame(dom, "nvidia_unlocked_ioctl > nvidia_ioctl > rm_ioctl > nv_alloc_pages > nv_alloc_contig_pages")
     for want in ("nv_alloc_contig_pages [nvidia]", "calls: 1", "total: 20.000 us", "self: 16.000 us"):
@@ -347,6 +349,45 @@ def main():
     if not titles or text(titles[0]) != "nvtrace report: " + evil:
         fail(f"hostile: page title {[text(t) for t in titles[:1]]}")
     print("ok: hostile strings stay text")
+
+    # 5. A report past the caps (docs/export.md): 5,000 call paths (2,500 roots with a child each) and 6,000
+    # ioctls. The page embeds the 2,000 widest paths and the first 5,000 ioctls, says what it left out, and loads.
+    big = json.loads(json.dumps(rep))
+    proto_call, proto_io = big["calls"][0], big["ioctls"][0]
+    calls, ioctls, t = [], [], 1000
+    for i in range(2500):
+        calls.append(dict(proto_call, id=2 * i + 1, parent=None, depth=0, kernel_depth=0, function=f"root_{i}",
+                          entry_ns=t, duration_ns=1000 + i))
+        calls.append(dict(proto_call, id=2 * i + 2, parent=2 * i + 1, depth=1, kernel_depth=1, function=f"leaf_{i}",
+                          entry_ns=t + 10, duration_ns=500))
+        t += 5000
+    for i in range(6000):
+        ioctls.append(dict(proto_io, name="NV_ESC_RM_CONTROL", enter_ns=1000 + 2000 * i, exit_ns=1900 + 2000 * i,
+                           call=None, calls=[]))
+    big.update(calls=calls, ioctls=ioctls, graph=[], checks=[])
+    large = os.path.join(work, "large-report.json")
+    with open(large, "w") as f:
+        json.dump(big, f)
+    page = os.path.join(work, "large.html")
+    export(nvtrace, large, page)
+    dom = load(exe, page, work)
+    cap = text(dom.find(id="flame-cap")[0])
+    if cap != ("2,000 of 5,000 call paths are in this page (the widest, cap 2,000); 3,000 paths with 3,000 calls "
+               "are left out, their time stays inside their parents' frames."):
+        fail(f"large: cap line {cap!r}")
+    if len(dom.find("g", data_kind="ioctl")) != 5000:
+        fail(f"large: {len(dom.find('g', data_kind='ioctl'))} ioctl slices, expected the cap of 5,000")
+    left = text(dom.find(id="timeline-left-out")[0])
+    for want in ("1,000 ioctls (past the cap of 5000)", "500 root calls (past the cap of 2000)"):
+        if want not in left:
+            fail(f"large: {left!r} lacks {want!r}")
+    # The widest root (root_2499, 1.999 us + its leaf) is among the kept paths; the narrowest is not.
+    with open(page, encoding="utf-8") as f:
+        body = f.read().split('<script type="application/json" id="nvtrace-data">')[1].split("</script>")[0]
+    kept = {n[1] for n in json.loads(body)["flame"]["nodes"]}
+    if len(kept) != 2001 or "root_2499" not in kept or "root_500" not in kept or "root_499" in kept:
+        fail(f"large: the kept paths are not the 2,000 widest roots: {len(kept)} kept")
+    print("ok: a report past the caps")
     return 0
 
 
