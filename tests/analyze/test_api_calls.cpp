@@ -12,6 +12,7 @@
 #include "api_calls.hpp"
 #include "event_builders.hpp"
 #include "nvtrace/api_calls.hpp"
+#include "nvtrace/capture_dir.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_io.hpp"
@@ -337,4 +338,41 @@ TEST(ApiCalls, SummaryLines) {
     EXPECT_NE(all.find(", ... 1 more)\n"), std::string::npos);
     EXPECT_NE(all.find("  ... 3 more API calls; -v prints them all\n"), std::string::npos);
     EXPECT_TRUE(api_call_summary({}).empty());
+}
+
+// A real capture directory: `nvtrace run --uprobe libc:getpid -- /usr/bin/python3 -c 'import os
+// for _ in range(3): os.getpid()'` on the CI host (kernel 6.18, tests/data/api/README.md), report.json left out.
+// Its pages decode the probes field by field; streamed as `nvtrace report DIR` streams it, the report has the three
+// getpid calls, each returning the program's pid, with the ioctls made between them outside any API call.
+TEST(ApiCalls, RealCaptureDirectoryOfGetpid) {
+    auto reader = CaptureDirReader::open(kData + "/api/capture-getpid");
+    ASSERT_TRUE(reader) << reader.error().message;
+    ASSERT_TRUE(reader->meta().pid);
+    const int program = *reader->meta().pid;
+    auto rs = ReportStream::open(std::filesystem::temp_directory_path().string(), reader->side());
+    ASSERT_TRUE(rs) << rs.error().message;
+    auto st = reader->stream([&](Event& ev) {
+        (*rs)->add(ev);
+        return true;
+    });
+    ASSERT_TRUE(st) << st.error().message;
+    (*rs)->side().diagnostics = reader->side().diagnostics;
+    ASSERT_TRUE((*rs)->finish());
+    const Report& r = (*rs)->report();
+    ASSERT_EQ(r.api_calls.size(), 3u);
+    for (const ApiCall& a : r.api_calls) {
+        EXPECT_EQ(a.function, "getpid");
+        EXPECT_EQ(a.group, "nvtrace_30661");
+        EXPECT_EQ(a.pid, program);
+        EXPECT_EQ(a.comm, "python3");
+        EXPECT_EQ(a.result, program);  // getpid() returns the caller's pid
+        EXPECT_EQ(a.result_name, "unknown");
+        ASSERT_TRUE(a.exit_ns);
+        EXPECT_LT(a.entry_ns, *a.exit_ns);
+        EXPECT_FALSE(a.parent);
+        EXPECT_TRUE(a.ioctls.empty());
+        EXPECT_TRUE(a.args.empty());
+    }
+    EXPECT_EQ(r.completeness.diagnostic_count(Diag::api_call_unclosed), 0u);
+    EXPECT_EQ(r.completeness.diagnostic_count(Diag::api_return_without_entry), 0u);
 }
