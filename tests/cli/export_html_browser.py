@@ -233,6 +233,14 @@ def main():
     if r.returncode not in (0, 1):
         fail(f"nvtrace check: exit {r.returncode}: {r.stderr}")
     rep["checks"] = json.loads(r.stdout)["checks"]
+    # An API call around the first ioctl, shaped as report_example (tests/schema) writes one.
+    rep["api_calls"] = [{
+        "api": "cuda_driver", "arg_kinds": {"bytesize": "bytes"}, "args": {"bytesize": "1048576"},
+        "args_decoded": {"bytesize": "1 MiB"}, "calls": [1], "comm": "cuda_malloc", "cpu": 2, "depth": 0,
+        "entry_ns": 999950, "exit_ns": 1045000, "exit_unknown": None, "function": "cuMemAlloc_v2",
+        "group": "nvtrace_4242", "id": 1, "ioctl_names": ["NV_ESC_RM_ALLOC"], "ioctls": [0],
+        "library": "libcuda.so.1", "parent": None, "phase": "cudaMalloc", "pid": 4242, "result": 0,
+        "result_name": "CUDA_SUCCESS", "result_unknown": None}]
     results = {c["result"] for c in rep["checks"]}
     if not {"pass", "fail", "inconclusive"} <= results:
         fail(f"the cuda-malloc checks of baseline.json no longer give pass, fail and inconclusive: {results}")
@@ -267,6 +275,11 @@ def main():
             fail(f"NV_ESC_RM_ALLOC slice lacks {want!r}: {text(alloc)!r}")
     if [e["attrs"]["data-label"] for e in dom.find("g", data_kind="phase")] != ["cudaMalloc"]:
         fail("the cudaMalloc phase is not on the timeline")
+    api = dom.find("g", data_kind="api")
+    if len(api) != 1 or api[0]["attrs"]["data-label"] != "cuMemAlloc_v2" or not all(
+            w in text(api[0]) for w in ("libcuda.so.1", "bytesize = 1 MiB", "result 0 CUDA_SUCCESS",
+                                        "duration 45.050 us")):
+        fail(f"the API call on the timeline: {[text(a) for a in api]}")
     if len(dom.find("g", data_kind="call")) != 3:
         fail(f"root calls on the timeline: {len(dom.find('g', data_kind='call'))}, expected 3")
     rows = dom.find("tr")
