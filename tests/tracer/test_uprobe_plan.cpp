@@ -604,3 +604,158 @@ TEST(CudaTable, every_entry_is_exported_by_the_real_libraries_and_planned) {
         }
     }
 }
+
+// ---- The probes of one program (plan_cuda_program, plan_uprobe_spec, find_program) ----
+
+namespace {
+
+// A scratch directory, removed at the end of the test.
+struct Scratch {
+    fs::path dir;
+    Scratch() {
+        char tpl[] = "/tmp/nvtrace-uprobe-plan-XXXXXX";
+        dir = ::mkdtemp(tpl);
+    }
+    ~Scratch() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
+// `dir`/cuda_prog: a C program that calls cudaMalloc, linked against the toolkit's libcudart.so.13 (DT_NEEDED).
+std::string build_cudart_program(const fs::path& dir) {
+    const fs::path src = dir / "cuda_prog.c", exe = dir / "cuda_prog";
+    std::ofstream(src) << "#include <cuda_runtime_api.h>\nint main(void) { void* p; return (int)cudaMalloc(&p, 1); }\n";
+    run(fmt::format("{} -I{}/include {} -o {} {}/lib64/libcudart.so.13 2>&1", NVTRACE_C_COMPILER, kCuda, src.string(),
+                    exe.string(), kCuda));
+    return exe.string();
+}
+
+std::set<std::string> planned_files(const ProbePlan& plan, std::string_view api) {
+    std::set<std::string> out;
+    for (const auto& f : plan.functions)
+        if (api_name(f) == api) out.insert(f.library);
+    return out;
+}
+
+}  // namespace
+
+TEST(UprobeProgram, find_program_searches_path_as_execvp) {
+    EXPECT_EQ(find_program("/bin/true", std::nullopt), "/bin/true");
+    auto sh = find_program("sh", std::string("/nonexistent:/bin:/usr/bin"));
+    ASSERT_TRUE(sh);
+    EXPECT_EQ(*sh, "/bin/sh");
+    EXPECT_FALSE(find_program("nvtrace-no-such-program", std::string("/bin:/usr/bin")));
+    EXPECT_FALSE(find_program("", std::nullopt));
+}
+
+// A program with no CUDA library: nothing is planned, automatic or not asked.
+TEST(UprobeProgram, program_without_cuda_gets_no_probes) {
+    SearchContext ctx;
+    ctx.cache = read_ld_cache().value_or(std::vector<LdCacheEntry>{});
+    ProbePlan plan;
+    std::vector<std::string> notes;
+    auto n = plan_cuda_program(plan, "/bin/true", ctx, false, notes);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_EQ(*n, 0u);
+    EXPECT_TRUE(plan.functions.empty());
+    EXPECT_TRUE(notes.empty()) << notes.front();
+}
+
+// A program linked against libcudart: the runtime table on that file (what ldd says it loads), and, because libcudart
+// dlopens libcuda.so.1, the driver table on every candidate for that name: here the toolkit's stub, as libcuda.so.1
+// in a folder of LD_LIBRARY_PATH. Without such a folder, no driver file is found and a note says so.
+TEST(UprobeProgram, cudart_program_gets_the_runtime_table_and_the_driver_on_every_dlopen_candidate) {
+    REQUIRE_FILE(kCudart);
+    REQUIRE_FILE(kCudaStub);
+    REQUIRE_FILE(kCuda + "/include/cuda_runtime_api.h");
+    Scratch s;
+    const std::string prog = build_cudart_program(s.dir);
+    ASSERT_TRUE(fs::exists(prog)) << "the C compiler did not build " << prog;
+    const std::string ldd = run("ldd " + prog);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(ldd, m, std::regex(R"(libcudart\.so\.13 => (\S+))"))) << ldd;
+    const std::string cudart = fs::canonical(m[1].str()).string();
+
+    SearchContext ctx;
+    ctx.cache = read_ld_cache().value_or(std::vector<LdCacheEntry>{});
+    ProbePlan plan;
+    std::vector<std::string> notes;
+    auto n = plan_cuda_program(plan, prog, ctx, false, notes);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_EQ(planned_files(plan, "cuda_runtime"), std::set<std::string>{cudart});
+    ElfInfo rt = *read_elf(cudart);
+    ProbePlan alone;
+    EXPECT_EQ(planned_files(plan, "cuda_runtime").size(), 1u);
+    EXPECT_EQ(plan.functions.size(), plan_cuda(alone, rt, CudaLayer::runtime)) << "only the runtime table";
+    const bool driver_note = std::any_of(notes.begin(), notes.end(), [](const std::string& l) {
+        return l.find("no libcuda.so.1 found") != std::string::npos;
+    });
+    // This machine has no driver, the tests' premise: its absence is said.
+    if (planned_files(plan, "cuda_driver").empty()) {
+        EXPECT_TRUE(driver_note) << fmt::format("{}", fmt::join(notes, "\n"));
+    }
+
+    // The stub as libcuda.so.1 ahead of everything else.
+    fs::create_symlink(kCudaStub, s.dir / "libcuda.so.1");
+    ctx.ld_library_path = s.dir.string();
+    ProbePlan with_stub;
+    notes.clear();
+    n = plan_cuda_program(with_stub, prog, ctx, false, notes);
+    ASSERT_TRUE(n) << n.error().message;
+    const std::set<std::string> drivers = planned_files(with_stub, "cuda_driver");
+    EXPECT_TRUE(drivers.count(fs::canonical(kCudaStub).string())) << fmt::format("{}", fmt::join(notes, "\n"));
+    ProbePlan stub_alone;
+    EXPECT_GE(plan_cuda(stub_alone, *read_elf(kCudaStub), CudaLayer::driver), 50u);
+}
+
+// --api cuda on a program that links neither: libcudart.so.13 and libcuda.so.1 as a dlopen from it finds them.
+TEST(UprobeProgram, forced_cuda_finds_the_libraries_a_dlopen_would) {
+    REQUIRE_FILE(kCudart);
+    REQUIRE_FILE(kCudaStub);
+    Scratch s;
+    fs::create_symlink(kCudaStub, s.dir / "libcuda.so.1");
+    SearchContext ctx;
+    ctx.ld_library_path = kCuda + "/lib64:" + s.dir.string();
+    ProbePlan plan;
+    std::vector<std::string> notes;
+    auto n = plan_cuda_program(plan, "/bin/true", ctx, true, notes);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_EQ(planned_files(plan, "cuda_runtime"), std::set<std::string>{fs::canonical(kCudart).string()});
+    EXPECT_TRUE(planned_files(plan, "cuda_driver").count(fs::canonical(kCudaStub).string()));
+    // Without LD_LIBRARY_PATH, /bin/true finds neither (the toolkit is not in ld.so.cache here): nothing to plan.
+    if (run("ldconfig -p").find("libcudart.so.13") == std::string::npos) {
+        ProbePlan none;
+        notes.clear();
+        auto z = plan_cuda_program(none, "/bin/true", SearchContext{}, true, notes);
+        ASSERT_TRUE(z);
+        EXPECT_EQ(*z, 0u);
+    }
+}
+
+// --uprobe libc:getpid for a program that loads libc: the function at readelf's offset of the file ldd names.
+TEST(UprobeProgram, uprobe_spec_probes_the_loaders_choice) {
+    SearchContext ctx;
+    ctx.cache = read_ld_cache().value_or(std::vector<LdCacheEntry>{});
+    auto spec = parse_uprobe_spec("libc:getpid");
+    ASSERT_TRUE(spec);
+    ProbePlan plan;
+    std::vector<std::string> notes;
+    ASSERT_TRUE(plan_uprobe_spec(plan, *spec, "/bin/true", ctx, notes));
+    ASSERT_GE(plan.functions.size(), 1u);
+    std::smatch m;
+    const std::string ldd = run("ldd /bin/true");
+    ASSERT_TRUE(std::regex_search(ldd, m, std::regex(R"(libc\.so\.6 => (\S+))"))) << ldd;
+    const PlannedFunction& f = plan.functions.front();
+    EXPECT_EQ(f.library, fs::canonical(m[1].str()).string());
+    EXPECT_EQ(api_name(f), "user");
+    EXPECT_EQ(f.entry.offset,
+              readelf_file_offset(f.library, readelf_symbols(f.library).at("getpid@@GLIBC_2.2.5").value));
+    auto bad = parse_uprobe_spec("libc:nvtrace_no_such_function");
+    ASSERT_TRUE(bad);
+    auto r = plan_uprobe_spec(plan, *bad, "/bin/true", ctx, notes);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("--uprobe 'libc:nvtrace_no_such_function'"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("no function 'nvtrace_no_such_function'"), std::string::npos);
+}
