@@ -14,7 +14,7 @@ namespace nvtrace::cli {
 // Adds one subcommand to `app`. Its callback stores the command's exit code in `exit_code`.
 using AddCommand = void (*)(CLI::App& app, int& exit_code);
 
-// (order in --help, adder). Orders: run 10, report 20, check 30, diff 40, fleet 45, export 50, dmesg 60,
+// (order in --help, adder). Orders: run 10, report 20, tree 25, check 30, diff 40, fleet 45, export 50, dmesg 60,
 // decode 70, doctor 80, cleanup 90, scenarios 100.
 std::vector<std::pair<int, AddCommand>>& command_table();
 
