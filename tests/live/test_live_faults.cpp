@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "live_util.hpp"
+#include "uprobe_util.hpp"
 
 using namespace nvtrace::live;
 
@@ -45,6 +46,55 @@ TEST(LiveFaults, FiftyRunsKilledAtRandomMomentsLeaveNoTraceAfterCleanup) {
         if (after != before) break;
     }
     EXPECT_GT(killed_hard, 10);
+}
+
+// The same with uprobes armed (--uprobe on libc's getpid and getppid, hit in a loop): uprobe_events is global, so
+// after SIGINT, SIGTERM, SIGHUP, or SIGKILL and `nvtrace cleanup`, it must be as before, besides the tracefs state.
+TEST(LiveFaults, RunsWithUprobesKilledAtRandomMomentsLeaveUprobeEventsAsBefore) {
+    REQUIRE_LIVE();
+    if (::access((kTracing + "/uprobe_events").c_str(), F_OK) != 0) {
+        const char* ci = std::getenv("CI");
+        if (ci && std::string(ci) == "true") FAIL() << "no uprobe_events (CONFIG_UPROBE_EVENTS)";
+        GTEST_SKIP() << "no uprobe_events (CONFIG_UPROBE_EVENTS)";
+    }
+    auto before = tracefs_snapshot();
+    const std::string probes_before = uprobe_events_snapshot();
+    std::mt19937 rng(20261201);
+    std::uniform_int_distribution<int> delay_ms(0, 400);
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGKILL};
+    int killed_hard = 0, saw_probes = 0;
+    for (int i = 0; i < 24; ++i) {
+        int sig = signals[i % 4];
+        int ms = delay_ms(rng);
+        std::string out = temp_dir();
+        pid_t nv = -1;
+        Ran r =
+            run_with({NVTRACE_BIN, "run", "-q", "--uprobe", "libc:getpid", "--uprobe", "libc:getppid", "--out", out,
+                      "--", GETPID_CALLS_BIN, "2000000"},
+                     [&](pid_t pid) {
+                         nv = pid;
+                         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                         // Whether the probes existed when the signal came (they do from the plan's end on).
+                         if (nvtrace_uprobe_lines().find("nvtrace_" + std::to_string(pid) + "/") != std::string::npos)
+                             ++saw_probes;
+                         ::kill(pid, sig);
+                     });
+        if (sig == SIGKILL) {
+            ++killed_hard;
+            EXPECT_EQ(r.rc, 128 + SIGKILL) << "run " << i;
+            Ran c = run({NVTRACE_BIN, "cleanup"});
+            EXPECT_EQ(c.rc, 0) << "run " << i << ": " << c.out << c.err;
+        } else {
+            EXPECT_EQ(r.rc, 128 + sig) << "run " << i << " after " << ms << " ms: " << r.err;
+        }
+        EXPECT_EQ(uprobe_events_snapshot(), probes_before)
+            << "run " << i << ": signal " << sig << " after " << ms << " ms (nvtrace pid " << nv << ")";
+        auto after = tracefs_snapshot();
+        EXPECT_EQ(after, before) << "run " << i << ": signal " << sig << " after " << ms << " ms";
+        if (after != before || uprobe_events_snapshot() != probes_before) break;
+    }
+    EXPECT_EQ(killed_hard, 6);
+    EXPECT_GE(saw_probes, 6) << "the signals came before the probes were armed: the test checks nothing about them";
 }
 
 TEST(LiveFaults, CrashingProgramIsRecordedAndStateRestored) {
