@@ -574,6 +574,7 @@ void IoctlCollector::add(const Event& ev) {
         if (s.comm) r.comm = *s.comm;
         r.fd = e->fd;
         r.cmd = e->cmd;
+        if (e->arg_known) r.arg = e->arg;
         path_at(s.history, ev.pid, e->fd, ev.ts_ns, s.no_entry, r);
         if (!e->fd_path.empty()) {  // printed at this call (strace -y): no sample needed
             r.fd_path = e->fd_path;

@@ -1,5 +1,5 @@
 // record_fields.hpp: the one table of each per-record array of report.json (private to analyze). Each field
-// of Call (calls[]), IoctlRecord (ioctls[]), GraphNode (graph[]), KernelLogMessage (kernel_log[]),
+// of Call (calls[]), IoctlRecord (ioctls[]), IoctlStat (ioctl_stats[]), GraphNode (graph[]), KernelLogMessage (kernel_log[]),
 // MarkerEntry (markers[]), EventRecord (events[]) and ApiCall (api_calls[]) is named here once: its JSON key, its
 // C++ member (whose type is the field's type: an integer, bool, std::string, a vector or map of them, or
 // std::optional of one for a field that may be null), its unit, whether a reader needs it, and how an empty value
@@ -127,11 +127,35 @@ struct RecordFields<IoctlRecord> {
         Field{"errno_text", &IoctlRecord::errno_text},
         Field{"enter_ns", &IoctlRecord::enter_ns, ns, required},
         Field{"exit_ns", &IoctlRecord::exit_ns, ns},
+        Field{"arg", &IoctlRecord::arg},
         Field{"call", &IoctlRecord::call},
         Field{"calls", &IoctlRecord::calls},
         Field{"phase", &IoctlRecord::phase},
     };
     static IoctlRecord blank() { return {}; }
+};
+
+template <>
+struct RecordFields<IoctlStat> {
+    static constexpr std::string_view section = "ioctl_stats";
+    static constexpr auto fields = std::tuple{
+        Field{"device", &IoctlStat::device},
+        Field{"fd", &IoctlStat::fd},
+        Field{"cmd", &IoctlStat::cmd, Unit::none, required},
+        Field{"name", &IoctlStat::name},
+        Field{"pid", &IoctlStat::pid},
+        Field{"comm", &IoctlStat::comm},
+        Field{"count", &IoctlStat::count, Unit::none, required},
+        Field{"errors", &IoctlStat::errors},
+        Field{"errors_by_name", &IoctlStat::errors_by_name},
+        Field{"unfinished", &IoctlStat::unfinished},
+        Field{"latency_unknown", &IoctlStat::latency_unknown},
+        Field{"total_ns", &IoctlStat::total_ns, ns},
+        Field{"mean_ns", &IoctlStat::mean_ns, ns},
+        Field{"min_ns", &IoctlStat::min_ns, ns},
+        Field{"max_ns", &IoctlStat::max_ns, ns},
+    };
+    static IoctlStat blank() { return {}; }
 };
 
 template <>
@@ -268,8 +292,8 @@ constexpr bool keys_are_unique() {
     return true;
 }
 static_assert(keys_are_unique<Call>() && keys_are_unique<GraphNode>() && keys_are_unique<IoctlRecord>() &&
-              keys_are_unique<KernelLogMessage>() && keys_are_unique<MarkerEntry>() && keys_are_unique<EventRecord>() &&
-              keys_are_unique<ApiCall>());
+              keys_are_unique<IoctlStat>() && keys_are_unique<KernelLogMessage>() && keys_are_unique<MarkerEntry>() &&
+              keys_are_unique<EventRecord>() && keys_are_unique<ApiCall>());
 
 // The index of `key` in R's table; field_count<R> when R has no such field. Fixed-size compares the compiler
 // inlines (the SAX reader looks up every key of every call).

@@ -262,6 +262,7 @@ std::optional<std::string> ReportBuilder::phase_at(int pid, std::uint64_t ts) co
 }
 
 void ReportBuilder::take_ioctl(IoctlRecord&& io) {
+    ioctl_stats_.add(io);
     if (!phases_->empty() || !api_->empty()) io.phase = phase_at(io.pid, io.enter_ns);
     if (linker_) {
         linker_->held.push_back(std::move(io));
@@ -531,6 +532,7 @@ Report ReportBuilder::finish() {
     }
     cm.complete = cm.reasons.empty();
 
+    r.ioctl_stats = ioctl_stats_.rows();
     r.graph = calls_->graph();
     add_graph_cap_diagnostic(cm, calls_->graph_stats());
     r.calls = std::move(g.calls);

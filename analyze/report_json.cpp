@@ -137,6 +137,7 @@ json to_json(const Report& r) {
     j["graph"] = array_of(r.graph, record_json<GraphNode>);
     j["kernel_log"] = array_of(r.kernel_log, record_json<KernelLogMessage>);
     j["ioctls"] = array_of(r.ioctls, record_json<IoctlRecord>);
+    j["ioctl_stats"] = array_of(r.ioctl_stats, record_json<IoctlStat>);
     j["markers"] = array_of(r.markers, record_json<MarkerEntry>);
     j["events"] = array_of(r.events, record_json<EventRecord>);
     j["api_calls"] = array_of(r.api_calls, record_json<ApiCall>);
@@ -191,6 +192,7 @@ void write_report(const Report& r, Out& out, const detail::StreamedArrays* strea
     else
         import::write_array(out, buf, "events", r.events, import::append_event_json, false);
     import::write_array(out, buf, "graph", r.graph, import::append_graph_json, false);
+    import::write_array(out, buf, "ioctl_stats", r.ioctl_stats, import::append_ioctl_stat_json, false);
     import::write_array(out, buf, "kernel_log", r.kernel_log, import::append_log_json, false);
     buf += " \"kmsg_clock\": " + dump(kmsg_clock_json(r.kmsg_clock)) + ",\n";
     if (streamed)

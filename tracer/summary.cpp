@@ -113,6 +113,8 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
     fmt::print("ioctls: {}\n", rec.ioctls);
     for (const auto& line : rec.ioctl_lines)
         fmt::print("  {}\n", line);
+    for (const auto& line : ioctl_stats_table(r.ioctl_stats, verbose))
+        fmt::print("{}\n", line);
     ApiSummaryOptions api_options;  // API calls with their ioctls (nvtrace/api_calls.hpp)
     api_options.verbose = verbose;
     for (const auto& line : api_call_summary(r.api_calls, api_options))

@@ -353,6 +353,10 @@ DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& opt
     // The virtual roots (node 0 of each trie) align by definition; their children are the root paths.
     DiffNode top = m.merge(0, 0, "", false, false);
     d.roots = std::move(top.children);
+    d.ioctls_compared = !a.ioctl_stats.empty() || !b.ioctl_stats.empty();
+    if (d.ioctls_compared)
+        d.ioctls = diff_ioctl_stats(a.ioctl_stats, b.ioctl_stats, options.threshold, options.keep_unchanged,
+                                    d.ioctl_summary);
     return d;
 }
 

@@ -157,6 +157,113 @@ std::string describe_input(const DiffInput& in) {
     return fmt::format("{}", fmt::join(bits, ", "));
 }
 
+std::string request_text(const IoctlDiffRow& r) {
+    std::string dev = r.device ? *r.device : fmt::format("fd{}", r.fd.value_or(-1));
+    if (dev.rfind("/dev/", 0) == 0) dev.erase(0, 5);
+    return dev + " " + (r.name ? *r.name : fmt::format("0x{:x}", r.cmd));
+}
+
+json opt_json(const std::optional<std::uint64_t>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
+json ioctl_side_json(const std::optional<IoctlStat>& s) {
+    if (!s) return nullptr;
+    return {{"count", s->count},
+            {"errors", s->errors},
+            {"errors_by_name", s->errors_by_name},
+            {"unfinished", s->unfinished},
+            {"latency_unknown", s->latency_unknown},
+            {"total_ns", opt_json(s->total_ns)},
+            {"mean_ns", opt_json(s->mean_ns)},
+            {"max_ns", opt_json(s->max_ns)}};
+}
+
+json ioctls_json(const DiffResult& d) {
+    json rows = json::array();
+    for (const IoctlDiffRow& r : d.ioctls) {
+        json changes = json::array();
+        if (r.status == DiffStatus::added) changes.push_back("added");
+        if (r.status == DiffStatus::removed) changes.push_back("removed");
+        if (r.count_changed) changes.push_back("count");
+        if (r.latency_changed) changes.push_back("latency");
+        if (!r.new_errors.empty()) changes.push_back("new_errors");
+        rows.push_back({{"device", r.device ? json(*r.device) : json(nullptr)},
+                        {"fd", r.fd ? json(*r.fd) : json(nullptr)},
+                        {"cmd", r.cmd},
+                        {"name", r.name ? json(*r.name) : json(nullptr)},
+                        {"request", request_text(r)},
+                        {"status", std::string(to_string(r.status))},
+                        {"changes", changes},
+                        {"a", ioctl_side_json(r.a)},
+                        {"b", ioctl_side_json(r.b)},
+                        {"delta_count", r.delta_count},
+                        {"delta_mean_ns", r.delta_mean_ns ? json(*r.delta_mean_ns) : json(nullptr)},
+                        {"mean_rel", r.rel_mean ? json(*r.rel_mean) : json(nullptr)},
+                        {"new_errors", r.new_errors}});
+    }
+    const IoctlDiffSummary& s = d.ioctl_summary;
+    return {{"compared", d.ioctls_compared},
+            {"summary",
+             {{"added", s.added},
+              {"removed", s.removed},
+              {"count_changes", s.count_changes},
+              {"latency_changes", s.latency_changes},
+              {"new_errors", s.new_errors},
+              {"any_change", s.any()}}},
+            {"rows", std::move(rows)}};
+}
+
+void ioctls_text(const DiffResult& d, const Painter& p, std::string& out) {
+    const IoctlDiffSummary& s = d.ioctl_summary;
+    out += "#\n";
+    out += fmt::format(
+        "# ioctls by (device, request), every task; latency changes need |delta mean| >= {} and >= {:.0f}% of A\n",
+        fmt_ns(d.options.threshold.min_abs_ns), d.options.threshold.min_rel * 100.0);
+    out += fmt::format(
+        "#  {} added request(s), {} removed request(s), {} count change(s), {} latency change(s), {} with new "
+        "errors\n",
+        s.added, s.removed, s.count_changes, s.latency_changes, s.new_errors);
+    if (d.ioctls.empty()) {
+        out += s.any() ? "" : "#  no ioctl change\n";
+        return;
+    }
+    out += fmt::format("# {:^16} {:>12} {:>12} {:>22}  {}\n", "count A -> B", "mean A", "mean B", "delta mean",
+                       "request (+ added, - removed, ~ changed)");
+    for (const IoctlDiffRow& r : d.ioctls) {
+        char mark = ' ';
+        std::string_view colour;
+        if (r.status == DiffStatus::added) mark = '+', colour = "32";
+        if (r.status == DiffStatus::removed) mark = '-', colour = "31";
+        if (r.status == DiffStatus::changed) mark = '~', colour = "33";
+        auto mean = [](const std::optional<IoctlStat>& x) {
+            return !x ? std::string("-") : x->mean_ns ? fmt_ns(*x->mean_ns) : std::string("unknown");
+        };
+        std::string delta = "-";
+        if (r.delta_mean_ns) {
+            delta = fmt_delta_ns(*r.delta_mean_ns);
+            if (r.rel_mean) delta += fmt::format(" ({:+.1f}%)", *r.rel_mean * 100.0);
+        }
+        std::vector<std::string> tags;
+        if (r.count_changed) tags.push_back(fmt::format("count {:+}", r.delta_count));
+        if (r.latency_changed) tags.push_back("latency");
+        if (!r.new_errors.empty()) {
+            std::vector<std::string> e;
+            for (const auto& n : r.new_errors)
+                e.push_back(fmt::format("{} x{}", n, r.b->errors_by_name.at(n)));
+            tags.push_back("new errors: " + fmt::format("{}", fmt::join(e, ", ")));
+        }
+        std::string name = request_text(r);
+        if (!tags.empty()) name += "  [" + fmt::format("{}", fmt::join(tags, "; ")) + "]";
+        std::string counts = fmt::format("{:>6} -> {:<6}", r.a ? std::to_string(r.a->count) : std::string("-"),
+                                         r.b ? std::to_string(r.b->count) : std::string("-"));
+        std::string line =
+            fmt::format("{} {} {:>12} {:>12} {:>22}  {}", mark, counts, mean(r.a), mean(r.b), delta, name);
+        out += colour.empty() ? line : p.paint(line, colour);
+        out += '\n';
+    }
+}
+
 }  // namespace
 
 json to_json(const DiffResult& d) {
@@ -206,7 +313,8 @@ json to_json(const DiffResult& d) {
               {"structural_change", s.structural()},
               {"any_change", s.any()}}},
             {"tree", std::move(tree)},
-            {"changes", std::move(changes)}};
+            {"changes", std::move(changes)},
+            {"ioctls", ioctls_json(d)}};
 }
 
 std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options) {
@@ -239,7 +347,11 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
         s.added_paths, s.added_calls, s.removed_paths, s.removed_calls, s.count_changes, s.retval_changes,
         s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string());
     if (d.roots.empty()) {
-        out += s.any() ? "" : "#  no change\n";
+        if (d.a.report_calls == 0 && d.b.report_calls == 0)
+            out += "#  neither report has calls (function_graph was not traced): only the ioctls are compared\n";
+        else
+            out += s.any() ? "" : "#  no change\n";
+        if (d.ioctls_compared) ioctls_text(d, w.p, out);
         return out;
     }
     out += "#\n";
@@ -248,6 +360,7 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
     for (const auto& n : d.roots)
         w.row(n, 0);
     if (w.truncated) out += fmt::format("# ... more rows left out (--max-rows {})\n", options.max_rows);
+    if (d.ioctls_compared) ioctls_text(d, w.p, out);
     return out;
 }
 

@@ -4,6 +4,7 @@
 #include "../record_fields.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/export.hpp"
+#include "nvtrace/ioctl.hpp"
 
 namespace nvtrace {
 
@@ -114,6 +115,112 @@ void write_calls_csv(const Report& r, std::ostream& out) {
     }
 }
 
+std::optional<CsvTable> parse_csv_table(std::string_view name) {
+    if (name == "calls") return CsvTable::calls;
+    if (name == "ioctls") return CsvTable::ioctls;
+    if (name == "ioctl-stats") return CsvTable::ioctl_stats;
+    return std::nullopt;
+}
+
+std::string_view to_string(CsvTable t) {
+    switch (t) {
+        case CsvTable::calls:
+            return "calls";
+        case CsvTable::ioctls:
+            return "ioctls";
+        case CsvTable::ioctl_stats:
+            return "ioctl-stats";
+    }
+    return "calls";
+}
+
+CsvTable default_csv_table(const Report& r) {
+    return r.calls.empty() && !r.ioctls.empty() ? CsvTable::ioctls : CsvTable::calls;
+}
+
+namespace {
+
+// One row of cells, each by its type (put_cell), joined by ','.
+struct CsvRow {
+    std::string text;
+    template <class T>
+    CsvRow& operator<<(const T& v) {
+        if (!first) text += ',';
+        first = false;
+        put_cell(text, v);
+        return *this;
+    }
+    bool first = true;
+};
+
+std::optional<std::string> hex(const std::optional<std::uint64_t>& v) {
+    return v ? std::optional(fmt::format("0x{:x}", *v)) : std::nullopt;
+}
+
+void write_ioctls_csv(const Report& r, std::ostream& out) {
+    out << "enter_ns,exit_ns,duration_ns,pid,comm,fd,device,fd_path_unknown,request,cmd,arg,ret,errno,errno_text,"
+           "status,error,hclass,ctrl,ctrl_class,phase,call\n";
+    for (const IoctlRecord& io : r.ioctls) {
+        // The errno alone: as printed, else named from ret = -errno (an RM status has its own column).
+        std::optional<std::string> errno_name = io.errno_name;
+        if (!errno_name && io.ret && *io.ret < 0) {
+            IoctlRecord bare;
+            bare.ret = io.ret;
+            errno_name = ioctl_error_name(bare);
+        }
+        CsvRow row;
+        row << io.enter_ns << io.exit_ns << io.duration_ns << io.pid << io.comm << io.fd << io.fd_path
+            << io.fd_path_unknown << io.name << hex(io.cmd) << hex(io.arg) << io.ret << errno_name << io.errno_text
+            << io.status << ioctl_error_name(io) << hex(io.hclass) << hex(io.ctrl) << io.ctrl_class << io.phase
+            << io.call;
+        row.text += '\n';
+        out << row.text;
+    }
+}
+
+void write_ioctl_stats_csv(const Report& r, std::ostream& out) {
+    std::string head;
+    fields::for_each_field<IoctlStat>([&](const auto& f) {
+        if (!head.empty()) head += ',';
+        head += f.key;
+    });
+    out << head << '\n';
+    for (const IoctlStat& s : r.ioctl_stats) {
+        std::string row;
+        bool first = true;
+        fields::for_each_field<IoctlStat>([&](const auto& f) {
+            if (!first) row += ',';
+            first = false;
+            const auto& v = s.*(f.member);
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::map<std::string, std::uint64_t>>) {
+                std::string cell;
+                for (const auto& [name, n] : v)
+                    cell += fmt::format("{}{}={}", cell.empty() ? "" : ";", name, n);
+                put_cell(row, cell);
+            } else {
+                put_cell(row, v);
+            }
+        });
+        out << row << '\n';
+    }
+}
+
+}  // namespace
+
+void write_csv(const Report& r, CsvTable table, std::ostream& out) {
+    switch (table) {
+        case CsvTable::calls:
+            write_calls_csv(r, out);
+            break;
+        case CsvTable::ioctls:
+            write_ioctls_csv(r, out);
+            break;
+        case CsvTable::ioctl_stats:
+            write_ioctl_stats_csv(r, out);
+            break;
+    }
+}
+
 Result<void> export_report(const Report& r, ExportFormat f, std::ostream& out) {
     switch (f) {
         case ExportFormat::json:
@@ -126,7 +233,7 @@ Result<void> export_report(const Report& r, ExportFormat f, std::ostream& out) {
             write_folded_stacks(r, out);
             break;
         case ExportFormat::csv:
-            write_calls_csv(r, out);
+            write_csv(r, default_csv_table(r), out);
             break;
         case ExportFormat::html:
             write_html_report(r, out);

@@ -15,6 +15,7 @@
 #include "../record_fields.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/input.hpp"
+#include "nvtrace/ioctl.hpp"
 #include "nvtrace/report_io.hpp"
 
 namespace nvtrace {
@@ -148,6 +149,13 @@ void read_value(T& dst, const Value& v, Take&& take, Fail&& fail) {
             if (!x.is_string()) throw FieldError{fmt::format("{}: expected a string", fail.sub("." + k))};
             dst[k] = x.template get<std::string>();
         }
+    } else if constexpr (std::is_same_v<T, std::map<std::string, std::uint64_t>>) {
+        if (!v.node || !v.node->is_object()) fail("expected an object or null");
+        for (const auto& [k, x] : v.node->items()) {
+            if (!x.is_number_unsigned())
+                throw FieldError{fmt::format("{}: expected an unsigned integer", fail.sub("." + k))};
+            dst[k] = x.template get<std::uint64_t>();
+        }
     } else {
         if (!v.node || !v.node->is_array()) fail("expected an array or null");
         for (std::size_t k = 0; k < v.node->size(); ++k) {
@@ -229,6 +237,7 @@ constexpr Section kSections[] = {
     section_of<GraphNode, &Report::graph>(),
     section_of<KernelLogMessage, &Report::kernel_log>(),
     section_of<IoctlRecord, &Report::ioctls>(),
+    section_of<IoctlStat, &Report::ioctl_stats>(),
     section_of<MarkerEntry, &Report::markers>(),
     section_of<EventRecord, &Report::events>(),
     section_of<ApiCall, &Report::api_calls>(),
@@ -322,6 +331,12 @@ void fill_head(Report& r, const json& j) {
         }
 }
 
+// A report written before `ioctl_stats` existed: the statistics of its ioctls, as the builder makes them.
+void fill_ioctl_stats(Report& r, const json& head) {
+    if (!field(head, fields::RecordFields<IoctlStat>::section) && !r.ioctls.empty())
+        r.ioctl_stats = ioctl_stats(r.ioctls);
+}
+
 }  // namespace
 
 Result<Report> report_from_json(const json& j) {
@@ -338,6 +353,7 @@ Result<Report> report_from_json(const json& j) {
     } catch (const FieldError& e) {
         return fail(Error::usage(e.where));
     }
+    fill_ioctl_stats(r, j);
     return r;
 }
 
@@ -753,6 +769,7 @@ Result<Report> read_report_file(const std::string& path) {
     } catch (const FieldError& e) {
         return fail(Error::usage(fmt::format("{}: {}", path, e.where)));
     }
+    fill_ioctl_stats(r, sax.head);
     return r;
 }
 

@@ -168,11 +168,10 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
         const StraceIoctl& io = log.ioctls[it.index];
         if (!io.cmd) continue;  // truncated or an unknown symbolic request: counted in the diagnostics
         e.pid = io.pid.value_or(-1);
-        std::uint64_t arg = 0;
-        if (auto a = parse_u64(starts_with(io.arg, "0x") ? std::string_view(io.arg).substr(2) : io.arg,
-                               starts_with(io.arg, "0x") ? 16 : 10))
-            arg = *a;
-        IoctlEnter en{io.fd, *io.cmd, arg};
+        auto arg = parse_u64(starts_with(io.arg, "0x") ? std::string_view(io.arg).substr(2) : io.arg,
+                             starts_with(io.arg, "0x") ? 16 : 10);
+        IoctlEnter en{io.fd, *io.cmd, arg.value_or(0)};
+        en.arg_known = arg.has_value();  // strace decoded the argument ("{B38400 opost ...}"): no number
         if (io.fd_path) en.fd_path = clean(*io.fd_path);  // strace prints a path's bytes as they are
         e.body = std::move(en);
         s.events.push_back(e);

@@ -363,6 +363,9 @@ void append_call_json(std::string& out, const Call& c) {
 void append_ioctl_json(std::string& out, const IoctlRecord& i) {
     append(out, i);
 }
+void append_ioctl_stat_json(std::string& out, const IoctlStat& s) {
+    append(out, s);
+}
 void append_event_json(std::string& out, const EventRecord& e) {
     append(out, e);
 }

@@ -24,6 +24,7 @@ void append_json_string(std::string& out, std::string_view s);
 // One record as the compact JSON object of docs/report-format.md (the element of its array in to_json()).
 void append_call_json(std::string& out, const Call& c);             // calls[]
 void append_ioctl_json(std::string& out, const IoctlRecord& i);     // ioctls[]
+void append_ioctl_stat_json(std::string& out, const IoctlStat& s);  // ioctl_stats[]
 void append_event_json(std::string& out, const EventRecord& e);     // events[]
 void append_marker_json(std::string& out, const MarkerEntry& m);    // markers[]
 void append_graph_json(std::string& out, const GraphNode& n);       // graph[]

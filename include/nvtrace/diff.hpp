@@ -128,13 +128,47 @@ struct DiffInput {
 // in phase 'P' (phases: one, two; with calls: two)".
 std::string describe_empty_phase(const DiffInput& in, const std::string& phase);
 
+// The ioctl part (docs/diff.md, "ioctls"): the rows of every task (pid null) of the two reports' ioctl_stats,
+// aligned by (device, or fd when the device is not known, cmd). added: the request is only in B; removed: only in
+// A; count: the call counts differ (exact); latency: |delta mean_ns| >= min_abs_ns and >= min_rel of A's mean (the
+// threshold of the call tree's time changes), compared only when both rows have a mean; new errors: error names
+// (errno, NV_STATUS) B has and A has not (for an added request, every error name of B).
+struct IoctlDiffRow {
+    std::optional<std::string> device;
+    std::optional<int> fd;
+    std::uint64_t cmd = 0;
+    std::optional<std::string> name;
+    std::optional<IoctlStat> a, b;  // null where the request is missing
+    DiffStatus status = DiffStatus::same;
+    bool count_changed = false;
+    bool latency_changed = false;
+    std::vector<std::string> new_errors;  // sorted
+    std::int64_t delta_count = 0;
+    std::optional<std::int64_t> delta_mean_ns;  // both means known
+    std::optional<double> rel_mean;             // delta_mean_ns / a.mean_ns when a.mean_ns > 0
+};
+struct IoctlDiffSummary {
+    std::uint64_t added = 0, removed = 0, count_changes = 0, latency_changes = 0;
+    std::uint64_t new_errors = 0;  // requests with new error names
+    bool any() const { return added + removed + count_changes + latency_changes + new_errors > 0; }
+};
+
 struct DiffResult {
     DiffInput a, b;
     DiffOptions options;
     bool retvals_compared = false;  // both reports carry return values
     std::vector<DiffNode> roots;    // by impact
     DiffSummary summary;
+    bool ioctls_compared = false;      // either report has ioctl_stats
+    std::vector<IoctlDiffRow> ioctls;  // changed rows first (added, removed, changed), then by count in B
+    IoctlDiffSummary ioctl_summary;
+    bool any_change() const { return summary.any() || ioctl_summary.any(); }
 };
+
+// The ioctl rows of two reports' ioctl_stats (DiffResult::ioctls); unchanged rows only with `keep_unchanged`.
+std::vector<IoctlDiffRow> diff_ioctl_stats(const std::vector<IoctlStat>& a, const std::vector<IoctlStat>& b,
+                                           const DiffThreshold& threshold, bool keep_unchanged,
+                                           IoctlDiffSummary& summary);
 
 DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options);
 

@@ -62,6 +62,8 @@ struct IoctlEnter {
     // The fd's path as the source printed it at this very call (strace -y "3</dev/nvidiactl>", gVisor's
     // "0x3 /dev/nvidiactl"); preferred over any sample of /proc. Empty when the call did not say.
     std::string fd_path{};
+    // false when the source printed the argument as no number (strace's decoded "{B38400 opost ...}"): arg is 0.
+    bool arg_known = true;
 };
 struct IoctlExit {
     std::int64_t ret = 0;

@@ -54,6 +54,21 @@ void write_folded_stacks(const Report& report, std::ostream& out);
 
 void write_calls_csv(const Report& report, std::ostream& out);
 
+// The tables of `--format csv` (docs/export.md, `--table`), RFC 4180, null as an empty cell:
+//  calls        one row per call (write_calls_csv)
+//  ioctls       one row per ioctl: enter_ns, exit_ns, duration_ns, pid, comm, fd, device (the fd's path),
+//               fd_path_unknown, request (decoded name), cmd (hex), arg (hex), ret, errno (as printed, else named
+//               from ret = -errno), errno_text, status (RM/UVM NV_STATUS), error (ioctl_error_name in
+//               nvtrace/ioctl.hpp: what the statistics count it as), hclass, ctrl, ctrl_class, phase, call
+//  ioctl-stats  one row per Report::ioctl_stats row; errors_by_name as "NAME=count" joined by ';'
+enum class CsvTable { calls, ioctls, ioctl_stats };
+std::optional<CsvTable> parse_csv_table(std::string_view name);  // "calls", "ioctls", "ioctl-stats"
+std::string_view to_string(CsvTable t);
+// What `--format csv` writes without --table: the calls, or the ioctls of a report that has ioctls and no calls
+// (a run where function tracing was refused), never a bare header when the report has rows of either.
+CsvTable default_csv_table(const Report& report);
+void write_csv(const Report& report, CsvTable table, std::ostream& out);
+
 // The caps of the HTML page (docs/export.md, "HTML page"). Frames are call paths of the aggregated tree; the
 // widest (by total time, by call count when no duration is known) are kept, parents before children, so a
 // left-out path's time stays inside its parent's width. Timeline items are kept per kind in time order.

@@ -170,6 +170,52 @@ private:
     std::unique_ptr<State> s_;
 };
 
+// ---- ioctl statistics (Report::ioctl_stats, docs/report-format.md) ---------------------------------------
+
+// What one ioctl's outcome was for the statistics: nullopt when it succeeded or its outcome is not known (exit
+// not seen); else the error's name: the errno as the source printed it (strace's "ENOTTY"), else named from a
+// ret of -1..-4095 (the kernel's -errno: -25 -> "ENOTTY"; kernel-internal codes too: "ERESTARTSYS"; "ret=-N"
+// when the number has no name), else, for ret >= 0 with an RM/UVM status that is not NV_OK, that status
+// ("NV_ERR_INVALID_ARGUMENT", "0x..." when the status table does not know it).
+std::optional<std::string> ioctl_error_name(const IoctlRecord& io);
+
+// Report::ioctl_stats one record at a time: add() every ioctl (in any order), then rows(). Rows are sorted by
+// (device, or fd when the device is not known, cmd); each (device, request) row is followed by one row per
+// task, by pid, when more than one task (pid, comm) issued it. Memory: one entry per (device, request, task).
+// Thread-safety: one thread.
+class IoctlStats {
+public:
+    void add(const IoctlRecord& io);
+    std::vector<IoctlStat> rows() const;
+
+private:
+    struct Key {
+        std::optional<std::string> device;
+        int fd = -1;  // -1 when device is set
+        std::uint64_t cmd = 0;
+        auto operator<=>(const Key&) const = default;
+    };
+    struct Group {
+        IoctlStat all;
+        std::map<std::pair<int, std::string>, IoctlStat> tasks;
+    };
+    std::map<Key, Group> groups_;
+};
+// IoctlStats fed every record of `ioctls`.
+std::vector<IoctlStat> ioctl_stats(const std::vector<IoctlRecord>& ioctls);
+
+// The summary's table of requests (docs/report.md), no trailing newlines; empty without rows:
+//   ioctl requests: 2 (device, request), latency enter -> exit in us
+//        count  errors         total          mean           max  request
+//           20       0        84.211         4.210        12.034  pts/0 FIONREAD
+//            4       2       130.000        65.000       100.000  nvidiactl NV_ESC_RM_ALLOC  errors: ENOTTY x1, ...
+//           3       1       ...                                     python3/4242
+// Requests by count (most first), each followed by its tasks' rows (`comm/pid`, indented) when several tasks
+// issued it; "unknown" for a latency no call of the row has, and "N without latency (M unfinished)" after the
+// request when some calls lack one. Without `verbose` at most `max_requests` requests, then "... N more".
+std::vector<std::string> ioctl_stats_table(const std::vector<IoctlStat>& rows, bool verbose,
+                                           std::size_t max_requests = 20);
+
 // ---- the text summary's ioctl lines (docs/run.md, "Summary") ----------------------------------------------
 
 // What an ioctl cost in the kernel: every call in the subtrees of IoctlRecord::calls and the summed

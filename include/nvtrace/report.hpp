@@ -87,9 +87,34 @@ struct IoctlRecord {
     std::optional<std::string> errno_text;
     std::uint64_t enter_ns = 0;
     std::optional<std::uint64_t> exit_ns;
+    // The third argument of ioctl(2) (sys_enter_ioctl's arg); null when the source printed no number (strace's
+    // decoded structure "{B38400 opost ...}").
+    std::optional<std::uint64_t> arg;
     std::optional<std::uint64_t> call;  // id of the first root call made inside this ioctl
     std::vector<std::uint64_t> calls;   // ids of every root call made inside this ioctl
     std::optional<std::string> phase;
+};
+
+// One row of `ioctl_stats` (docs/report-format.md): the ioctls of one (device, request) over every task (`pid`
+// null), then, when several tasks issued that request, one row per task. Built from `ioctls` by IoctlStats
+// (nvtrace/ioctl.hpp) as the report is built; a saved report without the section gets it the same way when read.
+// Latency is IoctlRecord::duration_ns (enter -> exit).
+struct IoctlStat {
+    std::optional<std::string> device;  // the fd's path (IoctlRecord::fd_path); null when not known
+    std::optional<int> fd;              // set only when `device` is null: such calls are grouped by fd number
+    std::uint64_t cmd = 0;
+    std::optional<std::string> name;  // the decoded request, when known
+    std::optional<int> pid;           // null: the row of every task
+    std::optional<std::string> comm;  // with `pid`
+    std::uint64_t count = 0;
+    // Calls that failed, by errno name (as the source printed it, else named from ret = -errno) or, for a call
+    // that returned 0 with a non-success RM/UVM status, by that status's NV_STATUS name ("NV_ERR_INVALID_ARGUMENT").
+    std::uint64_t errors = 0;
+    std::map<std::string, std::uint64_t> errors_by_name;
+    std::uint64_t unfinished = 0;       // exit not seen: outcome and latency unknown
+    std::uint64_t latency_unknown = 0;  // calls without a duration_ns (the unfinished ones among them)
+    // ns over the calls with a known latency; null when there is none (never 0 for "unknown").
+    std::optional<std::uint64_t> total_ns, mean_ns, min_ns, max_ns;
 };
 
 // One place where the source says data is missing (docs/report-format.md, `completeness.gaps`).
@@ -254,6 +279,7 @@ struct Report {
     std::vector<GraphNode> graph;
     std::vector<KernelLogMessage> kernel_log;
     std::vector<IoctlRecord> ioctls;
+    std::vector<IoctlStat> ioctl_stats;  // by (device or fd, cmd); each (device, request) row before its tasks'
     std::vector<Check> checks;
     std::vector<MarkerEntry> markers;
     std::vector<EventRecord> events;            // in stream order (by time)

@@ -80,6 +80,7 @@ private:
     Sinks sinks_;
     std::vector<FdPath> fd_paths_;
     IoctlCollector ioctls_;
+    IoctlStats ioctl_stats_;  // of every ioctl taken, whether kept or handed to a sink
     std::unique_ptr<detail::Phases> phases_;
     std::unique_ptr<detail::ApiCalls> api_;  // uprobe pairs (Report::api_calls)
     std::uint64_t ioctls_handed_ = 0;        // with an ioctl sink: the index of the next ioctl in report.ioctls

@@ -47,6 +47,8 @@ void set_value(T& v, std::size_t n) {
         v = {"a+0x1/0x2", "b\t" + std::to_string(n)};
     } else if constexpr (std::is_same_v<T, std::vector<std::uint64_t>>) {
         v = {n + 1, UINT64_MAX};
+    } else if constexpr (std::is_same_v<T, std::map<std::string, std::uint64_t>>) {
+        v = {{"E" + std::to_string(n), n}, {"NV_ERR_\"x\"", UINT64_MAX}};
     } else {
         static_assert(std::is_same_v<T, std::map<std::string, std::string>>);
         v = {{"k" + std::to_string(n), "v\n"}, {"a", ""}};
@@ -67,6 +69,8 @@ std::vector<R>& records(Report& r) {
         return r.calls;
     else if constexpr (std::is_same_v<R, IoctlRecord>)
         return r.ioctls;
+    else if constexpr (std::is_same_v<R, IoctlStat>)
+        return r.ioctl_stats;
     else if constexpr (std::is_same_v<R, GraphNode>)
         return r.graph;
     else if constexpr (std::is_same_v<R, KernelLogMessage>)
@@ -85,6 +89,8 @@ void append_direct(std::string& out, const R& r) {
         import::append_call_json(out, r);
     else if constexpr (std::is_same_v<R, IoctlRecord>)
         import::append_ioctl_json(out, r);
+    else if constexpr (std::is_same_v<R, IoctlStat>)
+        import::append_ioctl_stat_json(out, r);
     else if constexpr (std::is_same_v<R, GraphNode>)
         import::append_graph_json(out, r);
     else if constexpr (std::is_same_v<R, KernelLogMessage>)
@@ -160,6 +166,7 @@ void direct_writer_matches_dom_writer() {
 TEST(RecordFields, EveryFieldSurvivesWriterAndBothReaders) {
     round_trip<Call>();
     round_trip<IoctlRecord>();
+    round_trip<IoctlStat>();
     round_trip<GraphNode>();
     round_trip<MarkerEntry>();
     round_trip<EventRecord>();
@@ -181,6 +188,7 @@ TEST(RecordFields, EveryFieldSurvivesWriterAndBothReaders) {
 TEST(RecordFields, DirectWritersPrintTheDomWritersBytes) {
     direct_writer_matches_dom_writer<Call>();
     direct_writer_matches_dom_writer<IoctlRecord>();
+    direct_writer_matches_dom_writer<IoctlStat>();
     direct_writer_matches_dom_writer<GraphNode>();
     direct_writer_matches_dom_writer<KernelLogMessage>();
     direct_writer_matches_dom_writer<MarkerEntry>();
@@ -282,7 +290,8 @@ std::set<std::string> json_types(fields::Empty e) {
         out.insert("integer");
     } else if constexpr (std::is_same_v<T, std::string>) {
         out.insert("string");
-    } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
+    } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>> ||
+                         std::is_same_v<T, std::map<std::string, std::uint64_t>>) {
         out.insert("object");
     } else {
         out.insert("array");
@@ -340,6 +349,7 @@ TEST(RecordFields, SchemaPropertiesAreTheTablesFields) {
     const json root = schema();
     schema_matches_table<Call>(root);
     schema_matches_table<IoctlRecord>(root);
+    schema_matches_table<IoctlStat>(root);
     schema_matches_table<GraphNode>(root);
     schema_matches_table<KernelLogMessage>(root);
     schema_matches_table<MarkerEntry>(root);

@@ -94,11 +94,13 @@ int do_diff(const DiffArgs& args) {
     }
     if (!rb) return usage_error(rb.error());
 
-    // Two reports without calls (events-only runs: no function_graph) have nothing to compare: saying
-    // "no change" would claim a comparison that did not happen.
-    if (ra->calls.empty() && rb->calls.empty())
-        return usage_error(Error::usage(
-            "neither report has calls (function_graph was not traced: run with --module): nothing to compare"));
+    // Two reports without calls and without ioctls (events-only runs) have nothing to compare: saying "no change"
+    // would claim a comparison that did not happen. Without calls, the ioctls alone are compared.
+    const bool no_calls = ra->calls.empty() && rb->calls.empty();
+    if (no_calls && ra->ioctl_stats.empty() && rb->ioctl_stats.empty())
+        return usage_error(
+            Error::usage("neither report has calls (function_graph was not traced: run with --module) "
+                         "or ioctls: nothing to compare"));
     DiffResult d = diff_reports(*ra, *rb, o);
     // The reports are not needed any more: freeing 2,000,000 calls overlaps with printing (joined on return).
     std::jthread release([&] {
@@ -113,7 +115,7 @@ int do_diff(const DiffArgs& args) {
     }
     // `--ignore '*'` left no call on either side: "no change" (exit 0 even with --exit-code) would claim a
     // comparison that did not happen, as for two reports without calls above.
-    if (d.a.calls == 0 && d.b.calls == 0)
+    if (!no_calls && d.a.calls == 0 && d.b.calls == 0)
         return usage_error(Error::usage("--ignore left no call in either report: nothing to compare"));
     if (args.json) {
         fmt::print("{}\n", to_json(d).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -123,7 +125,7 @@ int do_diff(const DiffArgs& args) {
         t.max_rows = args.max_rows;
         fmt::print("{}", format_diff_text(d, t));
     }
-    return args.exit_code && d.summary.any() ? static_cast<int>(ExitCode::expectation_failed) : 0;
+    return args.exit_code && d.any_change() ? static_cast<int>(ExitCode::expectation_failed) : 0;
 }
 
 void add_diff(CLI::App& app, int& exit_code) {

@@ -20,6 +20,7 @@ struct ExportArgs {
     std::string input;
     std::string format;
     std::string out;
+    std::string table;  // --table of csv: calls, ioctls, ioctl-stats
 };
 
 int do_export(const ExportArgs& a) {
@@ -27,6 +28,17 @@ int do_export(const ExportArgs& a) {
     if (!f) {
         tracer::note("nvtrace export: unknown --format '{}' (expected json, chrome, folded, csv or html)\n", a.format);
         return static_cast<int>(ExitCode::usage);
+    }
+    std::optional<CsvTable> table;
+    if (!a.table.empty()) {
+        table = parse_csv_table(a.table);
+        if (!table || *f != ExportFormat::csv) {
+            if (table)
+                tracer::note("nvtrace export: --table is for --format csv (given: {})\n", a.format);
+            else
+                tracer::note("nvtrace export: unknown --table '{}' (expected calls, ioctls or ioctl-stats)\n", a.table);
+            return static_cast<int>(ExitCode::usage);
+        }
     }
     // `export DIR -o DIR/report.json` wrote CSV over the run's report: refused as `report` does.
     if (auto why = overwrites_capture("-o", a.out, a.input); why || (why = overwrites_input("-o", a.out, a.input))) {
@@ -39,15 +51,28 @@ int do_export(const ExportArgs& a) {
         return static_cast<int>(report.error().code);
     }
     Result<void> done;
+    auto write = [&](std::ostream& os) -> Result<void> {
+        if (*f != ExportFormat::csv) return export_report(*report, *f, os);
+        const CsvTable t = table.value_or(default_csv_table(*report));
+        if (!table && t != CsvTable::calls)
+            tracer::note(
+                "nvtrace export: the report has no calls: writing its {} table (--table calls for the "
+                "calls)\n",
+                to_string(t));
+        write_csv(*report, t, os);
+        os.flush();
+        if (!os) return fail(Error::environment("write failed"));
+        return {};
+    };
     if (a.out.empty() || a.out == "-") {
-        done = export_report(*report, *f, std::cout);
+        done = write(std::cout);
     } else {
         std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
         if (!out) {
             tracer::note("nvtrace export: cannot write {}: {}\n", a.out, std::strerror(errno));
             return static_cast<int>(ExitCode::environment);
         }
-        done = export_report(*report, *f, out);
+        done = write(out);
     }
     if (!done) {
         tracer::note("nvtrace export: {}: {}\n", a.out.empty() ? "stdout" : a.out, done.error().message);
@@ -63,13 +88,16 @@ void add_export(CLI::App& app, int& exit_code) {
     cmd->footer(
         "INPUT: a report.json, a capture directory or a trace file. Formats: json (the report, schema\n"
         "nvtrace.report/1), chrome (Perfetto UI, chrome://tracing; calls and ioctls as slices per thread),\n"
-        "folded (flamegraph.pl, speedscope; self ns), csv (one row per call), html (one self-contained page:\n"
+        "folded (flamegraph.pl, speedscope; self ns), csv (--table calls, ioctls or ioctl-stats), html (one "
+        "self-contained page:\n"
         "icicle of the call tree, timeline per thread, checks, completeness; opens without a network).\n"
         "Exit codes: 0 ok, 2 bad input or\n"
         "format, or -o onto the input or into a capture directory, 3 cannot write. See docs/export.md.");
     cmd->add_option("input", args->input, "Report, capture directory or trace file")->required();
     cmd->add_option("-f,--format", args->format, "json, chrome, folded, csv or html")->required();
     cmd->add_option("-o,--out", args->out, "Output file (default: stdout)");
+    cmd->add_option("--table", args->table,
+                    "csv: calls, ioctls or ioctl-stats (default: calls; ioctls for a report without calls)");
     cmd->callback([args, &exit_code] { exit_code = do_export(*args); });
 }
 

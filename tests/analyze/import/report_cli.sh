@@ -178,11 +178,16 @@ PY
     grep -qx 'complete: no: overrun: 7 events overwritten; 1 elided span' "$tmp/out" || fail "reasons not named"
     ;;
 diff_without_calls)
-    # Two events-only reports (200000 vs 5 ioctls) printed "no change": nothing had been compared.
+    # Two events-only reports (200000 vs 5 ioctls) printed "no change": nothing had been compared. Reports
+    # without calls are compared by their ioctl statistics; without ioctls either, there is nothing to compare.
     r=$cases/../capture_dir/fionread20/report.json
-    "$nv" diff "$r" "$r" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/out" "$tmp/err"
+    "$nv" diff "$r" "$r" --exit-code >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/out" "$tmp/err"
+    [ "$rc" = 0 ] || fail "exit $rc, expected 0"
+    grep -q 'only the ioctls are compared' "$tmp/out" && grep -q '^#  no ioctl change$' "$tmp/out" || fail "ioctls"
+    k=$cases/nvrm-xid79-fallen-off-bus-continuation.log
+    "$nv" diff "$k" "$k" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/out" "$tmp/err"
     [ "$rc" = 2 ] || fail "exit $rc, expected 2"
-    grep -q 'nothing to compare' "$tmp/err" || fail "message"
+    grep -q 'or ioctls: nothing to compare' "$tmp/err" || fail "message"
     ! grep -q 'no change' "$tmp/out" || fail "said no change"
     ;;
 diff_that_ignores_every_call_compares_nothing)
