@@ -1,9 +1,9 @@
 // record_fields.hpp: the one table of each per-record array of report.json (private to analyze). Each field
-// of Call (calls[]), IoctlRecord (ioctls[]), IoctlStat (ioctl_stats[]), GraphNode (graph[]), KernelLogMessage (kernel_log[]),
-// MarkerEntry (markers[]), EventRecord (events[]) and ApiCall (api_calls[]) is named here once: its JSON key, its
-// C++ member (whose type is the field's type: an integer, bool, std::string, a vector or map of them, or
-// std::optional of one for a field that may be null), its unit, whether a reader needs it, and how an empty value
-// is written.
+// of Call (calls[]), IoctlRecord (ioctls[]), IoctlStat (ioctl_stats[]), GraphNode (graph[]), KernelLogMessage
+// (kernel_log[]), MarkerEntry (markers[]), EventRecord (events[]) and ApiCall (api_calls[]) is named here once: its
+// JSON key, its C++ member (whose type is the field's type: an integer, bool, std::string, a vector or map of them, or
+// std::optional of one for a field that may be null), its unit, whether a reader needs it, and how an empty value is
+// written.
 //
 // Everything that writes or reads these records goes through the table: the direct writers of
 // import/json_write.cpp (report.json's arrays, `--calls-jsonl`), the DOM writer to_json() (report_json.cpp),
