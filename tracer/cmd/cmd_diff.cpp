@@ -135,6 +135,8 @@ void add_diff(CLI::App& app, int& exit_code) {
         "A and B: report.json files, capture directories or trace files. Paths are aligned after stripping clone\n"
         "suffixes (.isra.N, .constprop.N, .part.N, .cold) and [module]; --rename maps names that changed between\n"
         "versions (NEW empty collapses OLD). Marks: + added, - removed, ~ changed (calls, retval, time).\n"
+        "ioctls are compared by (device, request): added, removed, count, mean latency (--min-delta), new errors;\n"
+        "two reports without calls are compared by their ioctls alone.\n"
         "Exit codes: 0 compared (1 with --exit-code when something changed), 2 unreadable input. See docs/diff.md.");
     cmd->add_option("a", args->a, "Base: report, capture directory or trace file")->required();
     cmd->add_option("b", args->b, "New: report, capture directory or trace file")->required();
