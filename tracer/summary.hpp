@@ -15,9 +15,9 @@ namespace nvtrace::cli {
 std::string format_ns(std::uint64_t ns);
 
 // Calls and the five heaviest root paths, one line per ioctl (summarize_ioctls in nvtrace/ioctl.hpp: folded
-// and capped at 40 lines unless `verbose`), the table of ioctl requests (ioctl_stats_table), markers (when `markers`), the first five kernel-log messages
-// (all when `verbose`) with the call each was attached to, diagnostics (when `diagnostics`) and completeness
-// with its reasons.
+// and capped at 40 lines unless `verbose`), the table of ioctl requests (ioctl_stats_table), markers (when `markers`),
+// the first five kernel-log messages (all when `verbose`) with the call each was attached to, diagnostics (when
+// `diagnostics`) and completeness with its reasons.
 void print_report_body(const Report& r, bool markers, bool diagnostics, bool verbose = false);
 
 // What a streamed report (nvtrace/report_stream.hpp) wrote without keeping: the summary's ioctl lines
