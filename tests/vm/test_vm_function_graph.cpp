@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -149,6 +150,24 @@ TEST_F(VmFunctionGraph, OfflineReportOfTheRawPagesEqualsTheLiveReport) {
         if (b["name"] == "top" && b["records"].get<std::uint64_t>() > 0) top = true;
     EXPECT_TRUE(top) << "function_graph ran at the top level: its pages must be saved " << meta["raw"].dump();
     EXPECT_EQ(offline, live) << "run writes the report of `report DIR`: source included";
+}
+
+// `nvtrace tree /tmp/r` in the guest (docs/tree.md): the aggregated tree of the capture has the 4 null_queue_rq
+// calls as one line with known times, null_handle_cmd under it and null_process_cmd under that, and says the
+// data is complete.
+TEST_F(VmFunctionGraph, TreeOfTheGuestCaptureHasTheNullBlkChain) {
+    EXPECT_EQ(handed_back_statuses("report-offline-status.txt")["tree"], 0);
+    const auto tree = handed_back("tree.txt");
+    ASSERT_TRUE(tree) << "the guest handed back no tree.txt; " << console_hint();
+    const std::string time = R"( +[0-9][0-9,]*\.[0-9]{3})";
+    const std::regex queue_rq("\n" + time + time + time + R"( +4x  null_queue_rq \[null_blk\]( |\n))");
+    const std::regex handle_cmd(R"(\n[^\n]*x  (\|-|`-) null_handle_cmd \[null_blk\][^\n]*)");
+    const std::regex process_cmd(R"(\n[^\n]*x  (\|  |   )(\|-|`-) null_process_cmd \[null_blk\])");
+    EXPECT_TRUE(std::regex_search(*tree, queue_rq)) << *tree;
+    EXPECT_TRUE(std::regex_search(*tree, handle_cmd)) << *tree;
+    EXPECT_TRUE(std::regex_search(*tree, process_cmd)) << *tree;
+    EXPECT_EQ(tree->find("unknown"), std::string::npos) << *tree;
+    EXPECT_NE(tree->find("\ncomplete: yes\n"), std::string::npos) << *tree;
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ ls -la /tmp/r
 vm_step "nvtrace report /tmp/r --json"
 nvtrace report /tmp/r --json > /tmp/report-offline.json
 echo "report $?" >> /tmp/report-offline-status.txt
+# The terminal call-path tree of the capture (docs/tree.md); the gtest checks its null_blk chain.
+vm_step "nvtrace tree /tmp/r"
+nvtrace tree /tmp/r > /tmp/tree.txt 2>&1
+echo "tree $?" >> /tmp/report-offline-status.txt
 
 # NVRM/Xid classification of a live kernel-log line: written into the guest's own /dev/kmsg (it dies with the guest),
 # never into a host's, where a GPU monitor would read it as a real fault (tests/live/kmsg_guard.py). The line is
@@ -100,7 +104,7 @@ vm_tracefs_snapshot > /tmp/tracefs-after-filters.txt
 status=$nvtrace_status
 for f in faults.txt refused.txt cleanup.txt tracefs-after-kill.txt tracefs-after-cleanup.txt tracefs-after-filters.txt \
     tracefs-after-sigINT.txt tracefs-after-sigTERM.txt tracefs-after-sigHUP.txt doctor.json doctor-facts.txt \
-    report-offline.json report-offline-status.txt; do
+    report-offline.json report-offline-status.txt tree.txt; do
     vm_send_file "$f" "/tmp/$f" || status=1
 done
 vm_send_file report-filters.json /tmp/f-filters/report.json || status=1
