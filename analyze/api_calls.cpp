@@ -175,6 +175,11 @@ std::string ApiCalls::place(const Event& ev, std::string_view function, std::str
     return fmt::format("cpu {} ts {} ns: {}", ev.cpu, ev.ts_ns, function);
 }
 
+ApiCalls::ApiCalls(const std::vector<CaptureUprobe>& probes) {
+    for (const CaptureUprobe& p : probes)
+        probes_.emplace(std::pair(p.group, p.event), p);
+}
+
 ApiCall* ApiCalls::add(const Event& ev, const OtherEvent& o, const std::map<int, std::string>& comms,
                        std::string_view file_name) {
     auto print = parse_uprobe_print(o.fields);
@@ -185,9 +190,8 @@ ApiCall* ApiCalls::add(const Event& ev, const OtherEvent& o, const std::map<int,
         if (name.size() > kSuffix.size() && name.substr(name.size() - kSuffix.size()) == kSuffix)
             name.remove_suffix(kSuffix.size());
         auto& stack = open_[ev.pid];
-        auto it = std::find_if(stack.rbegin(), stack.rend(), [&](const Open& x) {
-            return calls_[x.index].function == name && calls_[x.index].group == o.system;
-        });
+        auto it = std::find_if(stack.rbegin(), stack.rend(),
+                               [&](const Open& x) { return x.event == name && calls_[x.index].group == o.system; });
         if (it == stack.rend()) {
             if (orphans_++ == 0) first_orphan_ = place(ev, o.name, file_name);
             return nullptr;
@@ -247,7 +251,10 @@ ApiCall* ApiCalls::add(const Event& ev, const OtherEvent& o, const std::map<int,
     c.cpu = ev.cpu;
     c.pid = ev.pid;
     if (auto it = comms.find(ev.pid); ev.pid >= 0 && it != comms.end()) c.comm = it->second;
-    c.function = std::string(name);
+    const auto probe = probes_.find(std::pair(o.system, std::string(name)));
+    const CaptureUprobe* rec = probe == probes_.end() ? nullptr : &probe->second;
+    // "cudaMalloc_2" is the event of a second file's cudaMalloc; "memcpy@GLIBC_2.2.5" the versioned symbol.
+    c.function = rec && !rec->symbol.empty() ? rec->symbol.substr(0, rec->symbol.find('@')) : std::string(name);
     c.group = o.system;
     c.entry_ns = ev.ts_ns;
     c.args = std::move(print->fields);
@@ -266,7 +273,11 @@ ApiCall* ApiCalls::add(const Event& ev, const OtherEvent& o, const std::map<int,
     } else {
         c.api = "unknown";
     }
-    stack.push_back({calls_.size() - 1});
+    if (rec) {  // what the capture armed: the file itself (the table knows only sonames), and the api it chose
+        if (!rec->library.empty()) c.library = rec->library;
+        if (!rec->api.empty()) c.api = rec->api;
+    }
+    stack.push_back({calls_.size() - 1, std::string(name)});
     by_pid_[ev.pid].push_back(calls_.size() - 1);
     return &c;
 }

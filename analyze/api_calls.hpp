@@ -48,6 +48,9 @@ std::string format_bytes(std::uint64_t n);
 
 class ApiCalls {
 public:
+    // `probes`: the capture's record of its uprobes (EventStream::uprobes). An event they name is a call of their
+    // `symbol` (its version suffix dropped) in their `library`, of their `api`; any other is named from the event.
+    explicit ApiCalls(const std::vector<CaptureUprobe>& probes = {});
     // One OtherEvent. The new span when `o` is an entry probe; nullptr otherwise (a return, or not a uprobe).
     // Whether it was an API event at all: is_api().
     ApiCall* add(const Event& ev, const OtherEvent& o, const std::map<int, std::string>& comms,
@@ -72,7 +75,9 @@ public:
 private:
     struct Open {
         std::uint64_t index;  // into calls_
+        std::string event;    // the entry probe's event name, which its return's name repeats
     };
+    std::map<std::pair<std::string, std::string>, CaptureUprobe> probes_;  // (group, entry event) ->
     std::vector<ApiCall> calls_;
     std::vector<std::uint64_t> limit_;                            // per call: the latest ts its span may hold
     std::unordered_map<int, std::vector<std::uint64_t>> by_pid_;  // indexes into calls_, in entry order

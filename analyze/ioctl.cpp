@@ -596,7 +596,7 @@ void IoctlCollector::add(const Event& ev) {
             break;
         }
         if (const auto& known = s.names.get(e->cmd, r.fd_path)) r.name = known;
-        r.enter_ns = ev.ts_ns;
+        if (ev.ts_known) r.enter_ns = ev.ts_ns;
         const std::uint64_t seq = s.base + s.held.size() - 1;
         p.open = seq;
         p.held.push_back(seq);
@@ -607,7 +607,14 @@ void IoctlCollector::add(const Event& ev) {
             h->rec.ret = x->ret;
             if (!x->errno_name.empty()) h->rec.errno_name = x->errno_name;
             if (!x->errno_text.empty()) h->rec.errno_text = x->errno_text;
-            h->rec.exit_ns = ev.ts_ns;
+            IoctlRecord& rec = h->rec;
+            if (ev.ts_known) rec.exit_ns = ev.ts_ns;
+            if (x->duration_ns) {
+                rec.duration_ns = x->duration_ns;
+                if (rec.enter_ns && !rec.exit_ns) rec.exit_ns = *rec.enter_ns + *x->duration_ns;
+            } else if (rec.enter_ns && rec.exit_ns && *rec.exit_ns >= *rec.enter_ns) {
+                rec.duration_ns = *rec.exit_ns - *rec.enter_ns;
+            }
             h->closed = true;
         }
         p->open.reset();
@@ -667,7 +674,7 @@ void link_ioctl_calls(std::vector<IoctlRecord>& ioctls, const std::vector<Call>&
         if (p == by_pid.end()) continue;
         auto& idx = p->second;  // sorted by enter_ns
         auto pos = std::upper_bound(idx.begin(), idx.end(), *c.entry_ns,
-                                    [&](std::uint64_t t, std::size_t i) { return t < ioctls[i].enter_ns; });
+                                    [&](std::uint64_t t, std::size_t i) { return t < ioctls[i].enter_ns.value_or(0); });
         if (pos == idx.begin()) continue;
         IoctlRecord& r = ioctls[*std::prev(pos)];
         if (r.exit_ns && *c.entry_ns > *r.exit_ns) continue;

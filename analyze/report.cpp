@@ -187,8 +187,10 @@ struct ReportBuilder::Linker {
     void release(const CallStream& calls, const std::function<void(IoctlRecord&&)>& sink, bool at_end) {
         while (!held.empty()) {
             IoctlRecord& r = held.front();
+            // Without a time (strace without timestamps) the ioctl sorts first, as the stream's order has it.
+            const std::uint64_t enter = r.enter_ns.value_or(0);
             auto& en = enters[r.pid];
-            while (!en.empty() && en.front() <= r.enter_ns)
+            while (!en.empty() && en.front() <= enter)
                 en.pop_front();
             // Roots entered at or after the pid's next ioctl are that one's.
             std::optional<std::uint64_t> next = en.empty() ? std::nullopt : std::optional(en.front());
@@ -196,13 +198,13 @@ struct ReportBuilder::Linker {
             if (next && *next > 0 && (!hi || *next - 1 < *hi)) hi = *next - 1;
             if (!at_end) {
                 if (r.exit_ns ? !now || *now <= *r.exit_ns : !next) break;
-                if (calls.may_root_in(r.pid, r.enter_ns, hi)) break;
+                if (calls.may_root_in(r.pid, enter, hi)) break;
             }
             if (auto it = roots.find(r.pid); it != roots.end()) {
                 std::vector<Root>& v = it->second;
                 std::vector<std::uint64_t> ids;
                 std::erase_if(v, [&](const Root& x) {
-                    if (x.entry_ns < r.enter_ns) return true;  // before this ioctl: no ioctl's
+                    if (x.entry_ns < enter) return true;  // before this ioctl: no ioctl's
                     if (hi && x.entry_ns > *hi) return false;
                     ids.push_back(x.id);
                     return true;
@@ -230,7 +232,7 @@ ReportBuilder::ReportBuilder(const EventStream& side, Sinks sinks)
           side.comms, fd_paths_, [this](IoctlRecord&& io) { take_ioctl(std::move(io)); },
           fd_path_unknown_default(side)),
       phases_(std::make_unique<detail::Phases>()),
-      api_(std::make_unique<detail::ApiCalls>()) {
+      api_(std::make_unique<detail::ApiCalls>(side.uprobes)) {
     if (sinks_.ioctl)  // the index an ioctl has in report.ioctls is the order the sink gets them
         sinks_.ioctl = [this, sink = std::move(sinks_.ioctl)](IoctlRecord&& io) {
             if (!api_->empty()) api_->ioctl(ioctls_handed_, io);
@@ -263,7 +265,7 @@ std::optional<std::string> ReportBuilder::phase_at(int pid, std::uint64_t ts) co
 
 void ReportBuilder::take_ioctl(IoctlRecord&& io) {
     ioctl_stats_.add(io);
-    if (!phases_->empty() || !api_->empty()) io.phase = phase_at(io.pid, io.enter_ns);
+    if ((!phases_->empty() || !api_->empty()) && io.enter_ns) io.phase = phase_at(io.pid, *io.enter_ns);
     if (linker_) {
         linker_->held.push_back(std::move(io));
     } else {

@@ -259,7 +259,7 @@ std::vector<Hole> build_holes(const Report& r) {
             all_times.push_back(*e.ts_ns);
         }
     for (const IoctlRecord& io : r.ioctls) {
-        all_times.push_back(io.enter_ns);
+        if (io.enter_ns) all_times.push_back(*io.enter_ns);
         if (io.exit_ns) all_times.push_back(*io.exit_ns);
     }
     for (const MarkerEntry& m : r.markers)
@@ -766,8 +766,9 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
         ++named;
         std::vector<std::string> seen, unknown;
         Tri t = ioctl_fields_match(ctx, io, f, seen, unknown);
-        std::string desc =
-            fmt::format("{} at {} ns{}{}", ioctl_label(io), io.enter_ns, seen.empty() ? "" : " ", fmt::join(seen, " "));
+        std::string desc = fmt::format("{} at {}{}{}", ioctl_label(io),
+                                       io.enter_ns ? fmt::format("{} ns", *io.enter_ns) : "an unknown time",
+                                       seen.empty() ? "" : " ", fmt::join(seen, " "));
         if (t == Tri::yes) {
             if (matched++ == 0) first_match = desc;
         } else if (t == Tri::unknown) {

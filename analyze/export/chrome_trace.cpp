@@ -196,33 +196,40 @@ private:
             if (io.hclass) args["hclass"] = fmt::format("0x{:x}", *io.hclass);
             if (io.status) args["status"] = *io.status;
             if (io.ret) args["ret"] = *io.ret;
-            if (io.exit_ns && *io.exit_ns >= io.enter_ns) args["duration_ns"] = *io.exit_ns - io.enter_ns;
+            // A record made without the builder (a test's) may have its times only.
+            std::optional<std::uint64_t> took = io.duration_ns;
+            if (!took && io.enter_ns && io.exit_ns && *io.exit_ns >= *io.enter_ns) took = *io.exit_ns - *io.enter_ns;
+            if (took) args["duration_ns"] = *took;
             if (io.phase) args["phase"] = *io.phase;
             if (!io.calls.empty()) args["calls"] = io.calls;
-            std::uint64_t ts = io.enter_ns;
+            std::optional<std::uint64_t> ts = io.enter_ns;
             TrackKey k{io.pid, -1, false};
             if (io.call)
                 if (auto it = pos_.find(*io.call); it != pos_.end()) {
                     k = track_of_[it->second];
                     if (!r_.calls[it->second].entry_ns) ts = start_[it->second];  // that track's time is laid out
                 }
+            if (!ts) {  // no time (strace without timestamps): nowhere to put it, as for a marker
+                ++stats_.skipped_instants;
+                continue;
+            }
             std::string name = io.name ? "ioctl " + *io.name : fmt::format("ioctl 0x{:x}", io.cmd);
             if (tracks_[k].comm.empty()) tracks_[k].comm = io.comm;
             // An ioctl with no call under it and a known exit is a slice of its thread (a run without function
             // tracing is a timeline of these); one under a call is an instant, the call's slice has the time.
             // One that would overlap the thread's previous ioctl slice stays an instant, counted as adjusted.
             std::optional<std::uint64_t> dur;
-            if (!io.call && io.calls.empty() && io.exit_ns && *io.exit_ns >= io.enter_ns) {
+            if (!io.call && io.calls.empty() && io.enter_ns && took) {
                 std::uint64_t& free_from = ioctl_slice_end_[k];
-                if (io.enter_ns >= free_from) {
-                    dur = *io.exit_ns - io.enter_ns;
-                    free_from = *io.exit_ns;
+                if (*io.enter_ns >= free_from) {
+                    dur = *took;
+                    free_from = *io.enter_ns + *took;
                     ++stats_.ioctl_slices;
                 } else {
                     ++stats_.adjusted_slices;
                 }
             }
-            add_instant(k, {ts, std::move(name), "ioctl", std::move(args), dur});
+            add_instant(k, {*ts, std::move(name), "ioctl", std::move(args), dur});
         }
         for (const MarkerEntry& m : r_.markers) {
             if (!m.ts_ns) {

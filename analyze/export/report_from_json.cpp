@@ -236,7 +236,15 @@ constexpr Section kSections[] = {
     section_of<Call, &Report::calls>(),
     section_of<GraphNode, &Report::graph>(),
     section_of<KernelLogMessage, &Report::kernel_log>(),
-    section_of<IoctlRecord, &Report::ioctls>(),
+    {"ioctls",
+     [](Report& r, const json& o, const Where& w) {
+         IoctlRecord io = dom_record<IoctlRecord>(o, w);
+         // Reports written before duration_ns: the difference of the times, as the builder computes it.
+         // An old strace report wrote 0 for both times it did not have: no real call takes 0 ns.
+         if (!io.duration_ns && io.enter_ns && io.exit_ns && *io.exit_ns > *io.enter_ns)
+             io.duration_ns = *io.exit_ns - *io.enter_ns;
+         r.ioctls.push_back(std::move(io));
+     }},
     section_of<IoctlStat, &Report::ioctl_stats>(),
     section_of<MarkerEntry, &Report::markers>(),
     section_of<EventRecord, &Report::events>(),
@@ -808,9 +816,10 @@ Result<Report> load_report(Input in) {
         case InputKind::capture_dir:
         case InputKind::capture_dir_saved:
             if (!in.has_report_json)
-                return fail(Error::usage(fmt::format("{}: no report.json (the run did not write its report; `nvtrace "
-                                                     "report {} -o FILE` re-analyses its raw pages)",
-                                                     in.path, in.path)));
+                return fail(
+                    Error::usage(fmt::format("{}: no report.json (the run did not write its report; `nvtrace "
+                                             "report {} -o FILE` re-analyses its raw pages)",
+                                             in.path, in.path)));
             return read_report_file((std::filesystem::path(in.path) / "report.json").string());
         case InputKind::saved_report:
             // A file by name is parsed as it is read; what was read once (stdin, a FIFO, a socket) from memory.

@@ -656,6 +656,7 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
         st.kmsg_overwritten = meta->kmsg_overwritten;
     }
     st.kmsg_clock = meta->kmsg_clock;
+    st.uprobes = meta->uprobes;
     return CaptureDirReader(std::move(impl));
 }
 

@@ -105,7 +105,9 @@ bool is_text_line(std::string_view t) {
 }
 
 // The strace ioctls as ioctl events: the report's `ioctls` then come from collect_ioctls, as for a capture.
-// No timestamps (ts_known false, file order); the truncated last call and other unusable lines are the
+// Times where the log has them (strace -t/-tt/-ttt/-r, gVisor's glog time: StraceIoctl::enter_ns), else none
+// (ts_known false, file order); a call's exit has a time only from a line stamped at its return or from its
+// printed duration (IoctlExit::duration_ns, strace -T). The truncated last call and other unusable lines are the
 // reader's diagnostics. Each ioctl carries the fd path printed or known at that call (IoctlEnter::fd_path, so
 // a reused fd number names each call's own file) and the errno as printed (IoctlExit::errno_name/text). A
 // failed open of an accelerator device node becomes an event "strace:<syscall>" (docs/report-format.md,
@@ -135,12 +137,20 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
         items.push_back({log.elided_rows[i], 3, i});
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.line < b.line; });
     bool any_ioctl = false;
+    std::uint64_t last_ts = 0;  // an event without a time keeps its place in the file's order
+    auto stamp = [&](Event& e, std::optional<std::uint64_t> t) {
+        e.ts_known = t.has_value();
+        e.ts_ns = t.value_or(last_ts);
+        if (t) last_ts = *t;
+    };
     for (const Item& it : items) {
         Event e;
         e.ts_known = false;
+        e.ts_ns = last_ts;
         e.line = it.line;
         if (it.kind == 1) {
             const StraceOpen& o = log.failed_opens[it.index];
+            stamp(e, o.time_ns);
             e.pid = o.pid.value_or(-1);
             std::string f = "path=" + clean(o.path) + " flags=" + clean(o.flags.empty() ? "?" : o.flags) +
                             " ret=" + (o.ret ? std::to_string(*o.ret) : std::string("?")) +
@@ -157,6 +167,7 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
         }
         if (it.kind == 2) {
             const StraceExit& x = log.exits[it.index];
+            stamp(e, x.time_ns);
             e.pid = x.pid.value_or(-1);
             std::string f =
                 x.status ? "status=" + std::to_string(*x.status)
@@ -167,6 +178,7 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
         }
         const StraceIoctl& io = log.ioctls[it.index];
         if (!io.cmd) continue;  // truncated or an unknown symbolic request: counted in the diagnostics
+        stamp(e, io.enter_ns);
         e.pid = io.pid.value_or(-1);
         auto arg = parse_u64(starts_with(io.arg, "0x") ? std::string_view(io.arg).substr(2) : io.arg,
                              starts_with(io.arg, "0x") ? 16 : 10);
@@ -176,10 +188,16 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
         e.body = std::move(en);
         s.events.push_back(e);
         any_ioctl = true;
-        if (io.ret) {
-            IoctlExit x{*io.ret};
+        // "= ? ERESTARTSYS": no value came back, the errno did.
+        if (io.ret || io.errno_name) {
+            IoctlExit x{io.ret};
             if (io.errno_name) x.errno_name = clean(*io.errno_name);
             if (io.errno_text) x.errno_text = clean(*io.errno_text);
+            x.duration_ns = io.duration_ns;
+            if (io.exit_ns)
+                stamp(e, io.exit_ns);
+            else
+                e.ts_known = false;  // stamped at its start: the return's time is not in the line
             e.body = std::move(x);
             s.events.push_back(e);
         }

@@ -47,16 +47,18 @@ std::optional<T> parse_int(std::string_view s) {
 // One syscall line, split into its parts. `args` is the text inside the outer parentheses.
 struct Line {
     std::optional<int> pid;
+    std::string_view stamp;  // the -t/-tt/-ttt/-r column as printed ("10:15:30.123456"); empty without one
     std::string_view name;
     std::string_view args;
     std::string_view result;  // after " = ", without a trailing " <0.000012>"
+    std::string_view dash_t;  // that trailing "<0.000012>" (-T), or empty
     bool unfinished = false;  // "... <unfinished ...>"
     bool resumed = false;     // "<... ioctl resumed>..."
     bool complete = false;    // closing parenthesis and " = " seen
 };
 
-// Skips "[pid N] ", "N " (strace -f into one file) and -t/-tt/-ttt/-r timestamps.
-std::string_view strip_prefix(std::string_view s, std::optional<int>& pid) {
+// Skips "[pid N] ", "N " (strace -f into one file) and -t/-tt/-ttt/-r timestamps (the last one kept in `stamp`).
+std::string_view strip_prefix(std::string_view s, std::optional<int>& pid, std::string_view* stamp = nullptr) {
     s = trim(s);
     if (starts_with(s, "[pid ")) {
         auto close = s.find(']');
@@ -71,7 +73,11 @@ std::string_view strip_prefix(std::string_view s, std::optional<int>& pid) {
             ++n;
         if (n == 0 || n >= s.size() || s[n] != ' ') break;
         std::string_view tok = s.substr(0, n);
-        if (tok.find_first_of(".:") == std::string_view::npos && !pid) pid = parse_int<int>(tok);
+        if (tok.find_first_of(".:") == std::string_view::npos) {
+            if (!pid) pid = parse_int<int>(tok);
+        } else if (stamp) {
+            *stamp = tok;
+        }
         s = trim(s.substr(n));
     }
     return s;
@@ -103,7 +109,7 @@ std::size_t matching_paren(std::string_view s, std::size_t open) {
 
 std::optional<Line> tokenize(std::string_view raw) {
     Line l;
-    std::string_view s = strip_prefix(raw, l.pid);
+    std::string_view s = strip_prefix(raw, l.pid, &l.stamp);
     if (starts_with(s, "<... ")) {
         auto end = s.find(" resumed>");
         if (end == std::string_view::npos) return std::nullopt;
@@ -139,8 +145,10 @@ std::optional<Line> tokenize(std::string_view raw) {
     }
     // -T appends " <0.000012>".
     if (auto lt = l.result.rfind(" <");
-        lt != std::string_view::npos && l.result.back() == '>' && l.result.find("resumed") == std::string_view::npos)
+        lt != std::string_view::npos && l.result.back() == '>' && l.result.find("resumed") == std::string_view::npos) {
+        l.dash_t = trim(l.result.substr(lt));
         l.result = trim(l.result.substr(0, lt));
+    }
     return l;
 }
 
@@ -347,6 +355,81 @@ std::optional<std::uint64_t> parse_dash_t(std::string_view r) {
     return static_cast<std::uint64_t>(secs * 1e9 + 0.5);
 }
 
+// A timestamp column as strace(1) prints it: -t "10:15:30", -tt "10:15:30.123456" (time of day), -ttt
+// "1644616996.639050" (seconds since the epoch), -r "     0.000123" (seconds since the previous syscall's start);
+// --timestamps=...,precision:ns gives up to 9 decimals. A value of 10^8 s or more without ':' is the epoch
+// (1973 onward), a smaller one relative: strace picks one form per run.
+struct Stamp {
+    enum class Kind : std::uint8_t { time_of_day, epoch, relative } kind = Kind::time_of_day;
+    std::uint64_t ns = 0;
+};
+
+std::optional<std::uint64_t> parse_seconds_ns(std::string_view s) {
+    std::size_t dot = s.find('.');
+    auto whole = parse_int<std::uint64_t>(s.substr(0, dot));
+    if (!whole || *whole > 4'000'000'000ull) return std::nullopt;
+    std::uint64_t frac = 0;
+    if (dot != std::string_view::npos) {
+        std::string_view f = s.substr(dot + 1);
+        if (f.empty() || f.size() > 9) return std::nullopt;
+        for (char ch : f) {
+            if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+            frac = frac * 10 + static_cast<std::uint64_t>(ch - '0');
+        }
+        for (std::size_t i = f.size(); i < 9; ++i)
+            frac *= 10;
+    }
+    return *whole * 1'000'000'000ull + frac;
+}
+
+std::optional<Stamp> parse_stamp(std::string_view tok) {
+    if (tok.empty()) return std::nullopt;
+    if (tok.find(':') != std::string_view::npos) {
+        std::size_t c1 = tok.find(':'), c2 = tok.find(':', c1 + 1);
+        if (c2 == std::string_view::npos) return std::nullopt;
+        auto h = parse_int<std::uint64_t>(tok.substr(0, c1));
+        auto m = parse_int<std::uint64_t>(tok.substr(c1 + 1, c2 - c1 - 1));
+        auto sec = parse_seconds_ns(tok.substr(c2 + 1));
+        if (!h || !m || !sec || *h > 23 || *m > 59 || *sec >= 61'000'000'000ull) return std::nullopt;
+        return Stamp{Stamp::Kind::time_of_day, (*h * 3600 + *m * 60) * 1'000'000'000ull + *sec};
+    }
+    auto ns = parse_seconds_ns(tok);
+    if (!ns || tok.find('.') == std::string_view::npos) return std::nullopt;
+    return Stamp{*ns >= 100'000'000ull * 1'000'000'000ull ? Stamp::Kind::epoch : Stamp::Kind::relative, *ns};
+}
+
+// The timestamps of one log as ns on one clock: time of day from the first midnight (a time more than 12 h
+// before the previous one is the next day), the epoch as it is, relative ones summed from the first call.
+class StampClock {
+public:
+    std::optional<std::uint64_t> at(std::string_view tok) {
+        auto st = parse_stamp(tok);
+        if (!st) return std::nullopt;
+        switch (st->kind) {
+            case Stamp::Kind::epoch:
+                return st->ns;
+            case Stamp::Kind::relative:
+                sum_ += st->ns;
+                return sum_;
+            case Stamp::Kind::time_of_day: {
+                constexpr std::uint64_t kDay = 86'400'000'000'000ull;
+                std::uint64_t t = st->ns + day_;
+                if (last_ && t + kDay / 2 < *last_) {
+                    day_ += kDay;
+                    t += kDay;
+                }
+                last_ = t;
+                return t;
+            }
+        }
+        return std::nullopt;
+    }
+
+private:
+    std::uint64_t sum_ = 0, day_ = 0;
+    std::optional<std::uint64_t> last_;
+};
+
 // ---- gVisor ----------------------------------------------------------------------------------------------
 
 // "I1229 09:57:11.030378   13265 strace.go:605] [   2:   2] python X ioctl(...) = 0 (0x0) (21.883µs)":
@@ -356,7 +439,8 @@ struct GlogLine {
     char severity = 'I';
     std::string_view file;  // "strace.go"
     std::optional<int> tid;
-    std::string_view msg;  // after "[tid: tgid] " (the comm still in front)
+    std::string_view time;  // "09:57:11.030378"
+    std::string_view msg;   // after "[tid: tgid] " (the comm still in front)
 };
 
 std::optional<GlogLine> parse_glog(std::string_view s) {
@@ -372,6 +456,7 @@ std::optional<GlogLine> parse_glog(std::string_view s) {
     if (sp == std::string_view::npos) return std::nullopt;
     GlogLine g;
     g.severity = s[0];
+    g.time = head.substr(6, head.find(' ', 6) - 6);
     std::string_view fl = head.substr(sp + 1);
     g.file = fl.substr(0, fl.find(':'));
     std::string_view rest = trim(s.substr(close + 2));
@@ -444,18 +529,21 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
     };
     std::optional<Partial> partial;
     std::uint32_t last_nonblank = 0, last_cut = 0, first_output_line = 0;
+    StampClock clock;
 
     auto handle = [&](std::string_view raw, std::uint32_t lineno, bool joined) {
         auto l = tokenize(raw);
         if (!l) {
             // "+++ exited with 1 +++", "+++ killed by SIGSEGV (core dumped) +++": how the traced task ended.
             std::optional<int> pid;
-            std::string_view t = strip_prefix(raw, pid);
+            std::string_view stamp;
+            std::string_view t = strip_prefix(raw, pid, &stamp);
             if (starts_with(t, "+++ ") && t.size() > 8 && t.substr(t.size() - 4) == " +++") {
                 std::string_view in = trim(t.substr(4, t.size() - 8));
                 StraceExit x;
                 x.line = lineno;
                 x.pid = pid;
+                x.time_ns = clock.at(stamp);
                 if (starts_with(in, "exited with ")) {
                     x.status = parse_int<int>(in.substr(12));
                 } else if (starts_with(in, "killed by ")) {
@@ -486,7 +574,8 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (n > 0 && n < a.size()) args.back() = a.substr(0, n);
         }
         CallResult res = l->complete ? parse_result(l->result) : CallResult{};
-        if (l->complete) res.duration_ns = parse_dash_t(l->result);
+        if (l->complete) res.duration_ns = parse_dash_t(l->dash_t);
+        const std::optional<std::uint64_t> at = clock.at(l->stamp);
 
         if (l->name == "ioctl") {
             if (l->resumed) {
@@ -494,6 +583,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                 if (it == pending.end()) return;
                 take_result(log.ioctls[it->second], res);
                 log.ioctls[it->second].truncated = truncated;
+                log.ioctls[it->second].exit_ns = at;  // strace stamps a resumed line when the call returned
                 pending.erase(it);
                 return;
             }
@@ -501,6 +591,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             io.line = lineno;
             io.pid = l->pid;
             io.truncated = truncated;
+            io.enter_ns = at;  // a call's line is stamped when it started
             auto fd = args.empty() ? std::nullopt : parse_fd(args[0]);
             if (!fd) {
                 diag(Diag::strace_malformed_ioctl, lineno, "no fd in ioctl()");
@@ -551,6 +642,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (!path) return;
             StraceOpen o;
             o.line = lineno;
+            o.time_ns = at;
             o.path = *path;
             o.syscall = std::string(n);
             if (args.size() > path_arg + 1) o.flags = std::string(args[path_arg + 1]);
@@ -615,6 +707,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
     auto handle_gvisor = [&](const GlogLine& g, std::uint32_t lineno) {
         std::string_view m = g.msg;
         const int tid = g.tid.value_or(-1);
+        const std::optional<std::uint64_t> stamped = clock.at(g.time);
         if (starts_with(m, "nvproxy: ")) {
             auto it = gv_open.find(tid);
             if (it == gv_open.end()) return;
@@ -690,6 +783,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if ((name == "openat" || name == "open") && half == 'X' && res.ret && *res.ret < 0 && args.size() >= 2) {
                 StraceOpen o;
                 o.line = lineno;
+                o.time_ns = stamped;
                 o.syscall = std::string(name);
                 std::string_view pa = trim(args[name == "openat" ? 1 : 0]);
                 std::size_t sp = pa.find(' ');  // "0x7f... /dev/nvidia-uvm": the pointer, then the path
@@ -709,6 +803,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             auto it = gv_open.find(tid);
             if (it != gv_open.end()) {
                 take_result(log.ioctls[it->second], res);
+                log.ioctls[it->second].exit_ns = stamped;  // glog stamps the X line after the call returned
                 gv_open.erase(it);
                 return;
             }
@@ -726,7 +821,10 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         if (args.size() >= 3) io.arg = std::string(args[2]);
         if (half == 'X') {
             take_result(io, res);
+            io.exit_ns = stamped;
+            if (stamped && res.duration_ns && *res.duration_ns <= *stamped) io.enter_ns = *stamped - *res.duration_ns;
         } else {
+            io.enter_ns = stamped;
             // A second E on a thread whose last call never exited: that one's X is not in the log.
             gv_open[tid] = log.ioctls.size();
         }

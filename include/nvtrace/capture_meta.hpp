@@ -59,19 +59,6 @@ struct EndedProcess {
     std::string signal;  // "SIGTERM", "SIGKILL"; "none" for one left
 };
 
-// One probed function of meta.json "uprobes" (tracer/uprobes.hpp): the entry probe `group`/`event` (p:, the
-// arguments) and the return probe `group`/`return_event` (r:, $retval) at `offset` of `library`. Their records are
-// the report's EventRecords named "<group>:<event>" and "<group>:<return_event>".
-struct CaptureUprobe {
-    std::string group;         // nvtrace_<pid of nvtrace>
-    std::string event;         // "cudaMalloc"; unique in the group ("cudaMalloc_2" on a second file)
-    std::string return_event;  // "cudaMalloc__return"
-    std::string library;       // the file probed (its real path: a uprobe attaches to the inode)
-    std::string symbol;        // as exported (.dynsym), "cuMemAlloc_v2", "memcpy@GLIBC_2.2.5"
-    std::uint64_t offset = 0;  // file offset of the probed instruction, bytes
-    std::string api;           // "cuda_driver" (libcuda, CUresult), "cuda_runtime" (libcudart, cudaError_t), "user"
-};
-
 struct CaptureMeta {
     int capture_format = 0;  // kCaptureDirFormat of the writer
     // The program and how it went.

@@ -66,12 +66,17 @@ struct IoctlEnter {
     bool arg_known = true;
 };
 struct IoctlExit {
-    std::int64_t ret = 0;
+    // The return value; nullopt when the source printed none (strace "= ? ERESTARTSYS": the call was interrupted
+    // and restarted, so no value reached the program, though the errno is known).
+    std::optional<std::int64_t> ret = 0;
     // The errno as the source printed it (strace "= -1 ENOTTY (Inappropriate ioctl for device)": name
     // "ENOTTY", text "Inappropriate ioctl for device"; gVisor "errno=22 (invalid argument)"). Empty when the
     // source printed none (the kernel's sys_exit_ioctl: ret itself is then -errno).
     std::string errno_name{};
     std::string errno_text{};
+    // enter -> exit in ns as the source printed it (strace -T "<0.000021>", gVisor "(21.883µs)"); preferred over
+    // the difference of timestamps, which strace prints for a call's start only. nullopt: not printed.
+    std::optional<std::uint64_t> duration_ns{};
 };
 
 // ftrace:print, written through trace_marker (scenario phase markers, nvtrace's own start/end marks).
@@ -159,6 +164,19 @@ struct FdLifetime {
                             // last sample", "unknown: no sample while it was open"
 };
 
+// One probed function of meta.json "uprobes" (tracer/uprobes.hpp): the entry probe `group`/`event` (p:, the
+// arguments) and the return probe `group`/`return_event` (r:, $retval) at `offset` of `library`. Their records are
+// the report's EventRecords named "<group>:<event>" and "<group>:<return_event>".
+struct CaptureUprobe {
+    std::string group;         // nvtrace_<pid of nvtrace>
+    std::string event;         // "cudaMalloc"; unique in the group ("cudaMalloc_2" on a second file)
+    std::string return_event;  // "cudaMalloc__return"
+    std::string library;       // the file probed (its real path: a uprobe attaches to the inode)
+    std::string symbol;        // as exported (.dynsym), "cuMemAlloc_v2", "memcpy@GLIBC_2.2.5"
+    std::uint64_t offset = 0;  // file offset of the probed instruction, bytes
+    std::string api;           // "cuda_driver" (libcuda, CUresult), "cuda_runtime" (libcudart, cudaError_t), "user"
+};
+
 struct EventStream {
     std::vector<Event> events;         // sorted by ts_ns (stable) before analysis
     std::map<int, std::string> comms;  // pid -> comm (saved_cmdlines, /proc)
@@ -179,6 +197,9 @@ struct EventStream {
     std::vector<FdLifetime> fd_lifetimes;
     bool fd_lifetimes_recorded = false;
     std::optional<KmsgClockOffset> kmsg_clock;  // set by a live capture; used to attach kmsg lines by time
+    // The user-space probes a live capture armed (meta.json "uprobes"): which function of which library each uprobe
+    // event is; empty for other sources, whose API calls are named from the event alone.
+    std::vector<CaptureUprobe> uprobes;
     // The text file the events were read from, as named to the reader; empty for binary and live sources.
     // With Event::line it says where a diagnostic's first example is ("file:line").
     std::string file_name;

@@ -323,12 +323,16 @@ struct StraceIoctl {
     std::string arg;
     std::optional<std::int64_t> ret;   // nullopt when not seen (truncated, unfinished, "= ?"); gVisor: -errno on error
     std::optional<std::string> error;  // "EINVAL (Invalid argument)" as printed after the return value
-    std::optional<std::string> errno_name;          // "EINVAL", "ERESTARTSYS", as printed (gVisor: named from errno=N)
-    std::optional<std::string> errno_text;          // "Invalid argument", as printed
-    std::optional<std::string> fd_path;             // -y/-yy at this call, or from an earlier open/openat of that fd
-    bool truncated = false;                         // the line ends mid-call
-    bool entered = true;                            // gVisor: false for an X line whose E is not in the log
-    std::optional<std::uint64_t> duration_ns;       // -T "<0.000012>", gVisor's "(21.883µs)"
+    std::optional<std::string> errno_name;     // "EINVAL", "ERESTARTSYS", as printed (gVisor: named from errno=N)
+    std::optional<std::string> errno_text;     // "Invalid argument", as printed
+    std::optional<std::string> fd_path;        // -y/-yy at this call, or from an earlier open/openat of that fd
+    bool truncated = false;                    // the line ends mid-call
+    bool entered = true;                       // gVisor: false for an X line whose E is not in the log
+    std::optional<std::uint64_t> duration_ns;  // -T "<0.000012>", gVisor's "(21.883µs)"
+    // When it started and returned, ns: the line's -t/-tt/-ttt/-r timestamp (time of day counted from the first
+    // midnight, the epoch, or the sum of -r's deltas), gVisor's glog time. exit_ns only from a line stamped at the
+    // return (a "resumed" line, gVisor's X line); a whole call's line is stamped at its start.
+    std::optional<std::uint64_t> enter_ns, exit_ns;
     std::optional<std::uint32_t> ctrl;              // gVisor nvproxy "control command 0x2080122b" between E and X
     std::optional<std::uint32_t> nvproxy_nr;        // gVisor nvproxy "frontend ioctl: nr = 0x2a, argSize = 0x20"
     std::optional<std::uint32_t> nvproxy_arg_size;  // the same line's argSize
@@ -345,6 +349,7 @@ struct StraceOpen {
     std::optional<std::int64_t> ret;
     std::optional<std::string> errno_name, errno_text;
     std::optional<int> pid;
+    std::optional<std::uint64_t> time_ns;  // the line's timestamp, as StraceIoctl::enter_ns
 };
 
 // "+++ exited with N +++" / "+++ killed by SIGSEGV (core dumped) +++" (strace -f: with "[pid N] ").
@@ -354,6 +359,7 @@ struct StraceExit {
     std::optional<int> status;          // exited with
     std::optional<std::string> signal;  // killed by
     bool core_dumped = false;
+    std::optional<std::uint64_t> time_ns;  // the line's timestamp, as StraceIoctl::enter_ns
 };
 
 // A stat/lstat/newfstatat/statx of a character or block device: "st_rdev=makedev(237, 0)" (major, minor as
@@ -421,9 +427,9 @@ enum class CudaArgKind : std::uint8_t {
 };
 
 struct CudaApiArg {
-    const char* name = nullptr;      // the parameter's name in the header; nullptr ends the list
-    const char* location = "";       // "%di", "$stack1", "+0(%si)"
-    const char* type = "";           // uprobe fetch type: "u64", "x32", "s32", "string", "b32@32/64"
+    const char* name = nullptr;  // the parameter's name in the header; nullptr ends the list
+    const char* location = "";   // "%di", "$stack1", "+0(%si)"
+    const char* type = "";       // uprobe fetch type: "u64", "x32", "s32", "string", "b32@32/64"
     CudaArgKind kind = CudaArgKind::value;
 };
 
@@ -447,8 +453,8 @@ struct CudaResult {
     std::int32_t value = 0;
     const char* name = "";
 };
-std::span<const CudaResult> cu_results();       // CUresult (cuda.h enum cudaError_enum)
-std::span<const CudaResult> cuda_errors();      // cudaError_t (driver_types.h enum cudaError)
+std::span<const CudaResult> cu_results();                             // CUresult (cuda.h enum cudaError_enum)
+std::span<const CudaResult> cuda_errors();                            // cudaError_t (driver_types.h enum cudaError)
 std::optional<std::string_view> cu_result_name(std::int64_t value);   // 34 -> "CUDA_ERROR_STUB_LIBRARY"
 std::optional<std::string_view> cuda_error_name(std::int64_t value);  // 35 -> "cudaErrorInsufficientDriver"
 

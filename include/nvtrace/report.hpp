@@ -85,8 +85,13 @@ struct IoctlRecord {
     // named by the C library) and its text. Null for the kernel's own sys_exit_ioctl, whose ret is -errno.
     std::optional<std::string> errno_name;
     std::optional<std::string> errno_text;
-    std::uint64_t enter_ns = 0;
+    // ns on the trace clock; null when the source has no time for it (strace without -t/-tt/-ttt/-r, text
+    // traces without timestamps), or for exit_ns when the exit was not seen or its time was not printed.
+    std::optional<std::uint64_t> enter_ns;
     std::optional<std::uint64_t> exit_ns;
+    // enter -> exit, ns: the source's own duration (strace -T, gVisor) when it printed one, else exit_ns - enter_ns;
+    // null when neither is known (never 0 for "unknown").
+    std::optional<std::uint64_t> duration_ns;
     // The third argument of ioctl(2) (sys_enter_ioctl's arg); null when the source printed no number (strace's
     // decoded structure "{B38400 opost ...}").
     std::optional<std::uint64_t> arg;

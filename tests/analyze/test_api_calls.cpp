@@ -376,3 +376,43 @@ TEST(ApiCalls, RealCaptureDirectoryOfGetpid) {
     EXPECT_EQ(r.completeness.diagnostic_count(Diag::api_call_unclosed), 0u);
     EXPECT_EQ(r.completeness.diagnostic_count(Diag::api_return_without_entry), 0u);
 }
+
+// A capture's meta.json "uprobes" (EventStream::uprobes) says which function of which file each probe event is: a
+// second file's probe of cudaMalloc is the event cudaMalloc_2, a --uprobe names a versioned symbol of libc, and
+// both carry the library file that was probed and the api the capture chose. Without the record (the other
+// events), the table's soname and "unknown" stay.
+TEST(ApiCalls, CaptureUprobeRecordsNameLibraryApiAndSymbol) {
+    EventStream st;
+    st.uprobes = {
+        {"nvtrace_777", "cudaMalloc_2", "cudaMalloc_2__return", "/opt/cuda/lib64/libcudart.so.13.0.48", "cudaMalloc",
+         0x5e0, "cuda_runtime"},
+        {"nvtrace_777", "getpid", "getpid__return", "/usr/lib/x86_64-linux-gnu/libc.so.6", "getpid@@GLIBC_2.2.5",
+         0xd54e0, "user"},
+    };
+    st.events = {
+        probe(100, 10, "cudaMalloc_2", "(7f1300000000) devPtr=0x7ffc00 size=1048576"),
+        probe(200, 10, "cudaMalloc_2__return", "(7f1300000000 <- 55d0c0a01400) ret=35"),
+        probe(300, 10, "getpid", "(7fb4077bb4e0)"),
+        probe(310, 10, "getpid__return", "(7fb4077bb4e0 <- 5d591b) ret=10"),
+        probe(400, 10, "cuInit", "(7f1200000000) Flags=0x0"),
+        probe(410, 10, "cuInit__return", "(7f1200000000 <- 7f1300000100) ret=34"),
+    };
+    Report r = build_report(st);
+    ASSERT_EQ(r.api_calls.size(), 3u);
+    const ApiCall& malloc_ = r.api_calls[0];
+    EXPECT_EQ(malloc_.function, "cudaMalloc");
+    EXPECT_EQ(malloc_.library, "/opt/cuda/lib64/libcudart.so.13.0.48");
+    EXPECT_EQ(malloc_.api, "cuda_runtime");
+    EXPECT_EQ(malloc_.result_name, "cudaErrorInsufficientDriver");  // 35, named through the table by its symbol
+    ASSERT_TRUE(malloc_.exit_ns);
+    EXPECT_EQ(*malloc_.exit_ns, 200u);
+    const ApiCall& getpid_ = r.api_calls[1];
+    EXPECT_EQ(getpid_.function, "getpid");
+    EXPECT_EQ(getpid_.library, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    EXPECT_EQ(getpid_.api, "user");
+    EXPECT_EQ(getpid_.result, 10);
+    const ApiCall& init = r.api_calls[2];  // no record: named from the event and the CUDA table
+    EXPECT_EQ(init.library, "libcuda.so.1");
+    EXPECT_EQ(init.api, "cuda_driver");
+    EXPECT_EQ(init.result_name, "CUDA_ERROR_STUB_LIBRARY");
+}

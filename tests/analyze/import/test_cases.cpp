@@ -720,6 +720,13 @@ TEST(ImportCases, StraceGvisorNvproxyExPairs) {
         EXPECT_EQ(io.name, "NV_ESC_RM_CONTROL");
         EXPECT_EQ(io.pid, 2);
     }
+    // The two complete pairs' durations as gVisor printed them; the orphan X's own (21.883 us) too; the orphan E
+    // has none.
+    EXPECT_EQ(r.ioctls[0].duration_ns, 21883u);
+    EXPECT_EQ(r.ioctls[1].duration_ns, 20731u);
+    EXPECT_EQ(r.ioctls[2].duration_ns, 22494u);
+    EXPECT_FALSE(r.ioctls[3].duration_ns);
+    EXPECT_FALSE(r.ioctls[3].exit_ns);
     EXPECT_FALSE(r.ioctls[3].ret);
 }
 

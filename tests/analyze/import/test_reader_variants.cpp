@@ -156,6 +156,91 @@ TEST(ReaderVariants, StraceKernelInternalErrnoAndPerCallPaths) {
     EXPECT_EQ(opens, 1);
 }
 
+// The restarted call of the test above, through the report: no value came back to the program, its errno did.
+TEST(ReaderVariants, StraceRestartedCallKeepsItsErrnoInTheReport) {
+    const char* text =
+        "ioctl(5</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = ? ERESTARTSYS "
+        "(To be restarted if SA_RESTART is set)\n"
+        "ioctl(5</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffd <unfinished ...>\n"
+        "<... ioctl resumed>) = ? ERESTARTNOHAND (To be restarted if no handler)\n";
+    Report r = report_of(text, TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    for (const IoctlRecord& io : r.ioctls)
+        EXPECT_FALSE(io.ret);
+    EXPECT_EQ(r.ioctls[0].errno_name, "ERESTARTSYS");
+    EXPECT_EQ(r.ioctls[0].errno_text, "To be restarted if SA_RESTART is set");
+    EXPECT_EQ(r.ioctls[1].errno_name, "ERESTARTNOHAND");
+}
+
+// strace(1) without -t/-tt/-ttt/-r prints no time: an ioctl's times and duration are unknown (null), never 0.
+TEST(ReaderVariants, StraceWithoutTimestampsHasNoIoctlTimes) {
+    Report r = report_of("ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffc) = 0\n", TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 1u);
+    EXPECT_FALSE(r.ioctls[0].enter_ns);
+    EXPECT_FALSE(r.ioctls[0].exit_ns);
+    EXPECT_FALSE(r.ioctls[0].duration_ns);
+    EXPECT_TRUE(to_json(r)["ioctls"][0]["enter_ns"].is_null());
+}
+
+// strace(1) -f -tt -T written to a file: "PID HH:MM:SS.UUUUUU call(...) = R <S.UUUUUU>"; the timestamp is the
+// call's start (strace printleader at syscall entry), -T its time in the kernel; a "<... resumed>" line is stamped
+// when the call returned. A time of day that goes back more than 12 h is the next day (a run over midnight).
+TEST(ReaderVariants, StraceTimestampsAndDurationsGiveIoctlTimes) {
+    const char* text =
+        "12345 23:59:59.999000 ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0xd2, 0x48), 0x7ffd1) = 0 "
+        "<0.000021>\n"
+        "12345 23:59:59.999500 ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x28), 0x7ffd2 "
+        "<unfinished ...>\n"
+        "12346 00:00:00.000100 ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd3) = -1 "
+        "EINVAL (Invalid argument) <0.000005>\n"
+        "12345 00:00:00.000900 <... ioctl resumed>) = 0 <0.001200>\n"
+        "12345 00:00:00.000800 ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd3) = 0\n";
+    Report r = report_of(text, TraceFormat::strace);
+    ASSERT_EQ(r.ioctls.size(), 4u);
+    constexpr std::uint64_t kT0 = 86'399'999'000'000ull;  // 23:59:59.999 in ns since the first midnight
+    EXPECT_EQ(r.ioctls[0].pid, 12345);
+    EXPECT_EQ(r.ioctls[0].enter_ns, kT0);
+    EXPECT_EQ(r.ioctls[0].duration_ns, 21'000u);
+    EXPECT_EQ(r.ioctls[0].exit_ns, kT0 + 21'000);
+    const IoctlRecord* resumed = nullptr;
+    const IoctlRecord* einval = nullptr;
+    for (const IoctlRecord& io : r.ioctls) {
+        if (io.enter_ns == kT0 + 500'000) resumed = &io;
+        if (io.pid == 12346) einval = &io;
+    }
+    ASSERT_TRUE(resumed && einval);
+    // -T of the resumed line: the whole call (its stamp, 1.4 ms after the start, includes strace's own delay).
+    EXPECT_EQ(resumed->duration_ns, 1'200'000u);
+    EXPECT_EQ(resumed->exit_ns, kT0 + 1'900'000);
+    EXPECT_EQ(resumed->ret, 0);
+    EXPECT_EQ(einval->enter_ns, kT0 + 1'100'000);  // the next day's 00:00:00.000100
+    EXPECT_EQ(einval->duration_ns, 5'000u);
+    EXPECT_EQ(einval->errno_name, "EINVAL");
+    // Stamped at its start, no -T: when it returned is not in the line.
+    EXPECT_EQ(r.ioctls.back().enter_ns, kT0 + 1'800'000);  // 00:00:00.000800
+    EXPECT_FALSE(r.ioctls.back().exit_ns);
+    EXPECT_FALSE(r.ioctls.back().duration_ns);
+}
+
+// strace(1) -ttt: seconds since the epoch (with --timestamps=unix,ns up to 9 decimals); -r: the time since the
+// previous syscall's start, summed here from the first call.
+TEST(ReaderVariants, StraceEpochAndRelativeTimestamps) {
+    Report epoch = report_of(
+        "1644616996.639050123 ioctl(14, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0xce, 0x10), 0x7ffd23823b20) = 0 <0.000010>\n",
+        TraceFormat::strace);
+    ASSERT_EQ(epoch.ioctls.size(), 1u);
+    EXPECT_EQ(epoch.ioctls[0].enter_ns, 1'644'616'996'639'050'123ull);
+    EXPECT_EQ(epoch.ioctls[0].duration_ns, 10'000u);
+    Report rel = report_of(
+        "     0.000000 ioctl(14, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0xce, 0x10), 0x7ffd23823b20) = 0\n"
+        "     0.000250 write(12, \"\\1\\0\", 2) = 2\n"
+        "     0.000100 ioctl(14, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x28), 0x7ffd23823a90) = 0\n",
+        TraceFormat::strace);
+    ASSERT_EQ(rel.ioctls.size(), 2u);
+    EXPECT_EQ(rel.ioctls[0].enter_ns, 0u);
+    EXPECT_EQ(rel.ioctls[1].enter_ns, 350'000u);
+}
+
 // strace -f (strace(1): "-f Trace child processes"; the "[pid N]" prefix appears once a second task exists): an
 // fd number is per process. Two processes each with their own fd 3 named one another's device; a forked child
 // starts with a copy of its parent's table, a CLONE_FILES thread shares it, and a later close in the child leaves
@@ -217,6 +302,10 @@ TEST(ReaderVariants, GvisorErrnoDurationsAndInterleavedTasks) {
     ASSERT_EQ(r.ioctls.size(), 2u);
     EXPECT_EQ(r.ioctls[0].fd_path, "/dev/nvidia-uvm");
     EXPECT_EQ(r.ioctls[0].errno_name, "EINVAL");
+    // glog's time of the E line, and the duration gVisor printed (not the difference of the lines' times).
+    EXPECT_EQ(r.ioctls[0].enter_ns, 36'000'000'100'000ull);
+    EXPECT_EQ(r.ioctls[0].duration_ns, 1'500'000u);
+    EXPECT_EQ(r.ioctls[1].duration_ns, 850u);
     EXPECT_TRUE(r.completeness.complete);
 }
 

@@ -77,7 +77,7 @@ std::string describe(const Event& ev) {
             else if constexpr (std::is_same_v<T, IoctlEnter>)
                 return fmt::format("ioctl_enter {} {:x} {:x}", b.fd, b.cmd, b.arg);
             else if constexpr (std::is_same_v<T, IoctlExit>)
-                return fmt::format("ioctl_exit {}", b.ret);
+                return fmt::format("ioctl_exit {}", b.ret ? std::to_string(*b.ret) : "?");
             else if constexpr (std::is_same_v<T, Marker>)
                 return "marker " + b.text;
             else if constexpr (std::is_same_v<T, ConsoleLine>)

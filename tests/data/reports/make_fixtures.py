@@ -3,7 +3,10 @@
 
 Each fixture is the baseline (a cudaMalloc-like path: two RM ioctls through nvidia_unlocked_ioctl and one
 UVM_MAP_EXTERNAL_ALLOCATION through uvm_ioctl) with one known change, so a test can name exactly what the diff
-must find. The files are committed; rerun this script and review the git diff after changing it.
+must find. The files are committed; rerun this script and review the git diff after changing it. The script writes
+the fields it sets; the sections the reader derives from them (ioctl_stats, ioctls[].duration_ns, empty api_calls)
+come from passing each file once through the current reader and writer:
+  for f in tests/data/reports/*.json; do build/tracer/nvtrace export "$f" --format json -o "$f.new" && mv "$f.new" "$f"; done
 
   baseline.json       driver 545 naming, phase "cudaMalloc", one interrupt under os_alloc_mem
   added_path.json     + nv_check_bar_overlap > nv_get_bar_info under rmapiAllocWithSecInfo
