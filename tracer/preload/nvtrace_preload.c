@@ -27,6 +27,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* The process's pid by the system call itself, not libc's getpid(): a `--uprobe libc:getpid` of the traced program
+ * (docs/api.md) must see the program's calls only, not this library's. */
+static pid_t self_pid(void) {
+    return (pid_t)syscall(SYS_getpid);
+}
+
 #define NVP_EXPORT __attribute__((visibility("default")))
 
 typedef int (*ioctl_fn)(int, unsigned long, ...);
@@ -110,7 +116,7 @@ static int safe_read(uint64_t addr, void* out, size_t len) {
     if (addr == 0) return -1;
     struct iovec local = {out, len};
     struct iovec remote = {(void*)(uintptr_t)addr, len};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    ssize_t n = process_vm_readv(self_pid(), &local, 1, &remote, 1, 0);
     return n == (ssize_t)len ? 0 : -1;
 }
 
@@ -639,7 +645,7 @@ __attribute__((constructor)) static void nvtrace_preload_init(void) {
     char line[128];
     struct buf b = {line, 0, sizeof line - 1};
     put_str(&b, "nvtrace-preload start pid=");
-    put_dec(&b, getpid());
+    put_dec(&b, self_pid());
     put_str(&b, " driver=");
     if (g_driver) {
         put_dec(&b, g_driver / 1000000u);
