@@ -370,9 +370,9 @@ std::string call_line(const ApiCall& c, const ApiSummaryOptions& o) {
     if (const CudaApi* api = cuda_api(c.function))
         for (const CudaApiArg& a : api->arguments())
             if (auto v = c.args.find(a.name); v != c.args.end()) args.emplace_back(*v);
-    for (const auto& [name, value] : c.args)
-        if (std::find_if(args.begin(), args.end(), [&](const auto& a) { return a.first == name; }) == args.end())
-            args.emplace_back(name, value);
+    for (const auto& kv : c.args)  // not a structured binding: clang 14 cannot capture one in the lambda
+        if (std::find_if(args.begin(), args.end(), [&](const auto& a) { return a.first == kv.first; }) == args.end())
+            args.emplace_back(kv.first, kv.second);
     for (const auto& [name, value] : args) {
         auto kind = c.arg_kinds.find(name);
         if (kind == c.arg_kinds.end()) {
