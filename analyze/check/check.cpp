@@ -567,14 +567,23 @@ std::size_t calls_in(const Context& ctx, const std::optional<std::string>& phase
     return n;
 }
 
+// "... in api F": inconclusive without API calls in the report, failed when F was never called (unless the fact is
+// `absent`); nullopt when the fact can be evaluated within the scope.
+std::optional<FactResult> api_scope_outcome(const Context& ctx, const Fact& f, const std::optional<ApiScope>& scope) {
+    if (!scope) return std::nullopt;
+    if (ctx.report.api_calls.empty())
+        return FactResult{Outcome::inconclusive, "",
+                          "the report has no API calls (uprobes on the library: docs/api.md)"};
+    if (scope->api_calls == 0 && !f.absent)
+        return FactResult{
+            Outcome::fail,
+            fmt::format("{} is never called (no such API call among {})", *f.in_api, ctx.report.api_calls.size()), ""};
+    return std::nullopt;
+}
+
 FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
     const std::optional<ApiScope> scope = api_scope(ctx, f);
-    if (scope && ctx.report.api_calls.empty())
-        return {Outcome::inconclusive, "", "the report has no API calls (uprobes on the library: docs/api.md)"};
-    if (scope && scope->api_calls == 0 && !f.absent)
-        return {Outcome::fail,
-                fmt::format("{} is never called (no such API call among {})", *f.in_api, ctx.report.api_calls.size()),
-                ""};
+    if (auto early = api_scope_outcome(ctx, f, scope)) return *early;
     if (ctx.report.calls.empty()) {
         // nvtrace run says why it ran a scenario without the graph (environment.function_graph).
         const auto& env = ctx.report.environment;
@@ -754,12 +763,7 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
     std::size_t matched = 0, unknown_n = 0, named = 0;
     std::string first_match, first_other, missing_fields;
     const std::optional<ApiScope> scope = api_scope(ctx, f);
-    if (scope && ctx.report.api_calls.empty())
-        return {Outcome::inconclusive, "", "the report has no API calls (uprobes on the library: docs/api.md)"};
-    if (scope && scope->api_calls == 0 && !f.absent)
-        return {Outcome::fail,
-                fmt::format("{} is never called (no such API call among {})", *f.in_api, ctx.report.api_calls.size()),
-                ""};
+    if (auto early = api_scope_outcome(ctx, f, scope)) return *early;
     for (const auto& io : ctx.report.ioctls) {
         if (!in_phase(io.phase, phase) || !ioctl_named(io, name)) continue;
         if (scope && !scope->ioctls.count(static_cast<std::uint64_t>(&io - ctx.report.ioctls.data()))) continue;
