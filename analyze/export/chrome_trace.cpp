@@ -33,6 +33,7 @@ struct Instant {
     std::string cat;
     json args;
     std::optional<std::uint64_t> dur;  // ns: written as a complete ('X') slice, not an instant
+    bool open = false;                 // a begin ('B') with no end: an API call still open when the trace ended
 };
 
 struct Ev {
@@ -76,6 +77,7 @@ public:
         index_calls();
         for (auto& [key, t] : tracks_)
             layout_track(t);
+        add_api_calls();
         add_instants();
         write();
         return stats_;
@@ -162,9 +164,99 @@ private:
 
     void add_instant(const TrackKey& k, Instant in) {
         Track& t = tracks_[k];
-        if (!in.dur) ++stats_.instants;
+        if (!in.dur && in.cat != "api") ++stats_.instants;
         instants_.push_back(std::move(in));
         t.instants.push_back(instants_.size() - 1);
+    }
+
+    // The report's API calls (Report::api_calls, uprobe spans) on their threads' tracks, above the calls and
+    // ioctls made inside them. A call with a known exit is an X slice from entry to exit. One whose return was
+    // not seen gets no made-up end: when the trace ended inside it (neither it nor any caller returned) it is a
+    // B with no E, open to the end of the track as it was; when its caller's return closed it (its own return
+    // lost) it is an instant at its entry. Added before the other instants: at one timestamp the stable sort
+    // keeps a caller before its callee and a call before the ioctl it made.
+    void add_api_calls() {
+        const auto& api = r_.api_calls;
+        if (api.empty()) return;
+        std::unordered_map<std::uint64_t, std::size_t> at;  // API call id -> index
+        at.reserve(api.size());
+        for (std::size_t i = 0; i < api.size(); ++i)
+            at.emplace(api[i].id, i);
+        auto parent_of = [&](const ApiCall& a) -> const ApiCall* {
+            if (!a.parent) return nullptr;
+            auto it = at.find(*a.parent);
+            return it == at.end() ? nullptr : &api[it->second];
+        };
+        // The end each slice is drawn to: its exit, or later when what ran inside it was laid out past it
+        // (a shifted call); callees (later ids) first, so a caller covers its callees' drawn ends.
+        std::vector<std::optional<std::uint64_t>> end(api.size());
+        for (std::size_t i = 0; i < api.size(); ++i)
+            if (api[i].exit_ns) end[i] = std::max(*api[i].exit_ns, api[i].entry_ns);
+        for (std::size_t n = api.size(); n-- > 0;) {
+            const ApiCall& a = api[n];
+            if (!end[n]) continue;
+            for (std::uint64_t id : a.calls)
+                if (auto it = pos_.find(id); it != pos_.end()) end[n] = std::max(*end[n], end_[it->second]);
+            for (std::uint64_t k : a.ioctls)
+                if (k < r_.ioctls.size()) {
+                    const IoctlRecord& io = r_.ioctls[k];
+                    if (io.enter_ns && io.exit_ns && *io.exit_ns >= *io.enter_ns)
+                        end[n] = std::max(*end[n], *io.exit_ns);
+                }
+            if (const ApiCall* p = parent_of(a); p) {
+                std::optional<std::uint64_t>& pe = end[static_cast<std::size_t>(p - api.data())];
+                if (pe) pe = std::max(*pe, *end[n]);
+            }
+        }
+        std::vector<bool> stretched(api.size(), false);
+        for (std::size_t i = 0; i < api.size(); ++i)
+            if (end[i] && *end[i] != *api[i].exit_ns) {
+                stretched[i] = true;
+                ++stats_.adjusted_slices;
+            }
+        for (std::size_t i = 0; i < api.size(); ++i) {
+            const ApiCall& a = api[i];
+            json arguments = json::object();
+            for (const auto& [name, raw] : a.args) {
+                auto d = a.args_decoded.find(name);
+                arguments[name] = d != a.args_decoded.end() ? d->second : raw;
+            }
+            json args = {{"id", a.id},
+                         {"api", a.api},
+                         {"library", a.library ? json(*a.library) : json("unknown")},
+                         {"arguments", std::move(arguments)},
+                         {"result_name", a.result_name},
+                         {"ioctls", a.ioctls.size()}};
+            if (a.parent) args["parent"] = *a.parent;
+            if (a.result) args["result"] = *a.result;
+            if (a.result_unknown) args["result_unknown"] = *a.result_unknown;
+            if (!a.calls.empty()) args["calls"] = a.calls.size();
+            if (a.phase) args["phase"] = *a.phase;
+            if (a.cpu >= 0) args["cpu"] = a.cpu;
+            if (!a.group.empty()) args["group"] = a.group;
+            Instant in;
+            in.ts = a.entry_ns;
+            in.name = a.function;
+            in.cat = "api";
+            if (end[i]) {
+                if (*a.exit_ns >= a.entry_ns) args["duration_ns"] = *a.exit_ns - a.entry_ns;
+                if (stretched[i]) args["stretched"] = true;
+                in.dur = *end[i] - a.entry_ns;
+                ++stats_.api_slices;
+            } else {
+                args["return_seen"] = false;
+                args["exit_unknown"] = a.exit_unknown.value_or("no return seen");
+                bool caller_returned = false;
+                for (const ApiCall* p = parent_of(a); p && !caller_returned; p = parent_of(*p))
+                    caller_returned = p->exit_ns.has_value();
+                in.open = !caller_returned;
+                ++stats_.api_unreturned;
+            }
+            in.args = std::move(args);
+            TrackKey k = a.pid >= 0 ? TrackKey{a.pid, -1, false} : TrackKey{-1, a.cpu, false};
+            if (tracks_[k].comm.empty()) tracks_[k].comm = a.comm;
+            add_instant(k, std::move(in));
+        }
     }
 
     void add_instants() {
@@ -250,9 +342,11 @@ private:
             std::vector<Ev> merged;
             merged.reserve(t.events.size() + t.instants.size());
             std::size_t k = 0;
-            // A slice with no call in it that starts when a call ends or begins goes after the end, before the begin.
+            // A slice with no call in it that starts when a call ends or begins goes after the end, before the begin;
+            // so does an API call, which holds the calls that start with it.
             auto before = [&](const Instant& in, const Ev& e) {
-                return in.ts < e.ts || (in.ts == e.ts && e.ph == (in.dur ? 'B' : 'E'));
+                const bool slice = in.dur || in.open || in.cat == "api";
+                return in.ts < e.ts || (in.ts == e.ts && e.ph == (slice ? 'B' : 'E'));
             };
             for (const Ev& e : t.events) {
                 while (k < t.instants.size() && before(instants_[t.instants[k]], e))
@@ -290,17 +384,21 @@ private:
             for (const Ev& e : t.events)
                 write_event(e, pid, tid);
         }
-        out_ << "\n],\"otherData\":{\"nvtrace\":"
-             << dump({{"schema", kReportSchema},
-                      {"source", r_.source},
-                      {"tracks", stats_.tracks},
-                      {"slices", stats_.slices},
-                      {"instants", stats_.instants},
-                      {"ioctl_slices", stats_.ioctl_slices},
-                      {"synthetic_slices", stats_.synthetic_slices},
-                      {"adjusted_slices", stats_.adjusted_slices},
-                      {"skipped_instants", stats_.skipped_instants}})
-             << "}}\n";
+        json counts = {{"schema", kReportSchema},
+                       {"source", r_.source},
+                       {"tracks", stats_.tracks},
+                       {"slices", stats_.slices},
+                       {"instants", stats_.instants},
+                       {"ioctl_slices", stats_.ioctl_slices},
+                       {"synthetic_slices", stats_.synthetic_slices},
+                       {"adjusted_slices", stats_.adjusted_slices},
+                       {"skipped_instants", stats_.skipped_instants}};
+        // Only a report with API calls has these: the export of one without stays as it was.
+        if (!r_.api_calls.empty()) {
+            counts["api_slices"] = stats_.api_slices;
+            counts["api_unreturned"] = stats_.api_unreturned;
+        }
+        out_ << "\n],\"otherData\":{\"nvtrace\":" << dump(counts) << "}}\n";
     }
 
     void write_event(const Ev& e, std::int64_t pid, std::int64_t tid) {
@@ -315,6 +413,8 @@ private:
             const Instant& in = instants_[e.ref];
             if (in.dur)
                 out_ << head("X", in.name) << ",\"dur\":" << ts_us(*in.dur);
+            else if (in.open)
+                out_ << head("B", in.name);
             else
                 out_ << head("i", in.name) << ",\"s\":\"t\"";
             out_ << ",\"cat\":" << dump(json(in.cat)) << ",\"args\":" << dump(in.args) << '}';

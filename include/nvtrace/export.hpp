@@ -10,7 +10,10 @@
 //          events ("ph":"i"). Timestamps ("ts") are microseconds with ns precision, monotonic per track.
 //          Calls without an entry time (text traces without timestamps) are laid out one after another from
 //          their durations, and a child that would overlap its sibling or outlast its parent is shifted or the
-//          parent stretched: such tracks and slices are counted in otherData.nvtrace.
+//          parent stretched: such tracks and slices are counted in otherData.nvtrace. API calls
+//          (Report::api_calls) are X slices (cat "api") on their thread's track, above the calls and ioctls made
+//          inside them; one whose return was not seen has no end: a B without an E when the trace ended inside
+//          it, an instant when its caller's return closed it.
 //  folded  folded stacks ("a;b;c <self ns>", one line per graph path with self time > 0) for flamegraph.pl,
 //          speedscope and inferno; summing the lines under a path gives the report's total_ns for it.
 //  csv     the calls table (RFC 4180; the report's call fields, null as an empty cell).
@@ -47,6 +50,8 @@ struct ChromeTraceStats {
     std::uint64_t adjusted_slices = 0;   // shifted or stretched to keep tracks nested and monotonic, or an ioctl
                                          // left an instant because it overlaps its thread's previous ioctl slice
     std::uint64_t skipped_instants = 0;  // kernel-log lines with neither a time nor a call, markers without a time
+    std::uint64_t api_slices = 0;        // X slices: API calls (Report::api_calls) with a known exit
+    std::uint64_t api_unreturned = 0;    // API calls whose return was not seen: a B with no E, or an instant
 };
 ChromeTraceStats write_chrome_trace(const Report& report, std::ostream& out);
 

@@ -2,7 +2,10 @@
 // trace nests (every B has its E, timestamps monotonic per track), folded stacks re-sum to the report's totals.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "nvtrace/export.hpp"
+#include "nvtrace/import.hpp"
 #include "nvtrace/report_io.hpp"
 
 using namespace nvtrace;
@@ -45,15 +49,20 @@ std::uint64_t ts_ns(const nlohmann::json& ts) {
 
 struct ChromeCheck {
     std::size_t slices = 0, instants = 0, complete_slices = 0;
+    std::size_t open_api = 0;      // B events of API calls whose return was not seen: no E, by design
+    std::size_t api_instants = 0;  // API calls whose caller's return closed them (their own return lost)
+    std::size_t api_slices = 0;    // X slices of API calls
 };
 
-// Every B has its E on the same track, in stack order; timestamps never go back on a track; the slices of a track
-// (B/E pairs and X slices) nest: each lies inside the one it starts in, or starts after it ends.
+// Every B has its E on the same track, in stack order (except an API call's B whose args say its return was not
+// seen: it stays open to the end of the track); timestamps never go back on a track; the slices of a track (B/E
+// pairs and X slices) nest: each lies inside the one it starts in, or starts after it ends.
 ChromeCheck check_chrome(const std::string& text) {
     ChromeCheck out;
     nlohmann::json j = nlohmann::json::parse(text);
     EXPECT_EQ(j["displayTimeUnit"], "ns");
     std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::string>> stacks;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::vector<bool>> may_stay_open;
     std::map<std::pair<std::int64_t, std::int64_t>, std::uint64_t> last;
     std::set<std::pair<std::int64_t, std::int64_t>> named;
     std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::uint64_t>> begins;
@@ -72,28 +81,41 @@ ChromeCheck check_chrome(const std::string& text) {
         }
         last[key] = ts;
         if (ph == "B") {
+            const bool open = e["cat"] == "api" && e["args"].value("return_seen", true) == false;
             stacks[key].push_back(e["name"]);
+            may_stay_open[key].push_back(open);
             begins[key].push_back(ts);
-            ++out.slices;
+            if (open)
+                ++out.open_api;
+            else
+                ++out.slices;
         } else if (ph == "E") {
             auto& st = stacks[key];
             EXPECT_FALSE(st.empty()) << "E without B: " << e.dump();
             if (st.empty()) continue;
             EXPECT_EQ(st.back(), e["name"]) << e.dump();
+            EXPECT_FALSE(may_stay_open[key].back()) << "an E for an API call whose return was not seen";
             st.pop_back();
+            may_stay_open[key].pop_back();
             spans[key].emplace_back(begins[key].back(), ts);
             begins[key].pop_back();
         } else if (ph == "X") {
             spans[key].emplace_back(ts, ts + ts_ns(e["dur"]));
-            ++out.complete_slices;
+            ++(e["cat"] == "api" ? out.api_slices : out.complete_slices);
         } else {
             EXPECT_EQ(ph, "i") << e.dump();
             EXPECT_EQ(e["s"], "t");
-            ++out.instants;
+            ++(e["cat"] == "api" ? out.api_instants : out.instants);
         }
     }
-    for (const auto& [key, st] : stacks)
-        EXPECT_TRUE(st.empty()) << st.size() << " B without E on track " << key.first << "/" << key.second;
+    for (auto& [key, st] : stacks) {
+        // What is left open must be unreturned API calls, each open to the end of the track.
+        auto& open = may_stay_open[key];
+        for (std::size_t n = 0; n < st.size(); ++n) {
+            EXPECT_TRUE(open[n]) << "B without E on track " << key.first << "/" << key.second << ": " << st[n];
+            spans[key].emplace_back(begins[key][n], std::numeric_limits<std::uint64_t>::max());
+        }
+    }
     for (auto& [key, sp] : spans) {
         std::sort(sp.begin(), sp.end(),
                   [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
@@ -175,6 +197,9 @@ TEST(ExportChrome, NestedAndMonotonicOnEveryReport) {
         EXPECT_EQ(c.complete_slices, stats.ioctl_slices);
         EXPECT_EQ(stats.instants + stats.ioctl_slices + stats.skipped_instants,
                   r.kernel_log.size() + r.ioctls.size() + r.markers.size());
+        EXPECT_EQ(c.api_slices, stats.api_slices);
+        EXPECT_EQ(c.api_instants + c.open_api, stats.api_unreturned);
+        EXPECT_EQ(stats.api_slices + stats.api_unreturned, r.api_calls.size());
     }
 }
 
@@ -276,6 +301,210 @@ TEST(ExportChrome, OverlapsAreRepairedNotEmitted) {
     ChromeTraceStats stats = write_chrome_trace(r, out);
     EXPECT_GE(stats.adjusted_slices, 2u);
     check_chrome(out.str());
+}
+
+// The API-call inputs (tests/data/api/cuda_uprobes.trace, its README.md): cuInit, cudaMalloc around
+// cuMemAlloc_v2 with two ioctls inside the inner call, a second thread whose cuCtxSynchronize never returns,
+// cudaHostRegister = cudaErrorInvalidValue, cuModuleLoad entered and not returned.
+Report api_report() {
+    auto imported = import_file(std::string(NVTRACE_TEST_DATA) + "/api/cuda_uprobes.trace");
+    if (!imported) throw std::runtime_error(imported.error().message);
+    return build_report(imported->stream);
+}
+
+const nlohmann::json* event_named(const nlohmann::json& j, const std::string& ph, const std::string& name) {
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == ph && e["name"] == name) return &e;
+    return nullptr;
+}
+
+// Where in traceEvents an event is (the order a viewer reads them in).
+std::size_t position(const nlohmann::json& j, const nlohmann::json* e) {
+    for (std::size_t i = 0; i < j["traceEvents"].size(); ++i)
+        if (&j["traceEvents"][i] == e) return i;
+    return j["traceEvents"].size();
+}
+
+TEST(ExportChrome, ApiCallsAreSlicesAboveTheirIoctls) {
+    Report r = api_report();
+    ASSERT_EQ(r.api_calls.size(), 6u);
+    std::ostringstream out;
+    ChromeTraceStats stats = write_chrome_trace(r, out);
+    ChromeCheck c = check_chrome(out.str());
+    EXPECT_EQ(stats.api_slices, 4u);  // cuInit, cudaMalloc, cuMemAlloc_v2, cudaHostRegister
+    EXPECT_EQ(stats.api_unreturned, 2u);
+    EXPECT_EQ(c.api_slices, 4u);
+    EXPECT_EQ(c.open_api, 2u);  // cuCtxSynchronize, cuModuleLoad: the trace ended inside them
+    EXPECT_EQ(c.api_instants, 0u);
+    EXPECT_EQ(stats.adjusted_slices, 0u);
+    nlohmann::json j = nlohmann::json::parse(out.str());
+    EXPECT_EQ(j["otherData"]["nvtrace"]["api_slices"], 4);
+    EXPECT_EQ(j["otherData"]["nvtrace"]["api_unreturned"], 2);
+
+    const nlohmann::json* rt = event_named(j, "X", "cudaMalloc");
+    const nlohmann::json* drv = event_named(j, "X", "cuMemAlloc_v2");
+    ASSERT_TRUE(rt && drv);
+    EXPECT_EQ((*drv)["cat"], "api");
+    EXPECT_EQ((*drv)["pid"], 4242);
+    EXPECT_EQ((*drv)["tid"], 4242);
+    EXPECT_EQ(ts_ns((*drv)["ts"]), 100000030000u);
+    EXPECT_EQ(ts_ns((*drv)["dur"]), 70000u);  // 100.000030 .. 100.000100
+    EXPECT_EQ((*drv)["args"]["library"], "libcuda.so.1");
+    EXPECT_EQ((*drv)["args"]["api"], "cuda_driver");
+    EXPECT_EQ((*drv)["args"]["arguments"]["bytesize"], "16 MiB");  // decoded
+    EXPECT_EQ((*drv)["args"]["result"], 0);
+    EXPECT_EQ((*drv)["args"]["result_name"], "CUDA_SUCCESS");
+    EXPECT_EQ((*drv)["args"]["ioctls"], 2);
+    EXPECT_EQ((*drv)["args"]["duration_ns"], 70000);
+    EXPECT_EQ((*drv)["args"]["parent"], (*rt)["args"]["id"]);
+    EXPECT_EQ((*rt)["args"]["result_name"], "cudaSuccess");
+    EXPECT_EQ((*rt)["args"]["library"], r.api_calls[1].library.value_or("?"));
+    // Caller before callee, callee before the ioctls made inside it, which lie within its span.
+    EXPECT_LT(position(j, rt), position(j, drv));
+    const std::uint64_t drv_start = ts_ns((*drv)["ts"]), drv_end = drv_start + ts_ns((*drv)["dur"]);
+    std::size_t inside = 0;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "X" && e["cat"] == "ioctl" && e["pid"] == 4242) {
+            const std::uint64_t t = ts_ns(e["ts"]);
+            if (t >= drv_start && t < drv_end) {
+                ++inside;
+                EXPECT_LE(t + ts_ns(e["dur"]), drv_end);
+                EXPECT_GT(position(j, &e), position(j, drv));
+            }
+        }
+    EXPECT_EQ(inside, 2u);
+
+    const nlohmann::json* reg = event_named(j, "X", "cudaHostRegister");
+    ASSERT_TRUE(reg);
+    EXPECT_EQ((*reg)["args"]["result"], 1);
+    EXPECT_EQ((*reg)["args"]["result_name"], "cudaErrorInvalidValue");
+    EXPECT_EQ((*reg)["args"]["arguments"]["size"], "4 KiB");
+
+    // No return: a B with no E (no made-up duration), saying why.
+    const nlohmann::json* sync = event_named(j, "B", "cuCtxSynchronize");
+    ASSERT_TRUE(sync);
+    EXPECT_EQ((*sync)["pid"], 4243);
+    EXPECT_FALSE(sync->contains("dur"));
+    EXPECT_EQ((*sync)["args"]["return_seen"], false);
+    EXPECT_NE((*sync)["args"]["exit_unknown"].get<std::string>().find("trace ended"), std::string::npos);
+    EXPECT_EQ((*sync)["args"]["result_name"], "unknown");
+    EXPECT_FALSE((*sync)["args"].contains("duration_ns"));
+    EXPECT_FALSE(event_named(j, "E", "cuCtxSynchronize"));
+    // Its ioctl (which failed, exit seen) is a slice after it on its track: inside it for the viewer.
+    bool after = false;
+    for (const auto& e : j["traceEvents"])
+        if (e["cat"] == "ioctl" && e["pid"] == 4243) after = position(j, &e) > position(j, sync);
+    EXPECT_TRUE(after);
+    const nlohmann::json* load = event_named(j, "B", "cuModuleLoad");
+    ASSERT_TRUE(load);
+    EXPECT_EQ((*load)["args"]["arguments"]["fname"], "/tmp/k.cubin");
+}
+
+TEST(ExportChrome, ApiCallClosedByItsCallersReturnIsAnInstant) {
+    // cudaMemcpy returned, the cuMemcpyHtoD_v2 it called did not (its return was lost): no duration is made
+    // up for the inner call, and nothing stays open. A kernel call and an API call that start at the same ns:
+    // the API call comes first (the call is inside it). A kernel call laid out past its API call's exit (the
+    // root shifted after an overlapping earlier root) stretches the API slice, counted.
+    Report r;
+    auto api = [&](std::uint64_t id, std::optional<std::uint64_t> parent, const char* f, std::uint64_t entry,
+                   std::optional<std::uint64_t> exit) {
+        ApiCall a;
+        a.id = id;
+        a.parent = parent;
+        a.depth = parent ? 1 : 0;
+        a.pid = 50;
+        a.comm = "app";
+        a.function = f;
+        a.api = "cuda_driver";
+        a.entry_ns = entry;
+        a.exit_ns = exit;
+        if (!exit) {
+            a.exit_unknown = "its return was not seen before the return of cudaMemcpy (id 1) that called it";
+            a.result_unknown = "no return seen";
+        }
+        r.api_calls.push_back(a);
+        return &r.api_calls.back();
+    };
+    api(1, std::nullopt, "cudaMemcpy", 1000, 9000)->api = "cuda_runtime";
+    api(2, 1, "cuMemcpyHtoD_v2", 2000, std::nullopt);
+    api(3, std::nullopt, "cuCtxSynchronize", 10000, 12000);
+    Call k;
+    k.id = 1;
+    k.pid = 50;
+    k.comm = "app";
+    k.function = "nvidia_unlocked_ioctl";
+    k.entry_ns = 2000;  // the same ns as cuMemcpyHtoD_v2's entry
+    k.duration_ns = 500;
+    r.calls.push_back(k);
+    r.api_calls[1].calls = {1};
+    Call late = k;  // claims to start inside the previous root: shifted, ends after cuCtxSynchronize's exit
+    late.id = 2;
+    late.entry_ns = 11900;
+    late.duration_ns = 1000;
+    Call before = k;
+    before.id = 3;
+    before.entry_ns = 11000;
+    before.duration_ns = 1500;
+    r.calls.push_back(before);
+    r.calls.push_back(late);
+    r.api_calls[2].calls = {2, 3};
+
+    std::ostringstream out;
+    ChromeTraceStats stats = write_chrome_trace(r, out);
+    ChromeCheck c = check_chrome(out.str());
+    EXPECT_EQ(c.open_api, 0u);
+    EXPECT_EQ(c.api_instants, 1u);
+    EXPECT_EQ(c.api_slices, 2u);
+    EXPECT_EQ(stats.api_unreturned, 1u);
+    nlohmann::json j = nlohmann::json::parse(out.str());
+    const nlohmann::json* inner = event_named(j, "i", "cuMemcpyHtoD_v2");
+    ASSERT_TRUE(inner);
+    EXPECT_EQ((*inner)["cat"], "api");
+    EXPECT_EQ((*inner)["args"]["return_seen"], false);
+    EXPECT_NE((*inner)["args"]["exit_unknown"].get<std::string>().find("cudaMemcpy"), std::string::npos);
+    EXPECT_EQ((*inner)["args"]["library"], "unknown");
+    EXPECT_EQ(ts_ns((*inner)["ts"]), 2000u);
+    const nlohmann::json* call = nullptr;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "B" && e["args"]["id"] == 1) call = &e;
+    ASSERT_TRUE(call);
+    EXPECT_LT(position(j, inner), position(j, call));
+    EXPECT_LT(position(j, event_named(j, "X", "cudaMemcpy")), position(j, inner));
+
+    const nlohmann::json* sync = event_named(j, "X", "cuCtxSynchronize");
+    ASSERT_TRUE(sync);
+    EXPECT_EQ(ts_ns((*sync)["ts"]) + ts_ns((*sync)["dur"]), 13500u);  // the shifted call ends at 12500 + 1000
+    EXPECT_EQ((*sync)["args"]["duration_ns"], 2000);                  // as recorded
+    EXPECT_EQ((*sync)["args"]["stretched"], true);
+    EXPECT_GE(stats.adjusted_slices, 2u);  // the shifted call and the stretched API slice
+}
+
+TEST(ExportChrome, GoldenWithoutApiCallsIsUnchanged) {
+    // Reports without API calls export byte for byte as before API calls were drawn (the goldens were written
+    // by that exporter; NVTRACE_UPDATE_GOLDEN=1 rewrites them: review the diff).
+    const std::string dir = std::string(NVTRACE_TEST_DATA) + "/golden/chrome/";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"/reports/baseline.json", "baseline"},
+        {"/golden/fgraph-overhead-markers-cpu-interleave.json", "fgraph-overhead-markers-cpu-interleave"},
+        {"/golden/strace-gvisor-nvproxy-ex-pairs.json", "strace-gvisor-nvproxy-ex-pairs"},
+        {"/golden/fgraph-irq-nested-module-suffix.json", "fgraph-irq-nested-module-suffix"}};
+    for (const auto& [input, name] : cases) {
+        SCOPED_TRACE(name);
+        Report r = load(std::string(NVTRACE_TEST_DATA) + input);
+        ASSERT_TRUE(r.api_calls.empty());
+        std::ostringstream out;
+        write_chrome_trace(r, out);
+        const std::string path = dir + name + ".chrome.json";
+        if (std::getenv("NVTRACE_UPDATE_GOLDEN")) {
+            std::ofstream(path, std::ios::binary) << out.str();
+            continue;
+        }
+        std::ifstream in(path, std::ios::binary);
+        ASSERT_TRUE(in) << path << " missing: run NVTRACE_UPDATE_GOLDEN=1 ctest -R golden";
+        std::stringstream golden;
+        golden << in.rdbuf();
+        EXPECT_EQ(out.str(), golden.str()) << "regenerate with NVTRACE_UPDATE_GOLDEN=1 and review the diff";
+    }
 }
 
 TEST(ExportFolded, ResumsToTheReportTotals) {
