@@ -357,6 +357,8 @@ DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& opt
     if (d.ioctls_compared)
         d.ioctls = diff_ioctl_stats(a.ioctl_stats, b.ioctl_stats, options.threshold, options.keep_unchanged,
                                     d.ioctl_summary);
+    d.api_compared = !a.api_calls.empty() || !b.api_calls.empty();
+    if (d.api_compared) d.api_calls = diff_api_calls(a.api_calls, b.api_calls, options, d.api_summary);
     return d;
 }
 

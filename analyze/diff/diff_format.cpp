@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "api_diff.hpp"
 #include "nvtrace/diff.hpp"
 
 namespace nvtrace {
@@ -314,7 +315,8 @@ json to_json(const DiffResult& d) {
               {"any_change", s.any()}}},
             {"tree", std::move(tree)},
             {"changes", std::move(changes)},
-            {"ioctls", ioctls_json(d)}};
+            {"ioctls", ioctls_json(d)},
+            {"api_calls", detail::api_calls_json(d)}};
 }
 
 std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options) {
@@ -348,10 +350,13 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
         s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string());
     if (d.roots.empty()) {
         if (d.a.report_calls == 0 && d.b.report_calls == 0)
-            out += "#  neither report has calls (function_graph was not traced): only the ioctls are compared\n";
+            out += fmt::format(
+                "#  neither report has calls (function_graph was not traced): only the ioctls{} are compared\n",
+                d.api_compared ? " and API calls" : "");
         else
             out += s.any() ? "" : "#  no change\n";
         if (d.ioctls_compared) ioctls_text(d, w.p, out);
+        detail::api_calls_text(d, options.colour, out);
         return out;
     }
     out += "#\n";
@@ -361,6 +366,7 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
         w.row(n, 0);
     if (w.truncated) out += fmt::format("# ... more rows left out (--max-rows {})\n", options.max_rows);
     if (d.ioctls_compared) ioctls_text(d, w.p, out);
+    detail::api_calls_text(d, options.colour, out);
     return out;
 }
 

@@ -153,6 +153,55 @@ struct IoctlDiffSummary {
     bool any() const { return added + removed + count_changes + latency_changes + new_errors > 0; }
 };
 
+// The API-call part (docs/diff.md, "API calls"): the two reports' api_calls (Report::api_calls, uprobe spans)
+// aligned by (api, function): "cuda_driver" + "cuMemHostRegister_v2". With DiffOptions::phase, only the calls
+// whose phase is that one. added: the function was called only in B; removed: only in A; count: the call counts
+// differ (exact); results: the calls per result class differ (the result's CUresult / cudaError_t name; a result
+// without a name is "0", an errno "-22 (EINVAL)", another value "other" since a pid or a pointer differs every
+// run; "unknown" when no return was seen); latency: the total or the max of the known durations moved past the
+// tree's threshold (|delta| >= min_abs_ns and >= min_rel of A's); ioctls: the ioctls made inside the calls
+// (ApiCall::ioctl_names: request, RM class, how it failed) differ in count for some label.
+struct ApiDiffSide {
+    std::uint64_t count = 0;
+    std::uint64_t total_ns = 0;                    // sum of the known durations (exit - entry)
+    std::optional<std::uint64_t> max_ns;           // null when no duration is known
+    std::uint64_t unknown_durations = 0;           // calls whose return was not seen
+    std::map<std::string, std::uint64_t> results;  // result class -> calls
+    std::map<std::string, std::uint64_t> ioctls;   // ioctl label -> ioctls made inside these calls
+};
+struct ApiIoctlChange {
+    std::string ioctl;  // the label ("NV_ESC_RM_ALLOC hClass NV01_ROOT_CLIENT(0x41)")
+    std::uint64_t a = 0, b = 0;
+};
+struct ApiDiffRow {
+    std::string api;       // "cuda_driver", "cuda_runtime", "user", "unknown"
+    std::string function;  // as recorded
+    std::optional<std::string> library;
+    std::optional<ApiDiffSide> a, b;  // null where the function was not called
+    DiffStatus status = DiffStatus::same;
+    bool count_changed = false;
+    bool results_changed = false;
+    bool total_changed = false;  // past the threshold
+    bool max_changed = false;    // past the threshold
+    std::int64_t delta_count = 0;
+    std::optional<std::int64_t> delta_total_ns;  // both sides have a known duration
+    std::optional<double> rel_total;             // delta_total_ns / a.total_ns when a.total_ns > 0
+    std::optional<std::int64_t> delta_max_ns;
+    std::optional<double> rel_max;
+    std::vector<ApiIoctlChange> ioctl_changes;  // labels whose count differs, by label; every label of an
+                                                // added or removed function
+};
+struct ApiDiffSummary {
+    std::uint64_t added = 0, removed = 0, count_changes = 0, result_changes = 0, latency_changes = 0;
+    std::uint64_t ioctl_changes = 0;  // functions (present in both) whose ioctls changed
+    bool any() const { return added + removed + count_changes + result_changes + latency_changes + ioctl_changes > 0; }
+};
+
+// The API rows of two reports (DiffResult::api_calls): changed rows first (added, removed, changed), then by count
+// in B; unchanged rows only with `keep_unchanged`.
+std::vector<ApiDiffRow> diff_api_calls(const std::vector<ApiCall>& a, const std::vector<ApiCall>& b,
+                                       const DiffOptions& options, ApiDiffSummary& summary);
+
 struct DiffResult {
     DiffInput a, b;
     DiffOptions options;
@@ -162,7 +211,10 @@ struct DiffResult {
     bool ioctls_compared = false;      // either report has ioctl_stats
     std::vector<IoctlDiffRow> ioctls;  // changed rows first (added, removed, changed), then by count in B
     IoctlDiffSummary ioctl_summary;
-    bool any_change() const { return summary.any() || ioctl_summary.any(); }
+    bool api_compared = false;          // either report has api_calls
+    std::vector<ApiDiffRow> api_calls;  // changed rows first, then by count in B
+    ApiDiffSummary api_summary;
+    bool any_change() const { return summary.any() || ioctl_summary.any() || api_summary.any(); }
 };
 
 // The ioctl rows of two reports' ioctl_stats (DiffResult::ioctls); unchanged rows only with `keep_unchanged`.

@@ -94,13 +94,14 @@ int do_diff(const DiffArgs& args) {
     }
     if (!rb) return usage_error(rb.error());
 
-    // Two reports without calls and without ioctls (events-only runs) have nothing to compare: saying "no change"
-    // would claim a comparison that did not happen. Without calls, the ioctls alone are compared.
+    // Two reports without calls, ioctls or API calls (events-only runs) have nothing to compare: saying "no change"
+    // would claim a comparison that did not happen. Without calls, the ioctls and API calls alone are compared.
     const bool no_calls = ra->calls.empty() && rb->calls.empty();
-    if (no_calls && ra->ioctl_stats.empty() && rb->ioctl_stats.empty())
+    if (no_calls && ra->ioctl_stats.empty() && rb->ioctl_stats.empty() && ra->api_calls.empty() &&
+        rb->api_calls.empty())
         return usage_error(
-            Error::usage("neither report has calls (function_graph was not traced: run with --module) "
-                         "or ioctls: nothing to compare"));
+            Error::usage("neither report has calls (function_graph was not traced: run with --module), "
+                         "API calls or ioctls: nothing to compare"));
     DiffResult d = diff_reports(*ra, *rb, o);
     // The reports are not needed any more: freeing 2,000,000 calls overlaps with printing (joined on return).
     std::jthread release([&] {
@@ -136,7 +137,9 @@ void add_diff(CLI::App& app, int& exit_code) {
         "suffixes (.isra.N, .constprop.N, .part.N, .cold) and [module]; --rename maps names that changed between\n"
         "versions (NEW empty collapses OLD). Marks: + added, - removed, ~ changed (calls, retval, time).\n"
         "ioctls are compared by (device, request): added, removed, count, mean latency (--min-delta), new errors;\n"
-        "two reports without calls are compared by their ioctls alone.\n"
+        "API calls (uprobes) are compared by (api, function): added, removed, count, results by name, total and\n"
+        "max latency (--min-delta), the ioctls made inside them. Two reports without calls are compared by their\n"
+        "ioctls and API calls alone.\n"
         "Exit codes: 0 compared (1 with --exit-code when something changed), 2 unreadable input. See docs/diff.md.");
     cmd->add_option("a", args->a, "Base: report, capture directory or trace file")->required();
     cmd->add_option("b", args->b, "New: report, capture directory or trace file")->required();
