@@ -224,7 +224,8 @@ std::vector<IoctlDiffRow> diff_ioctl_stats(const std::vector<IoctlStat>& a, cons
 
 DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options);
 
-// {"schema":"nvtrace.diff/1","a":...,"b":...,"options":...,"summary":...,"tree":[...],"changes":[...]}
+// {"schema":"nvtrace.diff/1","a":...,"b":...,"options":...,"summary":...,"tree":[...],"changes":[...],
+//  "ioctls":{...},"api_calls":{...}}
 // (docs/diff.md). "changes" lists every changed node flat, by impact.
 nlohmann::json to_json(const DiffResult& d);
 
