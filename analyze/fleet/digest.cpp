@@ -172,6 +172,41 @@ std::vector<std::string> ioctl_sequences(const std::vector<IoctlRecord>& ioctls)
     return out;
 }
 
+// Each thread's API calls (uprobe spans) in entry order, each as its path of API functions from the thread's
+// top API call ("cudaMalloc > cuMemAlloc_v2"), run-length counted; the threads' sequences sorted. Results are left
+// out as return values are (an error is shown per node, not another path).
+std::vector<std::string> api_sequences(const std::vector<ApiCall>& calls) {
+    std::unordered_map<std::uint64_t, std::size_t> at;  // id -> index
+    at.reserve(calls.size());
+    std::vector<std::string> path(calls.size());
+    std::map<int, std::vector<std::size_t>> by_thread;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        const ApiCall& c = calls[i];
+        at.emplace(c.id, i);
+        path[i] = c.function;
+        if (c.parent)
+            if (auto it = at.find(*c.parent); it != at.end()) path[i] = path[it->second] + " > " + c.function;
+        by_thread[c.pid].push_back(i);
+    }
+    std::vector<std::string> out;
+    for (auto& [pid, list] : by_thread) {
+        std::stable_sort(list.begin(), list.end(),
+                         [&](std::size_t x, std::size_t y) { return calls[x].entry_ns < calls[y].entry_ns; });
+        std::string seq;
+        std::size_t n = 0;
+        for (std::size_t k = 0; k < list.size(); k += n) {
+            n = 1;
+            while (k + n < list.size() && path[list[k + n]] == path[list[k]])
+                ++n;
+            if (!seq.empty()) seq += ", ";
+            seq += fmt::format("{} x{}", path[list[k]], n);
+        }
+        out.push_back(std::move(seq));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 }  // namespace
 
 std::string fleet_ioctl_device(const IoctlRecord& io) {
@@ -196,6 +231,8 @@ std::string node_signature_text(const Report& report) {
         text += fmt::format("call {} x{}\n", path, n);
     for (const auto& seq : ioctl_sequences(report.ioctls))
         text += fmt::format("thread {}\n", seq);
+    for (const auto& seq : api_sequences(report.api_calls))
+        text += fmt::format("api {}\n", seq);
     return text;
 }
 
@@ -213,6 +250,9 @@ NodeSignature node_signature(const Report& report) {
         text += fmt::format("thread {}\n", seq);
     s.threads = seqs.size();
     s.ioctls = report.ioctls.size();
+    // A report without API calls adds nothing: its hash is the one it had before API calls were part of it.
+    for (const auto& seq : api_sequences(report.api_calls))
+        text += fmt::format("api {}\n", seq);
     s.hash = XXH3_64bits(text.data(), text.size());
     return s;
 }

@@ -308,8 +308,9 @@ json to_json(const FleetResult& f) {
     return {{"schema", kFleetSchema},
             {"signature",
              "call paths of normalised frames with their counts (interrupts under [irq]); per-thread ioctl request "
-             "sequences (DEVICE REQUEST[ hclass][ ctrl], run-length counted), the threads sorted; no timing, pids "
-             "or return values"},
+             "sequences (DEVICE REQUEST[ hclass][ ctrl], run-length counted), the threads sorted; per-thread API "
+             "call sequences (paths of API functions, run-length counted) when recorded; no timing, pids or return "
+             "values"},
             {"nodes", nodes},
             {"groups", groups},
             {"majority", f.majority ? json(f.groups[*f.majority].id) : json(nullptr)},
@@ -365,7 +366,9 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
         out +=
             fmt::format("\nchecks (--expect): {}\n", failed.empty() ? "no node failed a check" : "failed on " + failed);
     }
-    out += "\ngroups (signature: call paths with counts, per-thread ioctl request sequences; no timing):\n";
+    out +=
+        "\ngroups (signature: call paths with counts, per-thread ioctl request and API call sequences; no "
+        "timing):\n";
     for (std::size_t g = 0; g < f.groups.size(); ++g) {
         const FleetGroup& gr = f.groups[g];
         std::string names;

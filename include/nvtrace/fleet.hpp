@@ -13,9 +13,13 @@
 //   - the ioctl sequences: for each thread, the requests it made in the order it made them, each as
 //     "DEVICE REQUEST[ hclass=0x..][ ctrl=0x..]", repeats run-length counted ("pipe FIONREAD x3"); the threads'
 //     sequences sorted, so thread ids and the interleaving of threads do not count.
+//   - the API call sequences (Report::api_calls): for each thread, its API calls in entry order, each as its path
+//     of API functions ("cudaMalloc > cuMemAlloc_v2"), repeats run-length counted, the threads' sequences sorted;
+//     none for a report without API calls (its hash is unchanged).
 // DEVICE is the fd's file with a pipe/socket/anon inode number dropped ("pipe:[5993]" -> "pipe"), "fd?" when the
 // file is unknown; REQUEST is the decoded name, else the number in hex. Left out: durations, timestamps, pids,
-// CPUs, return values and errors (shown per node, but an EAGAIN is not a different path), markers, kernel log.
+// CPUs, return values and errors (shown per node, but an EAGAIN is not a different path), API call results, markers,
+// kernel log.
 //
 // Thread-safety: pure functions on value types; the readers open only the files they are given.
 #pragma once

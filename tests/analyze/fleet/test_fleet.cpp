@@ -81,6 +81,44 @@ TEST(FleetSignature, IoctlSequencesPerThreadIgnoreTidsAndInterleaving) {
     EXPECT_NE(node_signature(a).hash, node_signature(d).hash);
 }
 
+TEST(FleetSignature, ApiCallSequencesPerThreadIgnoreTidsTimesAndResults) {
+    // Thread 10: cuInit, then cudaMalloc calling cuMemAlloc_v2 twice in a row; thread 11: cuCtxSynchronize. In b
+    // the tids, the times and a result differ (results are left out, as return values are).
+    auto api = [](std::uint64_t id, std::optional<std::uint64_t> parent, int pid, std::uint64_t entry,
+                  const char* function, const char* result = "CUDA_SUCCESS") {
+        ApiCall c;
+        c.id = id;
+        c.parent = parent;
+        c.pid = pid;
+        c.entry_ns = entry;
+        c.exit_ns = entry + 5;
+        c.function = function;
+        c.result_name = result;
+        return c;
+    };
+    Report a, b;
+    a.api_calls = {api(1, std::nullopt, 10, 100, "cuInit"), api(2, std::nullopt, 11, 105, "cuCtxSynchronize"),
+                   api(3, std::nullopt, 10, 110, "cudaMalloc"), api(4, 3, 10, 111, "cuMemAlloc_v2"),
+                   api(5, 3, 10, 120, "cuMemAlloc_v2")};
+    b.api_calls = {api(1, std::nullopt, 21, 7, "cuCtxSynchronize", "CUDA_ERROR_UNKNOWN"),
+                   api(2, std::nullopt, 20, 900, "cuInit"), api(3, std::nullopt, 20, 1000, "cudaMalloc"),
+                   api(4, 3, 20, 1001, "cuMemAlloc_v2"), api(5, 3, 20, 1500, "cuMemAlloc_v2")};
+    EXPECT_EQ(node_signature_text(a), node_signature_text(b));
+    EXPECT_EQ(node_signature_text(a),
+              "api cuCtxSynchronize x1\napi cuInit x1, cudaMalloc x1, cudaMalloc > cuMemAlloc_v2 x2\n");
+    EXPECT_EQ(node_signature(a).hash, node_signature(b).hash);
+    // The order within a thread counts, and so does the nesting.
+    Report c = a;
+    c.api_calls[0].entry_ns = 130;
+    EXPECT_NE(node_signature(a).hash, node_signature(c).hash);
+    Report d = a;
+    d.api_calls[4].parent.reset();
+    EXPECT_NE(node_signature(a).hash, node_signature(d).hash);
+    // Without API calls the signature is what it was: no "api" line.
+    Report e = load("reports/baseline.json");
+    EXPECT_EQ(node_signature_text(e).find("\napi "), std::string::npos);
+}
+
 TEST(FleetDigest, LiveCaptureRowAndNodeName) {
     Report r = load("capture_dir/fionread20/report.json");
     nlohmann::json meta = {{"exit_code", 0}};
