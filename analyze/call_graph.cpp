@@ -86,6 +86,21 @@ struct CallStream::Impl {
     std::int64_t after_inferred_ = kNoKey;  // the stack whose last event was an inferred entry
     detail::PathTree paths;
     const std::map<int, std::string>* comms = nullptr;
+    // The comm of the last pid looked up in `comms` (a map node: stable, and its text updated in place when
+    // a longer name comes): calls of one task come in runs, so most calls skip the map's tree walk. Valid
+    // because the comm maps only grow (no entry is erased while events are read).
+    const std::map<int, std::string>* comm_map = nullptr;
+    int comm_pid = 0;
+    const std::string* comm_of_pid = nullptr;
+    const std::string* comm(int pid) {
+        if (comm_of_pid && pid == comm_pid && comm_map == comms) return comm_of_pid;
+        auto it = comms->find(pid);
+        if (it == comms->end()) return nullptr;  // not cached: the pid may be named later
+        comm_map = comms;
+        comm_pid = pid;
+        comm_of_pid = &it->second;
+        return comm_of_pid;
+    }
 
     bool same_function(const Frame& fr, const FuncExit& x, std::string_view function) const {
         if (fr.func_addr != 0 && x.func_addr != 0) return fr.func_addr == x.func_addr;
@@ -196,8 +211,8 @@ struct CallStream::Impl {
             c.parent.reset();
         c.cpu = ev.cpu;
         c.pid = ev.pid;
-        if (auto it = comms->find(ev.pid); it != comms->end())
-            c.comm.assign(it->second);
+        if (const std::string* name = comm(ev.pid))
+            c.comm.assign(*name);
         else
             c.comm.clear();
         c.depth = static_cast<int>(st.size());
@@ -349,7 +364,7 @@ struct CallStream::Impl {
                 Call c;
                 c.cpu = ev.cpu;
                 c.pid = ev.pid;
-                if (auto it = comms->find(ev.pid); it != comms->end()) c.comm = it->second;
+                if (const std::string* name = comm(ev.pid)) c.comm = *name;
                 c.irq = ev.irq;
                 if (function.empty())
                     c.function.push_back('?');  // a bare "}" names nothing

@@ -1,5 +1,8 @@
 #include "path_tree.hpp"
 
+// XXH3 inlined (xxhash.h's single-header mode): PathTree::child and FunctionIds::intern hash a 64-bit key or a
+// short name per call, where a call into the shared library cost as much as the hashing.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
