@@ -176,8 +176,22 @@ std::string ApiCalls::place(const Event& ev, std::string_view function, std::str
 }
 
 ApiCalls::ApiCalls(const std::vector<CaptureUprobe>& probes) {
-    for (const CaptureUprobe& p : probes)
+    std::map<std::string, std::pair<const CaptureUprobe*, std::size_t>> late;  // file -> (first probe, functions)
+    for (const CaptureUprobe& p : probes) {
         probes_.emplace(std::pair(p.group, p.event), p);
+        if (!p.late_pid) continue;
+        auto it = late.try_emplace(p.library, &p, 0).first;
+        ++it->second.second;
+    }
+    for (const auto& [file, first_and_count] : late) {
+        const CaptureUprobe& p = *first_and_count.first;
+        late_files_.push_back(fmt::format(
+            "{} ({} functions): mapped by pid {} after the start, probes armed {} ms after the program started{}; its "
+            "calls before that are not seen",
+            file, first_and_count.second, *p.late_pid,
+            p.armed_after_ns ? fmt::format("{:.1f}", static_cast<double>(*p.armed_after_ns) / 1e6) : "?",
+            p.armed_ns ? fmt::format(" (ts {} ns)", *p.armed_ns) : " (when on the trace clock: unknown)"));
+    }
 }
 
 ApiCall* ApiCalls::add(const Event& ev, const OtherEvent& o, const std::map<int, std::string>& comms,
@@ -343,6 +357,13 @@ std::vector<ApiCall> ApiCalls::finish(Completeness& cm) {
     if (unclosed_) {
         cm.diagnostics.push_back(make_diagnostic(Diag::api_call_unclosed, unclosed_, first_unclosed_));
         cm.reasons.push_back(fmt::format("{} API calls without their return", thousands(unclosed_)));
+    }
+    if (!late_files_.empty()) {
+        cm.diagnostics.push_back(make_diagnostic(Diag::uprobes_armed_late, late_files_.size(), late_files_.front()));
+        cm.reasons.push_back(
+            fmt::format("uprobes armed late on {} {} mapped after the start: calls made before "
+                        "the arming are not seen",
+                        late_files_.size(), late_files_.size() == 1 ? "library" : "libraries"));
     }
     for (ApiCall& c : calls_)
         std::sort(c.calls.begin(), c.calls.end());

@@ -50,6 +50,7 @@ class ApiCalls {
 public:
     // `probes`: the capture's record of its uprobes (EventStream::uprobes). An event they name is a call of their
     // `symbol` (its version suffix dropped) in their `library`, of their `api`; any other is named from the event.
+    // Probes armed late (a library mapped after the start) make finish() count `uprobes_armed_late` per file.
     explicit ApiCalls(const std::vector<CaptureUprobe>& probes = {});
     // One OtherEvent. The new span when `o` is an entry probe; nullptr otherwise (a return, or not a uprobe).
     // Whether it was an API event at all: is_api().
@@ -84,6 +85,8 @@ private:
     std::unordered_map<int, std::vector<Open>> open_;
     std::uint64_t orphans_ = 0, unclosed_ = 0;
     std::string first_orphan_, first_unclosed_;
+    // Files whose probes were armed after the program mapped them (CaptureUprobe::late_pid): one line each.
+    std::vector<std::string> late_files_;
     std::string place(const Event& ev, std::string_view function, std::string_view file_name) const;
     std::optional<std::size_t> innermost_index(int pid, std::uint64_t ts) const;
 };

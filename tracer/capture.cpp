@@ -753,6 +753,11 @@ Result<void> plan_probes(const CaptureOptions& opts, const KernelOffer& offer, C
     }
     const bool asked = !specs.empty() || opts.api == Api::cuda;
     if (!asked && opts.api == Api::none) return {};
+    if (offer.has_uprobes) {  // a library mapped after the start gets its probes then (arm_late_uprobes)
+        p.uprobe_group = offer.uprobe_group;
+        p.late.cuda = opts.api != Api::none;
+        p.late.specs = specs;
+    }
     const std::string& name = p.meta.command[0];
     auto program = find_program(name, offer.path_env);
     if (!program) {
@@ -789,8 +794,16 @@ Result<void> plan_probes(const CaptureOptions& opts, const KernelOffer& offer, C
     }
     p.uprobe_group = offer.uprobe_group;
     for (const auto& f : plan.functions) {
-        p.meta.uprobes.push_back({p.uprobe_group, f.entry.event, f.exit.event, f.library, f.function, f.entry.offset,
-                                  std::string(api_name(f))});
+        p.meta.uprobes.push_back({p.uprobe_group,
+                                  f.entry.event,
+                                  f.exit.event,
+                                  f.library,
+                                  f.function,
+                                  f.entry.offset,
+                                  std::string(api_name(f)),
+                                  {},
+                                  {},
+                                  {}});
         p.formats.push_back(p.uprobe_group + ":" + f.entry.event);
         p.formats.push_back(p.uprobe_group + ":" + f.exit.event);
     }
@@ -904,6 +917,8 @@ struct Session {
     // The probes (uprobe_events is global): removed after the instance, whose removal disables them (an enabled
     // probe cannot be removed; a probe the instance no longer lists is removed in about 0.1 ms instead of 20 ms).
     std::optional<UprobeSet> uprobes;
+    std::string uprobe_group;
+    std::optional<LateUprobes> late;  // libraries mapped after the start (uprobe_late.hpp)
     std::optional<Instance> inst;
     TopLevelJournal journal;
     tracefs_instance* fgraph = nullptr;  // the instance that carries function_graph, nullptr = top level
@@ -1018,6 +1033,8 @@ Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s,
     if (opts.progress)
         for (const auto& n : p.probe_notes)
             note("nvtrace: uprobes: {}\n", n);
+    s.uprobe_group = p.uprobe_group;
+    if (p.late.cuda || !p.late.specs.empty()) s.late.emplace(p.late, p.probes);
 
     // Events in the private instance.
     s.tep.reset(load_event_formats(meta.tracing_dir.c_str(), p.formats, !meta.events.empty()));
@@ -1151,6 +1168,69 @@ Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s,
     return {};
 }
 
+// The libraries the program's tree mapped since the last tick that get probes (uprobe_late.hpp): created in the
+// run's group (journaled, removed like the others), their formats parsed for the decoding, enabled in the instance,
+// marked on the trace clock ("nvtrace-uprobes-armed-late file=PATH", read back by write_capture) and recorded in
+// meta.uprobes with when they were armed. Calls the program made before are not seen: the report says so.
+void arm_late_uprobes(const CaptureOptions& opts, Session& s, CaptureMeta& meta, const std::vector<int>& pids,
+                      Clock::time_point released) {
+    if (!s.late || !s.late->active()) return;
+    for (const LateLibrary& lib : s.late->scan(pids)) {
+        if (opts.progress)
+            for (const auto& n : lib.notes)
+                note("nvtrace: uprobes: {}\n", n);
+        if (lib.functions.empty()) continue;
+        const auto t0 = Clock::now();
+        if (!s.uprobes) s.uprobes.emplace(s.uprobe_group);
+        const std::size_t first = s.uprobes->probes().size();
+        std::vector<const PlannedFunction*> added;
+        for (const PlannedFunction& f : lib.functions) {
+            auto r = s.uprobes->add(f.entry);
+            if (r) r = s.uprobes->add(f.exit);
+            if (!r) {  // what was added stays armed and is removed with the rest
+                note("nvtrace: uprobes on {} left out from {} on: {}\n", lib.path, f.function, r.error().message);
+                break;
+            }
+            added.push_back(&f);
+        }
+        for (const PlannedFunction* f : added)
+            for (const UprobeDef* d : {&f->entry, &f->exit})
+                if (auto text =
+                        read_file(fmt::format("{}/events/{}/{}/format", meta.tracing_dir, s.uprobe_group, d->event)))
+                    tep_parse_event(s.tep.get(), text->data(), text->size(), s.uprobe_group.c_str());
+        if (auto r = s.uprobes->enable(s.inst->get(), first); !r)
+            note("nvtrace: uprobes on {}: {}\n", lib.path, r.error().message);
+        tracefs_printf(s.inst->get(), "nvtrace-uprobes-armed-late file=%s\n", lib.path.c_str());
+        const auto armed_after = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - released).count());
+        for (const PlannedFunction* f : added) {
+            CaptureUprobe u{s.uprobe_group,
+                            f->entry.event,
+                            f->exit.event,
+                            f->library,
+                            f->function,
+                            f->entry.offset,
+                            std::string(api_name(*f)),
+                            lib.pid,
+                            armed_after,
+                            {}};
+            meta.uprobes.push_back(std::move(u));
+        }
+        // Their records are kept as OtherEvents like the start's probes (a PageDecoder reads the list when made).
+        const std::string kept = s.uprobe_group + ":*";
+        if (std::find(meta.kept_events.begin(), meta.kept_events.end(), kept) == meta.kept_events.end()) {
+            meta.kept_events.push_back(kept);
+            s.pages.emplace(s.tep.get(), meta.kept_events);
+        }
+        if (opts.progress)
+            note(
+                "nvtrace: {} uprobes armed late in {} ms on {} (mapped by pid {}): calls it made before are not "
+                "traced\n",
+                2 * added.size(), std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(),
+                lib.path, lib.pid);
+    }
+}
+
 // The program released and run to its end (and what it left running ended), the pages drained, its open files
 // polled and kmsg read meanwhile; then tracing stops, the rest of the pages is read and the top level restored.
 Result<void> run_and_drain(const CaptureOptions& opts, Session& s, CaptureResult& res) {
@@ -1159,6 +1239,7 @@ Result<void> run_and_drain(const CaptureOptions& opts, Session& s, CaptureResult
     tracefs_instance* inst = s.inst->get();
     const bool drain = meta.raw.drained_while_running;
     ProcessTree tree(child.pid());  // whose open files are followed: the program's tree, not nvtrace itself
+    std::vector<int> members;       // the tree at the last poll (whose mappings arm_late_uprobes reads)
     auto poll_fds = [&] {
         auto mark = [&](std::uint32_t id) {
             if (s.poll_marker.fd < 0) return;
@@ -1171,7 +1252,8 @@ Result<void> run_and_drain(const CaptureOptions& opts, Session& s, CaptureResult
         };
         const std::uint32_t n = s.fd_polls.polls;
         mark(2 * n);
-        poll_fd_paths(tree.refresh(), s.fd_polls);
+        members = tree.refresh();
+        poll_fd_paths(members, s.fd_polls);
         mark(2 * n + 1);
     };
 
@@ -1200,6 +1282,7 @@ Result<void> run_and_drain(const CaptureOptions& opts, Session& s, CaptureResult
         if (kill_deadline && Clock::now() > *kill_deadline) child.kill_group(SIGKILL);
         if (drain) s.raw.drain();
         poll_fds();
+        arm_late_uprobes(opts, s, meta, members, t0);
         s.kmsg.poll();
         status = child.poll_exit();
         if (auto stop = child.take_stop()) {
@@ -1304,6 +1387,17 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
         if (ev.pid > 0 && !comm_of.count(ev.pid)) {
             const char* c = tep_data_comm_from_pid(tep, ev.pid);
             comm_of[ev.pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (ev.pid == *meta.pid ? child_comm : "<...>");
+        }
+        if (const auto* m = std::get_if<Marker>(&ev.body); m && !s.uprobe_group.empty()) {
+            constexpr std::string_view kArmed = "nvtrace-uprobes-armed-late file=";
+            std::string_view t = m->text;
+            if (t.substr(0, kArmed.size()) == kArmed) {
+                t.remove_prefix(kArmed.size());
+                while (!t.empty() && (t.back() == '\n' || t.back() == ' '))
+                    t.remove_suffix(1);
+                for (CaptureUprobe& u : meta.uprobes)
+                    if (u.late_pid && !u.armed_ns && u.library == t) u.armed_ns = ev.ts_ns;
+            }
         }
         const auto* e = std::get_if<FuncEntry>(&ev.body);
         const auto* x = std::get_if<FuncExit>(&ev.body);

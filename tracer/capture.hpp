@@ -32,6 +32,7 @@
 #include "nvtrace/event.hpp"
 #include "nvtrace/report.hpp"
 #include "runner.hpp"
+#include "uprobe_late.hpp"
 #include "uprobe_plan.hpp"
 
 namespace nvtrace::tracer {
@@ -105,6 +106,9 @@ struct CapturePlan {
     ProbePlan probes;
     std::string uprobe_group;
     std::vector<std::string> probe_notes;
+    // The libraries to probe when the program maps them after the start (uprobe_late.hpp): the CUDA tables unless
+    // --no-api, and the --uprobe specs naming a library; nothing where the kernel has no uprobe_events.
+    LateWatch late;
 };
 
 // Errors: Error::usage for options that contradict each other or match nothing (--notrace without function_graph,

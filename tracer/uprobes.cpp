@@ -178,8 +178,9 @@ Result<void> UprobeSet::add(const UprobeDef& d) {
     return {};
 }
 
-Result<void> UprobeSet::enable(tracefs_instance* inst) {
-    for (const auto& d : defs_) {
+Result<void> UprobeSet::enable(tracefs_instance* inst, std::size_t first) {
+    for (std::size_t i = first; i < defs_.size(); ++i) {
+        const UprobeDef& d = defs_[i];
         std::string file = fmt::format("events/{}/{}/enable", group_, d.event);
         tracefs_error_clear(inst);
         if (tracefs_instance_file_write(inst, file.c_str(), "1") < 0) {

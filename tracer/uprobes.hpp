@@ -63,8 +63,9 @@ public:
     // Journals `d`, then creates it. When the kernel refuses it, the journal entry is taken back and the
     // error carries the kernel's reason (error_log). A name already used in the group is refused.
     Result<void> add(const UprobeDef& d);
-    // Enables every probe of the set in `inst` (events/<group>/<event>/enable of that instance only).
-    Result<void> enable(tracefs_instance* inst);
+    // Enables the probes of the set from the `first`-th on (in the order added) in `inst` (events/<group>/<event>/
+    // enable of that instance only): all by default; probes added later (uprobe_late.hpp) pass how many there were.
+    Result<void> enable(tracefs_instance* inst, std::size_t first = 0);
     // Disables each probe in every instance and removes it, newest first; returns one line per probe that could
     // not be removed (the kernel refuses while another user, e.g. perf, holds it). The journal is deleted when
     // nothing is left. Called again, it retries what is left.

@@ -43,6 +43,7 @@ template <class M, class F>
 void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, CaptureUprobe> {
     f("group", m.group), f("event", m.event), f("return_event", m.return_event), f("library", m.library);
     f("symbol", m.symbol), f("offset", m.offset), f("api", m.api);
+    f("late_pid", m.late_pid), f("armed_after_ns", m.armed_after_ns), f("armed_ns", m.armed_ns);
 }
 template <class M, class F>
 void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, CaptureMeta> {

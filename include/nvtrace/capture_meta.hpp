@@ -26,11 +26,7 @@
 
 namespace nvtrace {
 
-// A value whose key is left out of meta.json when there is none (never written as null).
-template <class T>
-struct Omitted : std::optional<T> {
-    using std::optional<T>::optional;
-};
+// Omitted<T> (nvtrace/event.hpp): a value whose key is left out of meta.json when there is none.
 
 // One page file set of meta.json "raw.buffers": the ring buffer ("instance": nvtrace's private instance,
 // "top": the top level, where function_graph ran under the journal) and the counts the capture wrote.

@@ -52,6 +52,7 @@ enum class Diag : std::uint8_t {
     // API call spans from uprobe pairs (analyze/api_calls.cpp).
     api_return_without_entry,
     api_call_unclosed,
+    uprobes_armed_late,
     // Text trace readers (analyze/import/stream_builder.cpp, fgraph_text.cpp).
     malformed_line,
     truncated_last_line,
@@ -123,6 +124,8 @@ inline constexpr std::array kDiagnostics{
         "uprobe return events (`F__return`) with no open entry of F on their thread"},
     DiagnosticInfo{Diag::api_call_unclosed, "api_call_unclosed", Severity::data_loss, false,
         "uprobe entries of API calls whose return is not in the data: `exit_ns` null, `exit_unknown` says why"},
+    DiagnosticInfo{Diag::uprobes_armed_late, "uprobes_armed_late", Severity::data_loss, false,
+        "libraries the program mapped after the start, probed only then: their calls before the arming are not seen"},
     DiagnosticInfo{Diag::malformed_line, "malformed_line", Severity::error, true,
         "lines of a text trace that could not be read"},
     DiagnosticInfo{Diag::truncated_last_line, "truncated_last_line", Severity::data_loss, false,

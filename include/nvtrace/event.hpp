@@ -164,6 +164,12 @@ struct FdLifetime {
                             // last sample", "unknown: no sample while it was open"
 };
 
+// A value whose key is left out of meta.json when there is none (never written as null; capture_meta.hpp).
+template <class T>
+struct Omitted : std::optional<T> {
+    using std::optional<T>::optional;
+};
+
 // One probed function of meta.json "uprobes" (tracer/uprobes.hpp): the entry probe `group`/`event` (p:, the
 // arguments) and the return probe `group`/`return_event` (r:, $retval) at `offset` of `library`. Their records are
 // the report's EventRecords named "<group>:<event>" and "<group>:<return_event>".
@@ -175,6 +181,14 @@ struct CaptureUprobe {
     std::string symbol;        // as exported (.dynsym), "cuMemAlloc_v2", "memcpy@GLIBC_2.2.5"
     std::uint64_t offset = 0;  // file offset of the probed instruction, bytes
     std::string api;           // "cuda_driver" (libcuda, CUresult), "cuda_runtime" (libcudart, cudaError_t), "user"
+    // Probes armed late (tracer/uprobe_late.hpp): on a file the program mapped after it started, so its calls before
+    // the arming are not in the data. `late_pid`: the process whose /proc/PID/maps showed the file (set only for
+    // those); `armed_after_ns`: when the probes were enabled, ns after the program was released (CLOCK_MONOTONIC);
+    // `armed_ns`: the same moment on the trace clock (nvtrace's marker "nvtrace-uprobes-armed-late"; absent when
+    // the marker is not in the data). Keys left out of meta.json for probes armed before the start.
+    Omitted<int> late_pid;
+    Omitted<std::uint64_t> armed_after_ns;
+    Omitted<std::uint64_t> armed_ns;
 };
 
 struct EventStream {

@@ -384,10 +384,26 @@ TEST(ApiCalls, RealCaptureDirectoryOfGetpid) {
 TEST(ApiCalls, CaptureUprobeRecordsNameLibraryApiAndSymbol) {
     EventStream st;
     st.uprobes = {
-        {"nvtrace_777", "cudaMalloc_2", "cudaMalloc_2__return", "/opt/cuda/lib64/libcudart.so.13.0.48", "cudaMalloc",
-         0x5e0, "cuda_runtime"},
-        {"nvtrace_777", "getpid", "getpid__return", "/usr/lib/x86_64-linux-gnu/libc.so.6", "getpid@@GLIBC_2.2.5",
-         0xd54e0, "user"},
+        {"nvtrace_777",
+         "cudaMalloc_2",
+         "cudaMalloc_2__return",
+         "/opt/cuda/lib64/libcudart.so.13.0.48",
+         "cudaMalloc",
+         0x5e0,
+         "cuda_runtime",
+         {},
+         {},
+         {}},
+        {"nvtrace_777",
+         "getpid",
+         "getpid__return",
+         "/usr/lib/x86_64-linux-gnu/libc.so.6",
+         "getpid@@GLIBC_2.2.5",
+         0xd54e0,
+         "user",
+         {},
+         {},
+         {}},
     };
     st.events = {
         probe(100, 10, "cudaMalloc_2", "(7f1300000000) devPtr=0x7ffc00 size=1048576"),
@@ -415,4 +431,51 @@ TEST(ApiCalls, CaptureUprobeRecordsNameLibraryApiAndSymbol) {
     EXPECT_EQ(init.library, "libcuda.so.1");
     EXPECT_EQ(init.api, "cuda_driver");
     EXPECT_EQ(init.result_name, "CUDA_ERROR_STUB_LIBRARY");
+}
+
+// Probes armed on a library mapped after the start (meta.json uprobes[].late_pid, tracer/uprobe_late.hpp): calls
+// before the arming are not in the data, so the report counts `uprobes_armed_late` once per file (not per probe),
+// its example naming the file, the pid, and when, and is incomplete even though every recorded call is whole.
+// Probes armed before the start count nothing.
+TEST(ApiCalls, ProbesArmedLateMakeTheReportIncompleteOncePerFile) {
+    EventStream st;
+    const std::string late = "/tmp/x/libcudart.so.13";
+    st.uprobes = {
+        {"nvtrace_777",
+         "getpid",
+         "getpid__return",
+         "/usr/lib/x86_64-linux-gnu/libc.so.6",
+         "getpid",
+         0xd54e0,
+         "user",
+         {},
+         {},
+         {}},
+        {"nvtrace_777", "cudaMalloc", "cudaMalloc__return", late, "cudaMalloc", 0x50ad0, "cuda_runtime", 4242,
+         512300000, 33765297875295},
+        {"nvtrace_777", "cudaFree", "cudaFree__return", late, "cudaFree", 0x51000, "cuda_runtime", 4242, 512300000,
+         33765297875295},
+    };
+    st.events = {
+        probe(33765297875400, 10, "cudaMalloc", "(7f1300000000) devPtr=0x7ffc00 size=1048576"),
+        probe(33765297875500, 10, "cudaMalloc__return", "(7f1300000000 <- 55d0c0a01400) ret=35"),
+    };
+    Report r = build_report(st);
+    ASSERT_EQ(r.api_calls.size(), 1u);
+    EXPECT_EQ(r.completeness.diagnostic_count(Diag::uprobes_armed_late), 1u);
+    EXPECT_FALSE(r.completeness.complete);
+    std::string example;
+    for (const auto& d : r.completeness.diagnostics)
+        if (d.name == "uprobes_armed_late") example = d.first_example;
+    EXPECT_NE(example.find(late + " (2 functions): mapped by pid 4242"), std::string::npos) << example;
+    EXPECT_NE(example.find("512.3 ms"), std::string::npos) << example;
+    EXPECT_NE(example.find("ts 33765297875295 ns"), std::string::npos) << example;
+    bool said = false;
+    for (const auto& why : r.completeness.reasons)
+        said = said || why.find("uprobes armed late on 1 library") != std::string::npos;
+    EXPECT_TRUE(said);
+
+    st.uprobes.resize(1);  // only the probe armed before the start
+    Report before = build_report(st);
+    EXPECT_EQ(before.completeness.diagnostic_count(Diag::uprobes_armed_late), 0u);
 }

@@ -250,6 +250,88 @@ TEST(LiveApi, GenericUprobeOnLibcGetpidRecordsEachCallOfTheProgram) {
         EXPECT_EQ(field(r, "ret"), a.printed["pid"]);
 }
 
+// A libcudart.so.13 the program dlopen()s from a folder nvtrace cannot know about (a copy in a temporary folder,
+// named by path; the program links no CUDA library): nvtrace finds nothing to probe before the start, sees the file
+// mapped in /proc/PID/maps while the program runs and arms the runtime table on it then. The program waits for the
+// probe on cudaMalloc's return to be enabled in nvtrace's instance (tests/live/cuda_dlopen_late.c) before it calls,
+// so the call is seen: one api_call with the cudaError_t the program printed (no driver here: cudaMalloc fails).
+// meta.json names the probes as armed late (the process that mapped the file, when), and the report is incomplete
+// with `uprobes_armed_late`: calls made before the arming could not have been seen.
+TEST(LiveApi, LibcudartDlopenedFromAnUnknownFolderGetsItsProbesArmedLate) {
+    REQUIRE_LIVE();
+    REQUIRE_UPROBES();
+    const std::string cudart = std::string(CUDA_ROOT) + "/lib64/libcudart.so.13";
+    if (!std::filesystem::exists(cudart)) {
+        const char* ci = std::getenv("CI");
+        if (ci && std::string(ci) == "true") FAIL() << "no " << cudart;
+        GTEST_SKIP() << "no " << cudart;
+    }
+    const std::string copy = temp_dir() + "/libcudart.so.13";
+    std::filesystem::copy_file(std::filesystem::canonical(cudart), copy);
+    const std::string before = uprobe_events_snapshot();
+    ApiRun a = run_api({"--", CUDA_DLOPEN_LATE_BIN, copy, "60"});
+    ASSERT_EQ(a.ran.rc, 0) << a.ran.err;
+    EXPECT_EQ(uprobe_events_snapshot(), before);
+    ASSERT_TRUE(a.report.is_object()) << a.ran.err;
+    ASSERT_EQ(a.printed["armed"], "1") << "the program gave up waiting for the probes: " << a.ran.out << a.ran.err;
+    EXPECT_NE(a.printed["cudaMalloc"], "0") << "a CUDA driver is installed here; this test expects none";
+    const nlohmann::json m = probe_of(a.meta, "cudaMalloc", "libcudart.so");
+    ASSERT_TRUE(m.is_object()) << a.meta["uprobes"].dump(1);
+    EXPECT_EQ(m["library"], std::filesystem::canonical(copy).string());
+    EXPECT_EQ(m["api"], "cuda_runtime");
+    ASSERT_TRUE(m.contains("late_pid")) << m.dump();
+    EXPECT_EQ(m["late_pid"], a.meta["pid"]);
+    ASSERT_TRUE(m.contains("armed_after_ns") && m["armed_after_ns"].is_number_unsigned()) << m.dump();
+    ASSERT_TRUE(m.contains("armed_ns") && m["armed_ns"].is_number_unsigned()) << m.dump();
+    // Every probe is on the copy and armed late: nothing was armed before the start.
+    for (const auto& u : a.meta["uprobes"]) {
+        EXPECT_EQ(u["library"], m["library"]) << u.dump();
+        EXPECT_TRUE(u.contains("late_pid")) << u.dump();
+    }
+    std::vector<nlohmann::json> mallocs;
+    for (const auto& c : a.report["api_calls"])
+        if (c["function"] == "cudaMalloc") mallocs.push_back(c);
+    ASSERT_EQ(mallocs.size(), 1u) << a.report["api_calls"].dump(1);
+    const nlohmann::json& c = mallocs[0];
+    EXPECT_EQ(c["pid"], a.meta["pid"]);
+    EXPECT_EQ(std::to_string(c["result"].get<long long>()), a.printed["cudaMalloc"]) << c.dump();
+    if (a.printed["cudaMalloc"] == "35") {
+        EXPECT_EQ(c["result_name"], "cudaErrorInsufficientDriver");
+    }
+    // armed_ns is the marker nvtrace writes once every probe of the file is enabled: between its start and end marks.
+    // (The program may call before it: it waits for cudaMalloc's own probes, which are enabled before the last.)
+    std::map<std::string, std::uint64_t> marks;
+    for (const auto& mk : a.report["markers"])
+        marks[mk["text"].get<std::string>().substr(0, mk["text"].get<std::string>().find(' '))] = mk["ts"];
+    EXPECT_EQ(marks["nvtrace-uprobes-armed-late"], m["armed_ns"].get<std::uint64_t>());
+    EXPECT_LT(marks["nvtrace-start"], m["armed_ns"].get<std::uint64_t>());
+    EXPECT_GT(marks["nvtrace-end"], c["entry_ns"].get<std::uint64_t>());
+    EXPECT_EQ(c["args"]["size"], "1048576") << c.dump();
+    // The report says calls may be missing, and why.
+    EXPECT_EQ(a.report["completeness"]["complete"], false);
+    bool said = false;
+    for (const auto& d : a.report["completeness"]["diagnostics"])
+        if (d["name"] == "uprobes_armed_late") {
+            said = true;
+            EXPECT_EQ(d["count"], 1);
+            EXPECT_EQ(d["severity"], "data_loss");
+            EXPECT_NE(d["first_example"].get<std::string>().find(m["library"].get<std::string>()), std::string::npos)
+                << d.dump();
+        }
+    EXPECT_TRUE(said) << a.report["completeness"].dump(1);
+    // `nvtrace report DIR` reads the same from the capture directory (the late probes' formats are saved).
+    Ran again = run({NVTRACE_BIN, "report", a.out, "--json"});
+    ASSERT_EQ(again.rc, 0) << again.err;
+    nlohmann::json rep = nlohmann::json::parse(again.out);
+    std::size_t again_mallocs = 0;
+    for (const auto& x : rep["api_calls"])
+        if (x["function"] == "cudaMalloc") {
+            ++again_mallocs;
+            EXPECT_EQ(x["result"], c["result"]);
+        }
+    EXPECT_EQ(again_mallocs, 1u);
+}
+
 // --no-api on a program linked against libcudart: no probe, no uprobe event, meta.json "uprobes" empty.
 TEST(LiveApi, NoApiLeavesTheCudaLibrariesUnprobed) {
     REQUIRE_LIVE();

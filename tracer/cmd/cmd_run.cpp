@@ -353,10 +353,12 @@ void add_run(CLI::App& app, int& exit_code) {
                     "'libc:write%fd=%di:s32,%dx:u64'): an entry and a return event per call; repeatable (docs/api.md)")
         ->allow_extra_args(false);
     auto* api =
-        run->add_option("--api", args->api,
-                        "Trace this API's calls with uprobes even when the program does not link it: cuda (the "
-                        "driver API of libcuda.so.1 and the runtime of libcudart.so.*). Default: CUDA is traced "
-                        "when the program's libraries (DT_NEEDED) include libcudart or libcuda")
+        run->add_option(
+               "--api", args->api,
+               "Trace this API's calls with uprobes even when the program does not link it: cuda (the "
+               "driver API of libcuda.so.1 and the runtime of libcudart.so.*). Default: CUDA is traced "
+               "when the program's libraries (DT_NEEDED) include libcudart or libcuda, and on a libcudart/libcuda the "
+               "program maps later (dlopen) once nvtrace sees it mapped (calls before are not seen)")
             ->check(CLI::IsMember({"cuda"}));
     run->add_flag("--no-api", args->no_api, "Do not probe the CUDA libraries (no API calls in the report)")
         ->excludes(api);
