@@ -348,3 +348,27 @@ TEST(Diff, TextMarks) {
     std::string none = format_diff_text(diff("baseline", "noise"));
     EXPECT_NE(none.find("no change"), std::string::npos) << none;
 }
+
+// build_trie finds a parent by position when the ids are 1..N in order (every report nvtrace writes) and through
+// a map otherwise: a report whose ids are sparse and not in order must give the same diff as the same calls
+// numbered 1..N.
+TEST(Diff, SparseUnorderedCallIdsGiveTheSameDiffAsDenseOnes) {
+    DiffOptions o;
+    o.renames = {{"nvidia_frontend_unlocked_ioctl", "nvidia_unlocked_ioctl"}, {"nvidia_frontend_ioctl", ""}};
+    Report a = fixture("renamed_535");
+    Report b = fixture("driver_upgrade");
+    DiffResult dense = diff_reports(a, b, o);
+    ASSERT_GT(b.calls.size(), 2u);
+    for (std::size_t i = 0; i < b.calls.size(); ++i)
+        ASSERT_EQ(b.calls[i].id, i + 1) << "the fixture is expected to number its calls 1..N";
+    // id k becomes 1000 - 7k: decreasing, so no id is its position + 1, and parents still come first.
+    auto renumber = [](std::uint64_t id) { return 1000 - 7 * id; };
+    for (Call& c : b.calls) {
+        c.id = renumber(c.id);
+        if (c.parent) c.parent = renumber(*c.parent);
+    }
+    DiffResult sparse = diff_reports(a, b, o);
+    EXPECT_EQ(to_json(sparse), to_json(dense));
+    EXPECT_EQ(sparse.summary.added_paths, 1u);
+    EXPECT_EQ(sparse.summary.removed_paths, 1u);
+}
