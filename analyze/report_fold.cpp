@@ -82,8 +82,7 @@ struct ReportFold::Impl {
     std::vector<Batch> spare;              // folded batches, emptied, for the producer to fill again; guarded by mu
     bool done = false;                     // guarded by mu
     std::uint64_t handed = 0, folded = 0;  // batches handed over and done with; guarded by mu
-    bool refused = false;                  // a function-graph event was added (producer's)
-    std::optional<bool> result;            // set by finish()
+    bool finished = false;                 // finish() was called
     Batch cur;
     std::vector<bool> seen;    // pids whose comm was asked for (below PID_MAX_LIMIT, 4M)
     std::set<int> seen_above;  // and any other (a damaged record's)
@@ -174,31 +173,19 @@ ReportFold::~ReportFold() {
     finish();
 }
 
-bool ReportFold::add(Event&& ev) {
+void ReportFold::add(Event&& ev) {
     Impl& s = *impl_;
-    if (s.result || s.refused) return false;
-    // ReportStream::add takes no function-graph event (the call graph is built from the whole stream): said here,
-    // on the producer's thread, before anything of it is handed over.
-    if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
-        s.refused = true;
-        return false;
-    }
+    if (s.finished) return;
     s.note_pid(ev.pid);
     s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.events.size()));
     s.cur.events.push_back(std::move(ev));
     s.added();
-    return true;
 }
 
-bool ReportFold::add(const RawRecord& r) {
+void ReportFold::add(const RawRecord& r) {
     const auto& [decoder, fields, rec] = r;
     Impl& s = *impl_;
-    if (s.result || s.refused) return false;
-    using Kind = RawEventDecoder::Kind;
-    if (fields.kind == Kind::func_entry || fields.kind == Kind::func_exit) {
-        s.refused = true;
-        return false;
-    }
+    if (s.finished) return;
     s.note_pid(decoder.pid(rec));
     const auto size = static_cast<std::uint32_t>(std::max(rec.size, 0));
     s.cur.order.push_back(static_cast<std::uint32_t>(s.cur.records.size()) | kRecordBit);
@@ -207,20 +194,20 @@ bool ReportFold::add(const RawRecord& r) {
     s.cur.records.push_back({&decoder, &fields, rec.ts, rec.cpu, size, s.cur.bytes.size()});
     s.cur.bytes.append(static_cast<const char*>(rec.data), size);
     s.added();
-    return true;
 }
 
 void ReportFold::sync() {
     Impl& s = *impl_;
-    if (s.result) return;
+    if (s.finished) return;
     if (!s.cur.order.empty() || !s.cur.comms.empty()) s.hand_over();
     std::unique_lock lock(s.mu);
     s.cv.wait(lock, [&] { return s.folded == s.handed; });
 }
 
-bool ReportFold::finish() {
+void ReportFold::finish() {
     Impl& s = *impl_;
-    if (s.result) return *s.result;
+    if (s.finished) return;
+    s.finished = true;
     if (!s.cur.order.empty() || !s.cur.comms.empty()) s.hand_over();
     {
         std::lock_guard lock(s.mu);
@@ -228,8 +215,6 @@ bool ReportFold::finish() {
     }
     s.cv.notify_all();
     s.folder.join();
-    s.result = !s.refused;
-    return *s.result;
 }
 
 }  // namespace nvtrace

@@ -283,6 +283,13 @@ std::string_view streamed_report_head() {
     return kStreamedHead;
 }
 
+Result<void> write_report_fd(const Report& r, int fd) {
+    FdOut o{fd, {}};
+    write_report(r, o, nullptr);
+    if (!o.error.empty()) return fail(Error::environment(o.error));
+    return {};
+}
+
 Result<void> write_report_tail(const Report& r, const StreamedArrays& streamed, int fd) {
     FdOut o{fd, {}};
     write_report(r, o, &streamed);

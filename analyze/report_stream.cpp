@@ -157,6 +157,7 @@ struct ReportStream::Impl {
     std::uint64_t spill_bytes = 0, spill_read_at = 0;
     Result<void> write_waiting(Waiting& w);
     std::function<void(const IoctlRecord&)> on_ioctl;
+    std::function<void(const Call&)> on_call;
     std::map<std::string, std::uint64_t> event_names;
     std::optional<ReportBuilder> builder;
     Report report;
@@ -186,6 +187,12 @@ Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp
     impl->temp_dir = temp_dir;
     impl->side = std::move(side);
     impl->side.events.clear();
+    if (options.hold) {
+        ReportBuilder::Sinks sinks;
+        sinks.call = options.calls;
+        impl->builder.emplace(impl->side, std::move(sinks));
+        return std::unique_ptr<ReportStream>(new ReportStream(std::move(impl)));
+    }
     switch (options.json) {
         case Json::temp_file:
             if (auto r = impl->report_file.open(temp_dir, true); !r) return fail(r.error());
@@ -211,10 +218,13 @@ Result<std::unique_ptr<ReportStream>> ReportStream::open(const std::string& temp
         s->ioctl_file.add(io, import::append_ioctl_json);
         ++s->ioctls;
     };
-    if (options.calls)
-        sinks.call = options.calls;
-    else
-        sinks.call = [s](Call&& c) { s->take_call(std::move(c)); };
+    sinks.call = [s](Call&& c) {
+        if (s->on_call) s->on_call(c);
+        if (s->options.calls)
+            s->options.calls(std::move(c));
+        else
+            s->take_call(std::move(c));
+    };
     sinks.event = [s](EventRecord&& e) {
         ++s->event_names[e.name];
         s->events.add(e, import::append_event_json);
@@ -230,6 +240,10 @@ EventStream& ReportStream::side() {
 
 void ReportStream::on_ioctl(std::function<void(const IoctlRecord&)> f) {
     impl_->on_ioctl = std::move(f);
+}
+
+void ReportStream::on_call(std::function<void(const Call&)> f) {
+    impl_->on_call = std::move(f);
 }
 
 namespace {
@@ -376,16 +390,22 @@ Result<void> ReportStream::finish() {
 Report& ReportStream::report() {
     return impl_->report;
 }
+bool ReportStream::held() const {
+    return impl_->options.hold;
+}
 std::uint64_t ReportStream::ioctls() const {
-    return impl_->ioctls;
+    return held() ? impl_->report.ioctls.size() : impl_->ioctls;
 }
 std::uint64_t ReportStream::markers() const {
-    return impl_->markers.count();
+    return held() ? impl_->report.markers.size() : impl_->markers.count();
 }
 std::uint64_t ReportStream::events() const {
-    return impl_->events.count();
+    return held() ? impl_->report.events.size() : impl_->events.count();
 }
 const std::map<std::string, std::uint64_t>& ReportStream::event_names() const {
+    if (held() && impl_->event_names.empty())
+        for (const auto& e : impl_->report.events)
+            ++impl_->event_names[e.name];
     return impl_->event_names;
 }
 
@@ -403,6 +423,13 @@ Result<void> ReportStream::complete() {
 }
 
 Result<void> ReportStream::write_to(const std::string& path) {
+    if (held()) {
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0) return fail(Error::environment(std::strerror(errno)));
+        auto w = detail::write_report_fd(impl_->report, fd);
+        if (::close(fd) != 0 && w) w = fail(Error::environment(std::strerror(errno)));
+        return w;
+    }
     if (impl_->options.json != Json::temp_file)
         return fail(Error::internal("ReportStream: write_to() needs Json::temp_file"));
     if (auto c = complete(); !c) return c;
@@ -419,6 +446,7 @@ Result<void> ReportStream::write_to(const std::string& path) {
 }
 
 Result<void> ReportStream::write(int fd) {
+    if (held()) return detail::write_report_fd(impl_->report, fd);
     if (impl_->options.json == Json::direct) {
         if (fd != impl_->options.direct_fd)
             return fail(Error::internal("ReportStream: Json::direct writes only to its own descriptor"));

@@ -33,6 +33,9 @@ std::string_view streamed_report_head();
 // with the system's reason when a write fails.
 Result<void> write_report_tail(const Report& r, const StreamedArrays& streamed, int fd);
 
+// write_json(r)'s bytes to `fd`. Error::environment with the system's reason when a write fails.
+Result<void> write_report_fd(const Report& r, int fd);
+
 // write(2) of `n` bytes, again after a short write or EINTR; on a failure `error` gets the system's reason. The
 // bytes written.
 std::size_t write_all(int fd, const char* p, std::size_t n, std::string& error);

@@ -65,24 +65,26 @@ const Symbol* SymbolTable::lookup(std::uint64_t addr) const {
     return &*std::prev(it);
 }
 
-std::size_t SymbolTable::resolve(EventStream& stream) const {
-    std::size_t unresolved = 0;
+bool SymbolTable::resolve(Event& ev) const {
     auto fill = [&](auto& f) {
-        if (!f.function.empty()) return;
+        if (!f.function.empty()) return false;
         if (const Symbol* s = has_addresses() ? lookup(f.func_addr) : nullptr) {
             f.function = s->name;
             f.module = s->module;
-        } else {
-            f.function = fmt::format("0x{:x}", f.func_addr);
-            ++unresolved;
+            return false;
         }
+        f.function = fmt::format("0x{:x}", f.func_addr);
+        return true;
     };
-    for (auto& ev : stream.events) {
-        if (auto* e = std::get_if<FuncEntry>(&ev.body))
-            fill(*e);
-        else if (auto* x = std::get_if<FuncExit>(&ev.body))
-            fill(*x);
-    }
+    if (auto* e = std::get_if<FuncEntry>(&ev.body)) return fill(*e);
+    if (auto* x = std::get_if<FuncExit>(&ev.body)) return fill(*x);
+    return false;
+}
+
+std::size_t SymbolTable::resolve(EventStream& stream) const {
+    std::size_t unresolved = 0;
+    for (auto& ev : stream.events)
+        unresolved += resolve(ev) ? 1 : 0;
     return unresolved;
 }
 

@@ -11,7 +11,7 @@
 #include "capture.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/expect.hpp"
-#include "nvtrace/report_fold.hpp"
+#include "nvtrace/stream_report.hpp"
 #include "scenario.hpp"
 #include "stderr_note.hpp"
 #include "summary.hpp"
@@ -83,84 +83,65 @@ ReportSinks with_capture_summary(ReportSinks s, const CaptureMeta& meta, const R
     return s;
 }
 
-// The re-analysis without holding the events (CaptureDirReader::stream into a ReportStream, whose sorter takes
-// every event). nullopt, with nothing read, when there is no place for the temporary files: the caller reads the
-// directory whole, which gives the same report.
-std::optional<CaptureReport> streamed(const std::string& dir, CaptureDirReader& reader, const ReportSinks& sinks,
-                                      std::vector<KernelLogMessage>& extra_log) {
-    CaptureReport out;
-    auto ioctls = streamed_ioctl_summary(sinks);
-    auto rs = open_streamed(sinks, reader.side(), *ioctls);
-    if (!rs) return std::nullopt;
-    ReportStream& r = **rs;
-    ReportFold fold(r);  // decoded here, folded on another thread; the comms were given to r by open_streamed
-    auto st = reader.stream([&fold](Event& ev) { return fold.add(std::move(ev)); });
-    bool folded = fold.finish();
-    if (!st) {
-        tracer::note("nvtrace {}: {}: {}\n", sinks.command, dir, st.error().message);
-        out.exit_code = static_cast<int>(st.error().code);
-        return out;
-    }
-    if (!*st || !folded) {  // a function-graph event in a capture without kallsyms: a damaged directory
-        tracer::note("nvtrace {}: {}: function-graph events in a capture without a kallsyms file\n", sinks.command,
-                     dir);
-        out.exit_code = static_cast<int>(ExitCode::usage);
-        return out;
-    }
-    r.side().diagnostics = reader.side().diagnostics;  // complete once the pages are decoded
-    if (auto f = r.finish(); !f) {
-        tracer::note("nvtrace {}: {}\n", sinks.command, f.error().message);
-        out.exit_code = static_cast<int>(f.error().code);
-        return out;
-    }
-    Report& report = r.report();
-    for (auto& m : extra_log)
-        report.kernel_log.push_back(std::move(m));
-    const CaptureMeta& meta = reader.meta();
-    report.source = meta.report_source;
-    report.environment = meta.environment;
-    out.exit_code = write_and_print_streamed(r, *ioctls, with_capture_summary(sinks, meta, report));
-    return out;
-}
-
 }  // namespace
 
-CaptureReport report_capture_dir(const std::string& dir, ReportSinks sinks, CaptureReportOptions o) {
+CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReportOptions o) {
     CaptureReport out;
-    auto reader = CaptureDirReader::open(dir);
-    if (!reader) {
-        tracer::note("nvtrace {}: {}\n", sinks.command, reader.error().message);
-        out.exit_code = static_cast<int>(reader.error().code);
+    auto failed = [&](int code) {
+        out.exit_code = code;
         return out;
+    };
+    std::optional<std::ofstream> calls;
+    if (!o.calls_jsonl.empty()) calls.emplace(o.calls_jsonl, std::ios::trunc | std::ios::binary);
+    if (calls && !*calls) {
+        tracer::note("nvtrace {}: cannot write {}: {}\n", sinks.command, o.calls_jsonl, std::strerror(errno));
+        return failed(static_cast<int>(ExitCode::environment));
     }
-    {
-        // Streamed unless something needs the whole report: --source, or the run's checks to redo.
-        const nlohmann::json& cap = reader->meta().report_source;
-        bool checks = cap.contains("expectations") || cap.contains("scenario");
-        if (o.source_dir.empty() && !checks && !reader->has_function_graph()) {
-            if (auto rc = streamed(dir, *reader, sinks, o.extra_log)) return *rc;
-        }
+    ReportRequest req;
+    // Nothing reaches standard output before the end: an input found unusable, or page files that do not hold what
+    // meta.json says, fail after events were read (--json alone goes through a temporary file too).
+    req.out = streamed_output(sinks, true, req.temp_dir);
+    if (!o.temp_dir.empty()) req.temp_dir = o.temp_dir;
+    req.calls_jsonl = calls ? &*calls : nullptr;
+    req.diagnostics = std::move(o.extra_diagnostics);
+    SummaryTap tap(sinks.verbose);  // the summary of a report written as it is built
+    if (sinks.summary && !sinks.json) {
+        req.on_ioctl = [&tap](const IoctlRecord& io) { tap.ioctl(io); };
+        req.on_call = [&tap](const Call& c) { tap.call(c); };
     }
-    auto data = reader->read_all();
-    if (!data) {
-        tracer::note("nvtrace {}: {}: {}\n", sinks.command, dir, data.error().message);
-        out.exit_code = static_cast<int>(data.error().code);
-        return out;
+    // Held whole only when something reads it whole: --source (links for every call), the run's checks to redo
+    // (docs/architecture.md "The route").
+    req.hold_if = [&o](const CaptureMeta* meta) {
+        bool checks =
+            meta && (meta->report_source.contains("expectations") || meta->report_source.contains("scenario"));
+        return !o.source_dir.empty() || checks;
+    };
+    auto routed = report_input(in, std::move(req));
+    if (!routed) {
+        tracer::note("nvtrace {}: {}\n", sinks.command, routed.error().message);
+        return failed(static_cast<int>(routed.error().code));
     }
-    const CaptureMeta& meta = data->meta;
-    Report report = build_report(data->stream);
+    if (calls && !calls->flush()) {
+        tracer::note("nvtrace {}: cannot write {}: {}\n", sinks.command, o.calls_jsonl, std::strerror(errno));
+        return failed(static_cast<int>(ExitCode::environment));
+    }
+    ReportStream& rs = *routed->stream;
+    Report& report = rs.report();
     for (auto& m : o.extra_log)
         report.kernel_log.push_back(std::move(m));
+    if (calls) {
+        report.source["calls_jsonl"] = o.calls_jsonl;
+        report.source["calls_count"] = rs.calls();
+    }
+    if (!o.kmsg.empty()) report.source["kmsg"] = o.kmsg;
     if (!o.source_dir.empty())
-        if (int rc = add_source_links(report, o.source_dir, sinks.command)) {
-            out.exit_code = rc;
-            return out;
-        }
-    report.source = meta.report_source;
-    report.environment = meta.environment;
-    redo_checks(report, meta, out);
-    out.checks = report.checks;
-    out.exit_code = write_and_print(report, with_capture_summary(sinks, meta, report));
+        if (int rc = add_source_links(report, o.source_dir, sinks.command)) return failed(rc);
+    if (routed->meta) {
+        redo_checks(report, *routed->meta, out);
+        out.checks = report.checks;
+        sinks = with_capture_summary(sinks, *routed->meta, report);
+    }
+    out.exit_code = rs.held() ? write_and_print(report, sinks) : write_and_print_streamed(rs, tap, sinks);
     return out;
 }
 

@@ -69,9 +69,7 @@ int write_and_print(Report& report, const ReportSinks& s) {
     return 0;
 }
 
-int write_and_print_streamed(ReportStream& r, IoctlSummary& ioctls, const ReportSinks& s) {
-    const StreamedRecords streamed{r.ioctls(), s.json ? std::vector<std::string>{} : ioctls.lines(), r.markers(),
-                                   r.events(), r.event_names()};
+int write_and_print_streamed(ReportStream& r, SummaryTap& tap, const ReportSinks& s) {
     if (!s.out.empty())
         if (auto w = r.write_to(s.out); !w) return cannot_write(s, s.out, w.error().message);
     if (s.after_files) s.after_files();
@@ -83,28 +81,10 @@ int write_and_print_streamed(ReportStream& r, IoctlSummary& ioctls, const Report
     }
     if (!s.summary) return 0;
     if (s.head) s.head();
-    print_report_body(r.report(), streamed, true, true, s.verbose);
+    print_report_body(r.report(), tap.records(r), true, true, s.verbose);
     if (s.tail) s.tail();
     if (!s.out.empty()) fmt::print("report: {}\n", s.out);
     return 0;
-}
-
-std::unique_ptr<IoctlSummary> streamed_ioctl_summary(const ReportSinks& s) {
-    IoctlSummaryOptions o;
-    o.verbose = s.verbose;
-    o.kernel_traced = false;
-    return std::make_unique<IoctlSummary>(o);
-}
-
-std::optional<std::unique_ptr<ReportStream>> open_streamed(const ReportSinks& s, EventStream side,
-                                                           IoctlSummary& summary, bool may_refuse) {
-    std::string temp_dir;
-    ReportStream::Options out_opts = streamed_output(s, may_refuse, temp_dir);
-    if (temp_dir.empty()) return std::nullopt;
-    auto rs = ReportStream::open(temp_dir, std::move(side), out_opts);
-    if (!rs) return std::nullopt;
-    if (!s.json) (*rs)->on_ioctl([&summary](const IoctlRecord& io) { summary.add(io, std::nullopt); });
-    return std::move(*rs);
 }
 
 }  // namespace nvtrace::cli

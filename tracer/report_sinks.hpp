@@ -14,6 +14,7 @@
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
 #include "nvtrace/report_stream.hpp"
+#include "summary.hpp"
 
 namespace nvtrace::cli {
 
@@ -40,13 +41,8 @@ std::string dump(const nlohmann::json& j, int indent);
 int write_and_print(Report& report, const ReportSinks& s);
 
 // A report whose records were streamed (ReportStream): its temporary files become -o, --json copies them to
-// stdout, the summary counts what was streamed. `ioctls`: the summary lines the ioctl records were given to.
-int write_and_print_streamed(ReportStream& r, IoctlSummary& ioctls, const ReportSinks& s);
-
-// A ReportStream writing where `s` says (-o's directory or $TMPDIR for its temporary files), its ioctl records
-// also given to `summary` when a summary is printed. nullopt when there is no place for its temporary files.
-std::optional<std::unique_ptr<ReportStream>> open_streamed(const ReportSinks& s, EventStream side,
-                                                           IoctlSummary& summary, bool may_refuse = true);
+// stdout, the summary is what `tap` gathered as the records went by.
+int write_and_print_streamed(ReportStream& r, SummaryTap& tap, const ReportSinks& s);
 
 // Where a streamed report writes its JSON for these sinks, and its temporary files: with -o FILE a temporary
 // file in FILE's directory (write_to() then links it as FILE; --json copies it to stdout), with --json alone
@@ -54,8 +50,5 @@ std::optional<std::unique_ptr<ReportStream>> open_streamed(const ReportSinks& s,
 // still be refused part way (the caller then reads the input whole), so nothing may reach stdout before the end:
 // --json alone then goes through a temporary file too. Empty temp_dir: no place for the temporary files.
 ReportStream::Options streamed_output(const ReportSinks& s, bool may_refuse, std::string& temp_dir);
-
-// The summary's ioctl lines of a streamed report (no "(kernel: ...)" part: streamed reports hold no calls).
-std::unique_ptr<IoctlSummary> streamed_ioctl_summary(const ReportSinks& s);
 
 }  // namespace nvtrace::cli

@@ -8,6 +8,7 @@
 
 #include "nvtrace/api_calls.hpp"
 #include "nvtrace/ioctl.hpp"
+#include "nvtrace/report_stream.hpp"
 #include "nvtrace/source_links.hpp"
 #include "stderr_note.hpp"
 
@@ -30,12 +31,13 @@ struct RecordLines {
     std::vector<std::pair<std::string, std::uint64_t>> event_names;  // by count, most first
 };
 
-void print_body(const Report& r, const RecordLines& rec, bool markers, bool diagnostics, bool verbose);
+void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& calls, bool markers, bool diagnostics,
+                bool verbose);
 
-bool kernel_traced(const Report& r) {
+bool kernel_traced(const Report& r, std::uint64_t calls) {
     // Without function tracing there are no kernel calls to count: the "(kernel: ...)" part is left out.
     auto mode = r.source.find("tracer_mode");
-    return !r.calls.empty() ||
+    return calls != 0 ||
            (mode != r.source.end() && mode->is_string() && mode->get<std::string>().rfind("function_graph", 0) == 0);
 }
 
@@ -52,7 +54,7 @@ void print_report_body(const Report& r, bool markers, bool diagnostics, bool ver
     rec.ioctls = r.ioctls.size();
     IoctlSummaryOptions io_opts;
     io_opts.verbose = verbose;
-    io_opts.kernel_traced = kernel_traced(r);
+    io_opts.kernel_traced = kernel_traced(r, r.calls.size());
     rec.ioctl_lines = summarize_ioctls(r.ioctls, r.calls, io_opts);
     rec.markers = r.markers.size();
     rec.events = r.events.size();
@@ -60,7 +62,21 @@ void print_report_body(const Report& r, bool markers, bool diagnostics, bool ver
     for (const auto& e : r.events)
         ++by_name[e.name];
     rec.event_names = by_count(by_name);
-    print_body(r, rec, markers, diagnostics, verbose);
+    SummaryCalls calls;
+    calls.calls = r.calls.size();
+    for (const auto& c : r.calls) {
+        if (c.parent) continue;
+        ++calls.roots;
+        if (c.duration_ns) ++calls.known_roots[c.function];
+    }
+    // Ids are index + 1 in a built report; a report read from elsewhere is searched.
+    calls.function_of = [&r](std::uint64_t id) -> const std::string* {
+        if (id >= 1 && id <= r.calls.size() && r.calls[id - 1].id == id) return &r.calls[id - 1].function;
+        for (const auto& c : r.calls)
+            if (c.id == id) return &c.function;
+        return nullptr;
+    };
+    print_body(r, rec, calls, markers, diagnostics, verbose);
 }
 
 void print_report_body(const Report& r, const StreamedRecords& streamed, bool markers, bool diagnostics, bool verbose) {
@@ -70,25 +86,88 @@ void print_report_body(const Report& r, const StreamedRecords& streamed, bool ma
     rec.markers = streamed.markers;
     rec.events = streamed.events;
     rec.event_names = by_count(streamed.event_names);
-    print_body(r, rec, markers, diagnostics, verbose);
+    print_body(r, rec, streamed.calls, markers, diagnostics, verbose);
+}
+
+SummaryTap::SummaryTap(bool verbose)
+    : plain_(IoctlSummaryOptions{false, verbose, 40}), costed_(IoctlSummaryOptions{true, verbose, 40}) {}
+
+void SummaryTap::call(const Call& c) {
+    if (c.id == 0) return;
+    const std::size_t at = c.id - 1;
+    if (at >= function_.size()) {
+        function_.resize(at + 1, 0);
+        subtree_.resize(at + 1, 0);
+        duration_.resize(at + 1, -1);
+    }
+    auto [it, fresh] = index_.try_emplace(c.function, static_cast<std::uint32_t>(names_.size()));
+    if (fresh) names_.push_back(c.function);
+    function_[at] = it->second;
+    subtree_[at] += 1;  // itself, after its children (they ended first)
+    duration_[at] = c.duration_ns ? static_cast<std::int64_t>(*c.duration_ns) : -1;
+    ++calls_;
+    if (!c.parent) {
+        ++roots_;
+        if (c.duration_ns) ++known_roots_[c.function];
+    } else if (*c.parent >= 1) {
+        const std::size_t p = *c.parent - 1;
+        if (p >= subtree_.size()) {
+            function_.resize(p + 1, 0);
+            subtree_.resize(p + 1, 0);
+            duration_.resize(p + 1, -1);
+        }
+        subtree_[p] += subtree_[at];
+    }
+}
+
+void SummaryTap::ioctl(const IoctlRecord& io) {
+    // ioctl_kernel_costs' rule: the calls under each root the ioctl joined, and the roots' known durations.
+    IoctlKernelCost cost;
+    cost.roots = io.calls.size();
+    for (std::uint64_t id : io.calls) {
+        const bool known = id >= 1 && id <= subtree_.size();
+        if (known) cost.calls += subtree_[id - 1];
+        if (known && duration_[id - 1] >= 0)
+            cost.total_ns += static_cast<std::uint64_t>(duration_[id - 1]);
+        else
+            ++cost.unfinished;
+    }
+    plain_.add(io, std::nullopt);
+    costed_.add(io, cost);
+}
+
+StreamedRecords SummaryTap::records(ReportStream& r) {
+    StreamedRecords out{r.ioctls(), {}, r.markers(), r.events(), r.event_names(), calls()};
+    out.ioctl_lines = kernel_traced(r.report(), calls_) ? costed_.lines() : plain_.lines();
+    return out;
+}
+
+SummaryCalls SummaryTap::calls() const {
+    SummaryCalls out;
+    out.calls = calls_;
+    out.roots = roots_;
+    out.known_roots = known_roots_;
+    out.function_of = [this](std::uint64_t id) -> const std::string* {
+        if (id < 1 || id > function_.size() || subtree_[id - 1] == 0) return nullptr;
+        return &names_[function_[id - 1]];
+    };
+    return out;
 }
 
 namespace {
 
-void print_body(const Report& r, const RecordLines& rec, bool markers, bool diagnostics, bool verbose) {
-    std::size_t roots = 0;
-    for (const auto& c : r.calls)
-        if (!c.parent) ++roots;
+void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& calls, bool markers, bool diagnostics,
+                bool verbose) {
     // --calls-jsonl: the calls are in their own file, not in the report (the graph below still counts them).
     auto count = r.source.find("calls_count");
     auto file = r.source.find("calls_jsonl");
-    if (r.calls.empty() && count != r.source.end() && count->is_number_unsigned() && file != r.source.end() &&
-        file->is_string())
+    if (count != r.source.end() && count->is_number_unsigned() && file != r.source.end() && file->is_string())
         fmt::print("calls: {} (written to {})\n", count->get<std::uint64_t>(), file->get<std::string>());
     else
-        fmt::print("calls: {} ({} roots)\n", r.calls.size(), roots);
+        fmt::print("calls: {} ({} roots)\n", calls.calls, calls.roots);
     // An input that cannot hold calls: say so rather than let "0" read as "the driver did nothing".
-    if (auto f = r.source.find("format"); r.calls.empty() && r.graph.empty() && f != r.source.end() && f->is_string()) {
+    if (auto f = r.source.find("format");
+        calls.calls == 0 && r.graph.empty() && f != r.source.end() && f->is_string()) {
         if (*f == "kernel-log") fmt::print("  no calls were traced: the input is a kernel log\n");
         if (*f == "strace") fmt::print("  no kernel calls were traced: the input is strace output (ioctls only)\n");
     }
@@ -98,12 +177,12 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
     std::sort(top.begin(), top.end(), [](auto* a, auto* b) { return a->total_ns > b->total_ns; });
     // Roots whose duration is not known (unclosed, function tracer hits, orphans without a time): the graph's
     // total_ns counts only known durations, so say "unknown" rather than print 0 as a time.
-    std::map<std::string, std::size_t> known_roots;
-    for (const auto& c : r.calls)
-        if (!c.parent && c.duration_ns) ++known_roots[c.function];
     for (std::size_t i = 0; i < top.size() && i < 5; ++i) {
         std::size_t known = top[i]->count;
-        if (!r.calls.empty()) known = known_roots.count(top[i]->path) ? known_roots[top[i]->path] : 0;
+        if (calls.calls != 0) {
+            auto k = calls.known_roots.find(top[i]->path);
+            known = k == calls.known_roots.end() ? 0 : k->second;
+        }
         std::string total = known == 0 ? std::string("unknown") : format_ns(top[i]->total_ns);
         std::string note = known != 0 && known < top[i]->count
                                ? fmt::format(" ({} without a duration)", top[i]->count - known)
@@ -124,15 +203,8 @@ void print_body(const Report& r, const RecordLines& rec, bool markers, bool diag
     for (std::size_t i = 0; i < r.kernel_log.size() && (verbose || i < 5); ++i) {
         const auto& m = r.kernel_log[i];
         std::string where;
-        if (m.call) {
-            // Ids are index + 1 in a built report; a report read from elsewhere is searched.
-            const Call* c = *m.call >= 1 && *m.call <= r.calls.size() && r.calls[*m.call - 1].id == *m.call
-                                ? &r.calls[*m.call - 1]
-                                : nullptr;
-            for (std::size_t k = 0; !c && k < r.calls.size(); ++k)
-                if (r.calls[k].id == *m.call) c = &r.calls[k];
-            if (c) where = fmt::format(" (in {}, by {})", c->function, m.attached.empty() ? "console" : m.attached);
-        }
+        if (const std::string* f = m.call && calls.function_of ? calls.function_of(*m.call) : nullptr)
+            where = fmt::format(" (in {}, by {})", *f, m.attached.empty() ? "console" : m.attached);
         std::string text = m.text;  // continuation lines indented under the first
         for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
             text.insert(nl + 1, "      ");

@@ -17,6 +17,7 @@
 #include "nvtrace/input.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report_io.hpp"
+#include "nvtrace/stream_report.hpp"
 
 namespace nvtrace {
 
@@ -787,20 +788,6 @@ bool is_saved_report_input(const std::string& path) {
     return !in || (in->kind != InputKind::trace_dat && in->kind != InputKind::text);
 }
 
-namespace {
-
-// The report of an imported trace, as load_report_input gives it (source.kind "file", `path` as named).
-Result<Report> report_of_trace(Result<ImportResult> imported, const std::string& path) {
-    if (!imported) return fail(imported.error());
-    Report r = build_report(imported->stream);
-    for (auto& m : imported->kernel_log)
-        r.kernel_log.push_back(std::move(m));
-    r.source = {{"kind", "file"}, {"path", path}, {"format", std::string(format_name(imported->format))}};
-    return r;
-}
-
-}  // namespace
-
 std::optional<Result<Report>> saved_report_from_text(std::string_view text, const std::string& name) {
     auto first = text.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
@@ -830,7 +817,12 @@ Result<Report> load_report(Input in) {
         case InputKind::text:
             break;
     }
-    return report_of_trace(import_input(in), in.path);
+    // A trace: the one route (nvtrace/stream_report.hpp), the report held whole.
+    ReportRequest req;
+    req.out.hold = true;
+    auto routed = report_input(in, std::move(req));
+    if (!routed) return fail(routed.error());
+    return std::move(routed->stream->report());
 }
 
 Result<Report> load_report_input(const std::string& path) {

@@ -468,6 +468,8 @@ struct CaptureDirReader::Impl {
     // ran); those files may be missing here, and their events are lost.
     std::optional<std::string> decode_error;
     bool has_kallsyms = false;
+    SymbolTable symbols;  // the kallsyms subset (function_graph captures); empty without one
+    std::size_t unresolved = 0;
     bool decoded = false;
 };
 
@@ -578,6 +580,14 @@ Result<CaptureDirReader> CaptureDirReader::open(const std::string& dir_s) {
     EventStream& st = impl->side;
     std::error_code kec;
     impl->has_kallsyms = fs::exists(dir / "kallsyms", kec);
+    // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
+    if (impl->has_kallsyms) {
+        auto ks = slurp(dir / "kallsyms");
+        if (!ks) return fail(ks.error());
+        impl->symbols = SymbolTable::from_kallsyms(*ks);
+        if (impl->symbols.malformed_lines() > 0)
+            return fail(bad(dir / "kallsyms", fmt::format("{} malformed line(s)", impl->symbols.malformed_lines())));
+    }
     {
         const fs::path p = dir / "comms.json";
         auto j = slurp_json(p);
@@ -692,10 +702,13 @@ Result<void> CaptureDirReader::after_pages(PageFileProblems& problems) {
 Result<bool> CaptureDirReader::stream(const std::function<bool(Event&)>& sink) {
     Impl& m = *impl_;
     if (m.decoded) return fail(Error::internal("CaptureDirReader: the pages were decoded already"));
-    if (m.has_kallsyms) return false;  // function_graph: calls are built from the whole stream
     m.decoded = true;
     PageFileProblems problems;
-    if (!decode_page_files_merged(*m.pages, m.files, sink, problems)) return false;
+    auto named = [&m, &sink](Event& ev) {
+        if (m.has_kallsyms) m.unresolved += m.symbols.resolve(ev) ? 1 : 0;
+        return sink(ev);
+    };
+    if (!decode_page_files_merged(*m.pages, m.files, named, problems)) return false;
     if (auto r = after_pages(problems); !r) return fail(r.error());
     return true;
 }
@@ -715,15 +728,7 @@ Result<CaptureDirData> CaptureDirReader::read_all() {
     res.stream = std::move(m.side);
     res.stream.events = std::move(all);
     res.undecodable_records = m.pages->undecodable();
-    // Symbols: the kallsyms subset the capture saved (only when function_graph ran).
-    if (m.has_kallsyms) {
-        auto ks = slurp(m.dir / "kallsyms");
-        if (!ks) return fail(ks.error());
-        SymbolTable syms = SymbolTable::from_kallsyms(*ks);
-        if (syms.malformed_lines() > 0)
-            return fail(bad(m.dir / "kallsyms", fmt::format("{} malformed line(s)", syms.malformed_lines())));
-        res.unresolved_functions = syms.resolve(res.stream);
-    }
+    if (m.has_kallsyms) res.unresolved_functions = m.symbols.resolve(res.stream);
     return res;
 }
 

@@ -211,17 +211,8 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
     return s;
 }
 
-// A text read with most of its lines malformed is not that format (random bytes forced through --format,
-// or a detection fooled by a few lines): fewer than one line in four giving events is refused.
-std::optional<Error> unusable(const EventStream& s, std::string_view file_name, TraceFormat f) {
-    std::uint64_t bad = 0;
-    std::string first;
-    for (const auto& d : s.diagnostics)
-        if (d.name == diagnostic_info(Diag::malformed_line).name) {
-            bad = d.count;
-            first = d.first_example;
-        }
-    if (bad == 0) return std::nullopt;
+// The lines of `s` that gave events (unusable_text's `good_lines`).
+std::uint64_t lines_with_events(const EventStream& s) {
     std::uint64_t good = 0;
     std::uint32_t last = 0;
     for (const auto& e : s.events)
@@ -229,12 +220,28 @@ std::optional<Error> unusable(const EventStream& s, std::string_view file_name, 
             ++good;
             last = e.line;
         }
-    if (good * 3 >= bad) return std::nullopt;
-    return Error::usage(fmt::format("{}: not usable as {}: {} line(s) gave events, {} could not be read (first: {})",
-                                    file_name, format_name(f), good, bad, first));
+    return good;
 }
 
 }  // namespace
+
+namespace import {
+
+std::optional<Error> unusable_text(std::uint64_t good_lines, const std::vector<Diagnostic>& diagnostics,
+                                   std::string_view file_name, TraceFormat f) {
+    std::uint64_t bad = 0;
+    std::string first;
+    for (const auto& d : diagnostics)
+        if (d.name == diagnostic_info(Diag::malformed_line).name) {
+            bad = d.count;
+            first = d.first_example;
+        }
+    if (bad == 0 || good_lines * 3 >= bad) return std::nullopt;
+    return Error::usage(fmt::format("{}: not usable as {}: {} line(s) gave events, {} could not be read (first: {})",
+                                    file_name, format_name(f), good_lines, bad, first));
+}
+
+}  // namespace import
 
 std::string_view format_name(TraceFormat f) {
     for (auto [k, n] : kNames)
@@ -386,7 +393,7 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
         }
     }
     if (!s) return fail(s.error());
-    if (auto bad = unusable(*s, file_name, r.format)) return fail(*bad);
+    if (auto bad = import::unusable_text(lines_with_events(*s), s->diagnostics, file_name, r.format)) return fail(*bad);
     r.stream = std::move(*s);
     return r;
 }

@@ -1,22 +1,16 @@
-// report_streaming (include/nvtrace/stream_report.hpp).
+// report_input (include/nvtrace/stream_report.hpp): the one route from an input to its report.
 #include "nvtrace/stream_report.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "calls_jsonl.hpp"
-#include "nvtrace/input.hpp"
-#include "nvtrace/report_stream.hpp"
+#include "nvtrace/capture_dir.hpp"
+#include "nvtrace/report_fold.hpp"
 #include "stream_builder.hpp"
 #include "text_util.hpp"
 
@@ -24,59 +18,102 @@ namespace nvtrace {
 
 using namespace import;
 
-Result<StreamedReport> report_streaming(const std::string& path, std::optional<TraceFormat> forced,
-                                        std::ostream* calls_out, const std::string& temp_dir,
-                                        ReportStream::Options options,
-                                        std::function<void(const IoctlRecord&)> on_ioctl) {
-    // Standard input or a pipe is copied into an unlinked file in temp_dir (on disk, not in memory) and read from
-    // there: its calls then stream as a file's do (open_input's spool_dir).
-    auto in = open_input(path, OpenOptions{forced, temp_dir, false});
-    if (!in) return fail(in.error());
-    return report_streaming(*in, calls_out, temp_dir, std::move(options), std::move(on_ioctl));
+namespace {
+
+using Stream = std::unique_ptr<ReportStream>;
+
+Result<Stream> open_stream(const ReportRequest& req, EventStream side, bool time_order,
+                           std::optional<CallsJsonlWriter>& w) {
+    ReportStream::Options opts = req.out;
+    opts.time_order = time_order;
+    if (req.calls_jsonl) {
+        w.emplace(*req.calls_jsonl);
+        opts.calls = [&w](Call&& c) { w->write(c); };
+    }
+    side.events.clear();
+    auto rs = ReportStream::open(req.temp_dir, std::move(side), std::move(opts));
+    if (!rs) return fail(rs.error());
+    if (req.on_ioctl) (*rs)->on_ioctl(req.on_ioctl);
+    if (req.on_call) (*rs)->on_call(req.on_call);
+    return std::move(*rs);
 }
 
-Result<StreamedReport> report_streaming(const Input& in, std::ostream* calls_out, const std::string& temp_dir,
-                                        ReportStream::Options options,
-                                        std::function<void(const IoctlRecord&)> on_ioctl) {
-    StreamedReport out;
-    // A saved report: the same answer whether given by name or piped in.
-    if (in.kind == InputKind::saved_report)
-        return fail(Error::usage("--calls-jsonl takes a trace file, not a saved report"));
-    const std::string& name = in.name;
-    std::optional<CallsJsonlWriter> w;
-    if (calls_out) w.emplace(*calls_out);
-    if (in.kind != InputKind::text || in.format != TraceFormat::fgraph_text) {
-        // Read whole; import_input says what is wrong with the input, if anything.
-        auto r = import_input(in);
-        if (!r) return fail(r.error());
-        out.format = r->format;
-        out.report = build_report(r->stream);
-        out.kernel_log = std::move(r->kernel_log);
-        out.calls = out.report.calls.size();
-        if (!w) return out;
-        for (const Call& c : out.report.calls)
-            w->write(c);
-        w->flush();
-        out.report.calls.clear();
-        out.report.calls.shrink_to_fit();
-        return out;
-    }
+// The request's diagnostics after the reader's, then the last events out of the sorter.
+Result<void> finish(ReportStream& rs, const ReportRequest& req, std::optional<CallsJsonlWriter>& w) {
+    for (const auto& d : req.diagnostics)
+        rs.side().diagnostics.push_back(d);
+    if (auto f = rs.finish(); !f) return f;
+    if (w) w->flush();
+    return {};
+}
 
+// A capture directory (nvtrace run's): its pages decoded here, folded on the fold thread.
+Result<InputReport> capture_dir(const Input& in, ReportRequest& req) {
+    auto reader = CaptureDirReader::open(in.path);
+    if (!reader) return fail(reader.error());
+    if (req.hold_if) req.out.hold = req.hold_if(&reader->meta());
+    std::optional<CallsJsonlWriter> w;
+    auto rs = open_stream(req, reader->side(), true, w);
+    if (!rs) return fail(rs.error());
+    Result<bool> st = false;
+    {
+        ReportFold fold(**rs);  // the comms are the side's, given to the stream when it was opened
+        st = reader->stream([&fold](Event& ev) { return fold.add(std::move(ev)), true; });
+    }
+    if (!st) return fail(Error::usage(fmt::format("{}: {}", in.path, st.error().message)));
+    (*rs)->side().diagnostics = reader->side().diagnostics;  // complete once the pages are decoded
+    if (auto f = finish(**rs, req, w); !f) return fail(f.error());
+    InputReport out;
+    out.meta = reader->meta();
+    Report& r = (*rs)->report();
+    r.source = out.meta->report_source;
+    r.environment = out.meta->environment;
+    out.stream = std::move(*rs);
+    return out;
+}
+
+// A trace.dat by name: decoded by libtracecmd here, records left undecoded folded on the fold thread.
+Result<Stream> trace_dat(const Input& in, const ReportRequest& req, std::optional<CallsJsonlWriter>& w) {
+    auto rs = open_stream(req, EventStream{}, true, w);
+    if (!rs) return fail(rs.error());
+    // The comms stream_trace_dat finds are this thread's until handed over with the first event of their pid.
+    EventStream side;
+    Result<TraceDatStreamed> st = TraceDatStreamed::done;
+    {
+        ReportFold fold(**rs, [&side](int pid) -> std::optional<std::string> {
+            auto it = side.comms.find(pid);
+            return it == side.comms.end() ? std::nullopt : std::optional<std::string>(it->second);
+        });
+        struct Sink : TraceDatSink {
+            ReportFold& fold;
+            explicit Sink(ReportFold& f) : fold(f) {}
+            bool event(Event& ev) override { return fold.add(std::move(ev)), true; }
+            bool record(const RawRecord& rec) override { return fold.add(rec), true; }  // decoded on the fold thread
+            void handle_done() override { fold.sync(); }
+        } sink(fold);
+        st = stream_trace_dat(in.path, side, sink);
+    }
+    if (!st) return fail(st.error());
+    for (auto& d : side.diagnostics)
+        (*rs)->side().diagnostics.push_back(std::move(d));
+    if (auto f = finish(**rs, req, w); !f) return fail(f.error());
+    return std::move(*rs);
+}
+
+// function_graph text, in one pass and in file order: every event handed over as it is read.
+Result<Stream> fgraph_text(const Input& in, const ReportRequest& req, std::optional<CallsJsonlWriter>& w) {
+    const std::string& name = in.name;
     std::string_view text = in.bytes();
-    // Every event goes to a ReportStream as it comes (in file order): calls, events, markers and ioctls are written
-    // to its files (the calls to calls_out instead, when given), not held.
     EventStream side;
     side.file_name = name;
-    ReportStream::Options opts = options;
-    opts.time_order = false;  // file order, as the whole-file report of a text trace
-    if (w) opts.calls = [&w](Call&& c) { w->write(c); };
-    auto rs = ReportStream::open(temp_dir, std::move(side), std::move(opts));
+    auto rs = open_stream(req, std::move(side), false, w);
     if (!rs) return fail(rs.error());
     ReportStream& records = **rs;
-    if (on_ioctl) records.on_ioctl(std::move(on_ioctl));
     StreamBuilder b(name, std::string_view());
     // Pages already read leave the mapping (they stay in the page cache): resident memory stays bounded.
     std::size_t released = 0;
+    std::uint64_t good_lines = 0;
+    std::uint32_t last_line = 0;
     auto consumed = [&](const char* p) {
         if (!in.mapped()) return;  // bytes read into memory are the Input's, not a mapping to drop
         auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -88,6 +125,8 @@ Result<StreamedReport> report_streaming(const Input& in, std::ostream* calls_out
     };
     b.set_drain(
         [&](Event&& ev, std::size_t, const FuncNames& names) {
+            if (ev.line != last_line || ev.line == 0) ++good_lines;  // unusable_text's count
+            last_line = ev.line;
             // The comm known for the pid at this point of the file.
             const auto& comms = b.stream().comms;
             if (auto it = comms.find(ev.pid); it != comms.end())
@@ -100,15 +139,58 @@ Result<StreamedReport> report_streaming(const Input& in, std::ostream* calls_out
         consumed);
     auto s = read_fgraph_text_into(text, b);
     if (!s) return fail(s.error());
+    if (auto bad = unusable_text(good_lines, s->diagnostics, name, TraceFormat::fgraph_text)) return fail(*bad);
     records.side().diagnostics = std::move(s->diagnostics);
     records.side().file_name = s->file_name;
-    if (auto f = records.finish(); !f) return fail(f.error());
-    if (w) w->flush();
-    out.calls = records.calls();
-    out.records = std::move(*rs);
-    out.streamed = true;
-    out.format = TraceFormat::fgraph_text;
+    if (auto f = finish(records, req, w); !f) return fail(f.error());
+    return std::move(*rs);
+}
+
+// Any other format, and a trace.dat read once: read whole, its events handed over in order.
+Result<Stream> whole(const ImportResult& imported, const ReportRequest& req, std::optional<CallsJsonlWriter>& w) {
+    auto rs = open_stream(req, imported.stream, false, w);
+    if (!rs) return fail(rs.error());
+    for (const Event& ev : imported.stream.events)
+        (*rs)->add(ev);
+    if (auto f = finish(**rs, req, w); !f) return fail(f.error());
+    return std::move(*rs);
+}
+
+}  // namespace
+
+Result<InputReport> report_input(const Input& in, ReportRequest req) {
+    if (in.kind == InputKind::capture_dir) return capture_dir(in, req);
+    if (req.hold_if) req.out.hold = req.hold_if(nullptr);
+    std::optional<CallsJsonlWriter> w;
+    InputReport out;
+    Result<Stream> rs = fail(Error::internal("report_input: no reader"));
+    if (in.kind == InputKind::trace_dat && in.reopenable()) {
+        out.format = TraceFormat::trace_dat;
+        rs = trace_dat(in, req, w);
+    } else if (in.kind == InputKind::text && in.format == TraceFormat::fgraph_text) {
+        out.format = TraceFormat::fgraph_text;
+        rs = fgraph_text(in, req, w);
+    } else {
+        // import_input says what is wrong with the input (a saved report, no format), if anything.
+        auto imported = import_input(in);
+        if (!imported) return fail(imported.error());
+        out.format = imported->format;
+        rs = whole(*imported, req, w);
+        if (rs)
+            for (auto& m : imported->kernel_log)
+                (*rs)->report().kernel_log.push_back(std::move(m));
+    }
+    if (!rs) return fail(rs.error());
+    out.stream = std::move(*rs);
+    out.stream->report().source = {
+        {"kind", "file"}, {"path", in.path}, {"format", std::string(format_name(out.format))}};
     return out;
+}
+
+Result<InputReport> report_input(const std::string& path, std::optional<TraceFormat> forced, ReportRequest request) {
+    auto in = open_input(path, OpenOptions{forced, request.temp_dir, false});
+    if (!in) return fail(in.error());
+    return report_input(*in, std::move(request));
 }
 
 }  // namespace nvtrace

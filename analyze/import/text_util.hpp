@@ -9,8 +9,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
+#include "nvtrace/import.hpp"
 
 namespace nvtrace::import {
 
@@ -290,5 +293,11 @@ private:
     std::size_t pos_ = 0;
     std::uint32_t number_ = 0;
 };
+
+// A text read with most of its lines malformed is not that format (random bytes forced through --format, or a
+// detection fooled by a few lines): fewer than one line in four giving events (`good_lines` against the count
+// of the malformed_line diagnostic) is refused, Error::usage naming the file and the first unreadable line.
+std::optional<Error> unusable_text(std::uint64_t good_lines, const std::vector<Diagnostic>& diagnostics,
+                                   std::string_view file_name, TraceFormat f);
 
 }  // namespace nvtrace::import

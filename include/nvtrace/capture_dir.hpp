@@ -145,7 +145,7 @@ public:
     ~CaptureDirReader();
 
     const CaptureMeta& meta() const;
-    // True when the capture saved kallsyms (function_graph ran): its calls are built from the whole stream.
+    // True when the capture saved kallsyms (function_graph ran): its funcgraph records are named from it.
     bool has_function_graph() const;
     // The stream without its events, as read_capture_dir gives it; its diagnostics (damaged pages, pages not
     // saved, reused fds) are complete once the pages are decoded. A streaming caller may change it (comms).
@@ -153,10 +153,10 @@ public:
 
     // read_capture_dir's result.
     Result<CaptureDirData> read_all();
-    // The events one at a time, in read_all's order (decode_page_files_merged), to `sink`; the side's
-    // diagnostics are set after the last one. false when the capture has function_graph data (nothing decoded)
-    // or `sink` refused an event: then open the directory again and read_all(). Error when the page files do
-    // not hold what meta.json says (after the events were handed out: the caller drops what it built).
+    // The events one at a time, in read_all's order (decode_page_files_merged), funcgraph entries and exits
+    // named from the saved kallsyms as read_all names them, to `sink`; the side's diagnostics are set after the
+    // last one. false when `sink` refused an event. Error when the page files do not hold what meta.json says
+    // (after the events were handed out: the caller drops what it built).
     Result<bool> stream(const std::function<bool(Event&)>& sink);
 
 private:

@@ -14,9 +14,8 @@
 //
 // Memory: at most six batches of 1,024 events or records in flight, and as many emptied ones kept for reuse
 // (each record's bytes are copied into its batch). Errors: none. Events out of time order are taken (the
-// ReportStream sorts them, or counts them as late). The one thing refused is a function-graph entry or exit
-// (ReportStream::add cannot take them): add() says so at once, on the producer's thread, and from then on
-// add() and finish() return false, nothing more is taken, and the caller builds the whole report instead.
+// ReportStream sorts them, or counts them as late); function-graph entries and exits are taken like any other
+// (named by the producer: a RawRecord is never one, nvtrace/import.hpp).
 // Thread-safety: add(), sync() and finish() from one thread (the producer); `report` must not be used elsewhere
 // until finish() returned (the destructor calls finish()), except between sync() and the next add(), when the
 // fold thread waits.
@@ -42,19 +41,17 @@ public:
     ReportFold(const ReportFold&) = delete;
     ReportFold& operator=(const ReportFold&) = delete;
 
-    // One event, moved from. false for a FuncEntry/FuncExit (not taken), and for every call after it: stop adding.
-    // Every other event is taken: true.
-    bool add(Event&& ev);
+    // One event, moved from.
+    void add(Event&& ev);
     // A record left undecoded: its bytes are copied here and decoded on the fold thread, which keeps the
     // decoding off this thread. What it refers to (its decoder) must stay valid until the next sync() or
-    // finish(); its bytes are read during the call only. Returns as add(Event&&).
-    bool add(const RawRecord& rec);
+    // finish(); its bytes are read during the call only.
+    void add(const RawRecord& rec);
     // Hands over what was added and waits until it is folded: after it, the decoders of the records added so
     // far are no longer used (a reader that frees them between buffers calls it first).
     void sync();
-    // Hands over the last batch and waits for the fold thread. true when every event added was taken (no
-    // function-graph event came). Further calls return the same.
-    bool finish();
+    // Hands over the last batch and waits for the fold thread. Further calls do nothing.
+    void finish();
 
 private:
     struct Impl;

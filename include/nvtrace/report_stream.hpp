@@ -56,6 +56,10 @@ struct ReportStreamOptions {
     // Set: every call goes here as it ends (ReportBuilder's call sink: a call before its parent), and
     // report.json's `calls` stays empty (--calls-jsonl).
     std::function<void(Call&&)> calls;
+    // Every record kept in report() (build_report's report: what checks, --source and a summary with calls
+    // read), no temporary files; `json` and `direct_fd` are not used, write_to() and write() write report()
+    // (write_json), and on_ioctl() is not called.
+    bool hold = false;
 };
 
 class ReportStream {
@@ -69,8 +73,11 @@ public:
     ReportStream& operator=(const ReportStream&) = delete;
 
     EventStream& side();
-    // Called with every ioctl record as it is written (e.g. IoctlSummary::add for the run's summary).
+    // Called with every ioctl record as it is written (e.g. IoctlSummary::add for the run's summary), and with
+    // every call as it ends (a call before its parent; before the ioctl its root joins is written). Not called
+    // for a report held whole (Options::hold).
     void on_ioctl(std::function<void(const IoctlRecord&)> f);
+    void on_call(std::function<void(const Call&)> f);
 
     // One event in arrival order; any ts_ns is taken (see "Time order" above).
     void add(const Event& ev);
@@ -86,8 +93,10 @@ public:
     // Calls created so far (ids 1..calls()).
     std::uint64_t calls() const;
     // After finish(): the report without its calls, ioctls, events and markers (their vectors are empty; the caller
-    // may set source, environment, checks, source_links). Counts of what was written:
+    // may set source, environment, checks, source_links); with Options::hold, the whole report. Counts of what
+    // was written:
     Report& report();
+    bool held() const;
     std::uint64_t ioctls() const;
     std::uint64_t markers() const;
     const std::map<std::string, std::uint64_t>& event_names() const;  // events[] by name

@@ -35,8 +35,10 @@ public:
     std::size_t size() const { return by_addr_.size(); }
     std::size_t malformed_lines() const { return malformed_; }
 
-    // Fills function/module of every FuncEntry/FuncExit in the stream; unresolved addresses become
-    // "0x<hex>" names. Returns the number of unresolved addresses.
+    // Fills function/module of a FuncEntry/FuncExit that has no name yet; an unresolved address becomes a
+    // "0x<hex>" name. Returns whether the event's address was unresolved (false for any other event).
+    bool resolve(Event& ev) const;
+    // resolve() of every event of the stream. Returns the number of unresolved addresses.
     std::size_t resolve(EventStream& stream) const;
 
 private:

@@ -84,94 +84,6 @@ int report_saved_json(const ReportArgs& a, const Input& in, std::vector<KernelLo
     return write_and_print(*report, sinks_of(a, "saved report, nvtrace.report/1"));
 }
 
-// function_graph text read in one pass (stream_report.hpp): its calls into report.json as they end (--json), or
-// to their own file with --calls-jsonl; memory stays bounded (docs/performance.md). With --calls-jsonl, every
-// other text format is read whole and its calls written after.
-int report_text_streamed(const ReportArgs& a, const Input& in, const std::string& temp_dir,
-                         std::vector<KernelLogMessage> kmsg, std::vector<Diagnostic> kmsg_diags) {
-    // Text is streamed in file order: never refused part way.
-    ReportSinks sinks = sinks_of(a, "");  // the format is known once read
-    std::string dir;                      // `temp_dir`, where the input was spooled
-    ReportStream::Options out_opts = streamed_output(sinks, false, dir);
-    std::optional<std::ofstream> calls;
-    if (!a.calls_jsonl.empty()) calls.emplace(a.calls_jsonl, std::ios::trunc | std::ios::binary);
-    if (calls && !*calls) {
-        tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
-        return static_cast<int>(ExitCode::environment);
-    }
-    auto ioctls = streamed_ioctl_summary(sinks);
-    auto st = report_streaming(in, calls ? &*calls : nullptr, temp_dir, out_opts,
-                               [&ioctls](const IoctlRecord& io) { ioctls->add(io, std::nullopt); });
-    if (!st) {
-        tracer::note("nvtrace report: {}\n", st.error().message);
-        return static_cast<int>(st.error().code);
-    }
-    if (calls && !calls->flush()) {
-        tracer::note("nvtrace report: cannot write {}: {}\n", a.calls_jsonl, std::strerror(errno));
-        return static_cast<int>(ExitCode::environment);
-    }
-    Report& report = st->records ? st->records->report() : st->report;
-    for (auto& d : kmsg_diags)
-        report.completeness.diagnostics.push_back(std::move(d));
-    for (auto& m : st->kernel_log)
-        report.kernel_log.push_back(std::move(m));
-    for (auto& m : kmsg)
-        report.kernel_log.push_back(std::move(m));
-    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(st->format))}};
-    if (calls) {
-        report.source["calls_jsonl"] = a.calls_jsonl;
-        report.source["calls_count"] = st->calls;
-    }
-    if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    sinks = sinks_of(a, std::string(format_name(st->format)));
-    if (st->records) return write_and_print_streamed(*st->records, *ioctls, sinks);
-    return write_and_print(report, sinks);
-}
-
-// A trace.dat reported without holding its events (docs/report.md): stream_trace_dat feeds a ReportStream.
-// nullopt when the file cannot be streamed (function-graph events: the call graph is built from the whole
-// stream; no temporary file; unreadable): the caller then reads it whole, which gives the same report (and the
-// same error for an unreadable file). Times going back and interleaved buffers are the sorter's.
-std::optional<int> report_trace_dat_streamed(const ReportArgs& a, std::vector<KernelLogMessage>& kmsg,
-                                             const std::vector<Diagnostic>& kmsg_diags) {
-    const ReportSinks sinks = sinks_of(a, std::string(format_name(TraceFormat::trace_dat)));
-    auto ioctls = streamed_ioctl_summary(sinks);
-    auto rs = open_streamed(sinks, EventStream{}, *ioctls);
-    if (!rs) return std::nullopt;
-    ReportStream& r = **rs;
-    // Decoded on this thread, folded into the report on another (ReportFold); the comms stream_trace_dat finds
-    // are this thread's until handed over with the first event of their pid.
-    EventStream side;
-    ReportFold fold(r, [&side](int pid) -> std::optional<std::string> {
-        auto it = side.comms.find(pid);
-        return it == side.comms.end() ? std::nullopt : std::optional<std::string>(it->second);
-    });
-    struct Sink : TraceDatSink {
-        ReportFold& fold;
-        explicit Sink(ReportFold& f) : fold(f) {}
-        bool event(Event& ev) override { return fold.add(std::move(ev)); }
-        bool record(const RawRecord& rec) override { return fold.add(rec); }  // decoded on the fold thread
-        void handle_done() override { fold.sync(); }
-    } sink(fold);
-    auto st = stream_trace_dat(a.input, side, sink);
-    bool folded = fold.finish();
-    if (!st || *st != TraceDatStreamed::done || !folded) return std::nullopt;
-    for (auto& d : side.diagnostics)
-        r.side().diagnostics.push_back(std::move(d));
-    for (const auto& d : kmsg_diags)
-        r.side().diagnostics.push_back(d);
-    if (auto f = r.finish(); !f) {
-        tracer::note("nvtrace report: {}\n", f.error().message);
-        return static_cast<int>(f.error().code);
-    }
-    Report& report = r.report();
-    for (auto& m : kmsg)
-        report.kernel_log.push_back(std::move(m));
-    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(TraceFormat::trace_dat))}};
-    if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    return write_and_print_streamed(r, *ioctls, sinks);
-}
-
 int do_report(const ReportArgs& a) {
     if (a.reemit && !a.source.empty()) {
         tracer::note("nvtrace report: --source cannot apply to --reemit (it prints the saved report as it is)\n");
@@ -236,58 +148,32 @@ int do_report(const ReportArgs& a) {
         return static_cast<int>(opened.error().code);
     }
     const Input& in = *opened;
-    switch (in.kind) {
-        case InputKind::capture_dir:
-        case InputKind::capture_dir_saved: {
-            if (a.reemit) return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
-            if (in.kind == InputKind::capture_dir_saved) {
-                fmt::print(stderr,
-                           "nvtrace report: {}/meta.json has no \"capture_format\": a capture directory written before "
-                           "the raw format (or not by nvtrace run); --reemit prints its saved report.json\n",
-                           a.input);
-                return static_cast<int>(ExitCode::usage);
-            }
-            CaptureReportOptions o;
-            o.extra_log = std::move(kmsg_messages);
-            o.source_dir = a.source;
-            return report_capture_dir(a.input, sinks_of(a, std::string(kCaptureDirLabel)), std::move(o)).exit_code;
-        }
-        case InputKind::saved_report:
-            return report_saved_json(a, in, std::move(kmsg_messages));
-        case InputKind::trace_dat:
-        case InputKind::text:
-            break;
+    if (in.kind == InputKind::saved_report) return report_saved_json(a, in, std::move(kmsg_messages));
+    if (in.kind == InputKind::capture_dir_saved) {
+        if (a.reemit) return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
+        fmt::print(stderr,
+                   "nvtrace report: {}/meta.json has no \"capture_format\": a capture directory written before "
+                   "the raw format (or not by nvtrace run); --reemit prints its saved report.json\n",
+                   a.input);
+        return static_cast<int>(ExitCode::usage);
     }
-    if (!a.calls_jsonl.empty())
-        return report_text_streamed(a, in, temp_dir, std::move(kmsg_messages), std::move(kmsg_diags));
-    if (a.json && a.source.empty() && in.kind == InputKind::text && in.format == TraceFormat::fgraph_text) {
-        std::string dir;  // where the report's temporary files go ($TMPDIR)
-        (void)streamed_output(sinks_of(a, ""), false, dir);
-        return report_text_streamed(a, in, dir, std::move(kmsg_messages), std::move(kmsg_diags));
-    }
-    // A trace.dat file is reported as it is read where it can be; `kmsg_messages` is taken only when it was.
-    if (in.kind == InputKind::trace_dat && in.reopenable() && a.source.empty())
-        if (auto rc = report_trace_dat_streamed(a, kmsg_messages, kmsg_diags)) return *rc;
-
-    auto imported = import_input(in);
-    if (!imported) {
-        tracer::note("nvtrace report: {}\n", imported.error().message);
-        return static_cast<int>(imported.error().code);
-    }
-    for (auto& d : kmsg_diags)
-        imported->stream.diagnostics.push_back(std::move(d));
-    Report report = build_report(imported->stream);
-    for (auto& m : imported->kernel_log)
-        report.kernel_log.push_back(std::move(m));
-    for (auto& m : kmsg_messages)
-        report.kernel_log.push_back(std::move(m));
-    report.source = {{"kind", "file"}, {"path", a.input}, {"format", std::string(format_name(imported->format))}};
-    if (!a.kmsg.empty()) report.source["kmsg"] = a.kmsg;
-    if (!a.source.empty())
-        if (int rc = add_source_links(report, a.source, "report")) return rc;
-
-    // Streamed: a report of millions of calls never exists as one JSON DOM.
-    return write_and_print(report, sinks_of(a, std::string(format_name(imported->format))));
+    if (in.kind == InputKind::capture_dir && a.reemit)
+        return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
+    CaptureReportOptions o;
+    o.extra_log = std::move(kmsg_messages);
+    o.extra_diagnostics = std::move(kmsg_diags);
+    o.kmsg = a.kmsg;
+    o.source_dir = a.source;
+    o.calls_jsonl = a.calls_jsonl;
+    o.temp_dir = temp_dir;
+    // What the input was read as: a text format found by detection (or --format); a text no format fits is read
+    // as a kernel log (import_input).
+    std::string label =
+        in.kind == InputKind::capture_dir
+            ? std::string(kCaptureDirLabel)
+            : std::string(format_name(in.kind == InputKind::trace_dat ? TraceFormat::trace_dat
+                                                                      : in.format.value_or(TraceFormat::kernel_log)));
+    return report_and_write(in, sinks_of(a, std::move(label)), std::move(o)).exit_code;
 }
 
 void add_report(CLI::App& app, int& exit_code) {

@@ -16,6 +16,7 @@
 #include "capture.hpp"
 #include "commands.hpp"
 #include "nvtrace/fleet.hpp"
+#include "nvtrace/input.hpp"
 #include "nvtrace/report.hpp"
 #include "report_capture.hpp"
 #include "scenario.hpp"
@@ -249,7 +250,12 @@ int do_run(RunArgs a) {
     sinks.summary = !a.quiet;
     CaptureReportOptions ro;
     ro.source_dir = a.source;
-    CaptureReport report = report_capture_dir(out_dir, sinks, std::move(ro));
+    auto saved = open_input(out_dir);
+    if (!saved) {
+        tracer::note("nvtrace run: {}\n", saved.error().message);
+        return static_cast<int>(saved.error().code);
+    }
+    CaptureReport report = report_and_write(*saved, sinks, std::move(ro));
     if (report.exit_code != 0) return report.exit_code;
     if (report.cannot_run) fmt::print("cannot run here: {}\n", *report.cannot_run);
     if (cap->interrupted_by) return 128 + *cap->interrupted_by;

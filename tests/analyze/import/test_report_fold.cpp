@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,9 +111,9 @@ TEST(ReportFold, SameBytesAsAddingOnTheProducersThreadAcrossManyBatches) {
             return it == comms.end() ? std::nullopt : std::optional<std::string>(it->second);
         });
         for (Event ev : events)
-            ASSERT_TRUE(fold.add(std::move(ev)));
-        EXPECT_TRUE(fold.finish());
-        EXPECT_TRUE(fold.finish());  // again: the same answer, nothing more done
+            fold.add(std::move(ev));
+        fold.finish();
+        fold.finish();  // again: nothing more done
     }
     EXPECT_EQ(asked, (std::vector<int>{100, 101, 102}));  // once per pid, in first-event order
     EXPECT_EQ(folded->side().comms, comms);
@@ -156,32 +157,57 @@ TEST(ReportFold, RecordsDecodedOnTheFoldThreadGiveTheReportOfTheDecodedEvents) {
             if (i++ % 3 == 0) {  // a third as decoded events, in the same order
                 Event ev;
                 producer.fill(rec, *f, ev);
-                ASSERT_TRUE(fold.add(std::move(ev)));
+                fold.add(std::move(ev));
             } else {
-                ASSERT_TRUE(fold.add(RawRecord{producer, *f, rec}));
+                fold.add(RawRecord{producer, *f, rec});
             }
             std::memset(bytes.data(), 0xff, bytes.size());  // the record is copied: its bytes may change now
         }
-        EXPECT_TRUE(fold.finish());
+        fold.finish();
     }
     EXPECT_EQ(finish_and_read(*folded), want);
     EXPECT_EQ(folded->ioctls(), 6'000u);
 }
 
-// A function-graph event cannot be folded (ReportStream::add): the producer learns it from that add() itself, not
-// batches later, and nothing after it is taken.
-TEST(ReportFold, FunctionGraphEventIsRefusedAtOnceOnTheProducersThread) {
+// Function-graph entries and exits are folded like any other event (a trace.dat or capture directory of
+// function_graph streams): the report is the one build_report gives for the same events, calls included.
+TEST(ReportFold, FunctionGraphEventsAreFoldedIntoTheSameReport) {
+    EventStream st;
+    std::uint64_t ts = 1000;
+    for (int i = 0; i < 3000; ++i) {  // past a batch: calls of one task around its ioctls
+        FuncEntry e;
+        e.function = "nv_ioctl";
+        e.depth = 0;
+        st.events.push_back(at(ts++, 7, IoctlEnter{3, 0x541b, 0}));
+        st.events.push_back(at(ts++, 7, e));
+        FuncEntry leaf;
+        leaf.function = "rm_ioctl";
+        leaf.depth = 1;
+        st.events.push_back(at(ts++, 7, leaf));
+        FuncExit lx;
+        lx.function = "rm_ioctl";
+        lx.depth = 1;
+        st.events.push_back(at(ts++, 7, lx));
+        FuncExit x;
+        x.function = "nv_ioctl";
+        x.depth = 0;
+        st.events.push_back(at(ts++, 7, x));
+        st.events.push_back(at(ts++, 7, IoctlExit{0}));
+    }
     auto r = open_stream();
     ASSERT_TRUE(r);
-    ReportFold fold(*r);
-    std::uint64_t ts = 1;
-    for (int i = 0; i < 100; ++i)
-        ASSERT_TRUE(fold.add(at(ts++, 7, IoctlEnter{3, 0x541b, 0})));
-    FuncEntry e;
-    e.function = "nv_ioctl";
-    EXPECT_FALSE(fold.add(at(ts++, 7, e)));
-    EXPECT_FALSE(fold.add(at(ts++, 7, IoctlExit{0})));
-    EXPECT_FALSE(fold.finish());
+    {
+        ReportFold fold(*r);
+        for (Event ev : st.events)
+            fold.add(std::move(ev));
+        fold.finish();
+    }
+    const std::string got = finish_and_read(*r);
+    EXPECT_EQ(r->calls(), 6000u);
+    std::ostringstream want;
+    write_json(build_report(st), want);
+    EXPECT_NE(got.find("\"function\":\"rm_ioctl\""), std::string::npos);
+    EXPECT_EQ(got, want.str());
 }
 
 // Two CPUs' events handed over one CPU's run after the other's (times going back at each switch): the fold used
@@ -212,8 +238,8 @@ TEST(ReportFold, EventsGoingBackInTimeAreTakenAndSortedNotRefused) {
     {
         ReportFold fold(*folded);
         for (Event ev : interleaved)
-            ASSERT_TRUE(fold.add(std::move(ev)));
-        EXPECT_TRUE(fold.finish());
+            fold.add(std::move(ev));
+        fold.finish();
     }
     EXPECT_EQ(finish_and_read(*folded), want);
     EXPECT_EQ(folded->markers(), interleaved.size());
@@ -229,14 +255,14 @@ TEST(ReportFold, SyncReturnsWhenEverythingAddedIsFolded) {
     ReportFold fold(*r, [](int pid) { return std::optional<std::string>("task-" + std::to_string(pid)); });
     const std::uint64_t s = 1'000'000'000;
     for (int i = 0; i < 10; ++i)
-        ASSERT_TRUE(fold.add(at(s + static_cast<std::uint64_t>(i) * s, 40 + i, Marker{"m"})));
+        fold.add(at(s + static_cast<std::uint64_t>(i) * s, 40 + i, Marker{"m"}));
     fold.sync();
     // Read on this thread after sync(): the fold thread has folded nine and is waiting.
     EXPECT_EQ(r->markers(), 9u);
     EXPECT_EQ(r->side().comms.size(), 10u);
     EXPECT_EQ(r->side().comms.at(49), "task-49");
-    ASSERT_TRUE(fold.add(at(20 * s, 40, Marker{"n"})));
-    EXPECT_TRUE(fold.finish());
+    fold.add(at(20 * s, 40, Marker{"n"}));
+    fold.finish();
     ASSERT_TRUE(r->finish());
     EXPECT_EQ(r->markers(), 11u);
 }

@@ -18,6 +18,14 @@ using namespace nvtrace;
 
 namespace {
 
+// The one route (report_input) of a file, its calls to `lines` as JSON Lines when given.
+Result<InputReport> stream_file(const std::string& path, std::ostream* lines) {
+    ReportRequest req;
+    req.temp_dir = std::filesystem::temp_directory_path().string();
+    req.calls_jsonl = lines;
+    return report_input(path, std::nullopt, std::move(req));
+}
+
 std::string temp_file(const std::string& name, const std::string& text) {
     auto p = std::filesystem::temp_directory_path() / ("nvtrace-limits-" + std::to_string(::getpid()) + "-" + name);
     std::ofstream(p, std::ios::binary) << text;
@@ -50,12 +58,12 @@ TEST(StreamLimits, CpuWithoutBannerStopsHoldingEventsPastTheCap) {
     const int n = 300000;  // 600,000 events: past the 262,144 a CPU may hold back
     std::string path = temp_file("nobanner.txt", cpu_without_banner(n));
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, &lines, std::filesystem::temp_directory_path().string());
+    auto st = stream_file(path, &lines);
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
-    ASSERT_TRUE(st->streamed);
-    EXPECT_EQ(st->calls, static_cast<std::uint64_t>(n) + 1);
-    const Diagnostic* d = diag(st->records->report(), "pid_backfill_limit");
+    ASSERT_FALSE(st->stream->held());
+    EXPECT_EQ(st->stream->calls(), static_cast<std::uint64_t>(n) + 1);
+    const Diagnostic* d = diag(st->stream->report(), "pid_backfill_limit");
     ASSERT_NE(d, nullptr);
     EXPECT_EQ(d->severity, "info");
     EXPECT_EQ(d->count, 1u);
@@ -75,10 +83,10 @@ TEST(StreamLimits, CpuWithoutBannerStopsHoldingEventsPastTheCap) {
 TEST(StreamLimits, CpuWithoutBannerUnderTheCapIsBackfilled) {
     std::string path = temp_file("shortnobanner.txt", cpu_without_banner(1000));
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, &lines, std::filesystem::temp_directory_path().string());
+    auto st = stream_file(path, &lines);
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
-    EXPECT_EQ(diag(st->records->report(), "pid_backfill_limit"), nullptr);
+    EXPECT_EQ(diag(st->stream->report(), "pid_backfill_limit"), nullptr);
     std::string text = lines.str();
     std::string first = text.substr(0, text.find('\n'));
     EXPECT_NE(first.find("\"pid\":42,"), std::string::npos) << first;

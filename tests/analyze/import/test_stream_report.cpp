@@ -23,6 +23,14 @@ using nlohmann::json;
 
 namespace {
 
+// The one route (report_input) of a file, its calls to `lines` as JSON Lines when given.
+Result<InputReport> stream_file(const std::string& path, std::ostream* lines) {
+    ReportRequest req;
+    req.temp_dir = std::filesystem::temp_directory_path().string();
+    req.calls_jsonl = lines;
+    return report_input(path, std::nullopt, std::move(req));
+}
+
 const std::string kData = NVTRACE_TEST_DATA;
 
 std::string slurp(const std::string& path) {
@@ -46,11 +54,10 @@ bool has_diag(const Report& r, const std::string& name) {
 
 const std::string kTmp = std::filesystem::temp_directory_path().string();
 
-// The whole report of report_streaming's result: its streamed records written out, or the report read whole.
-json report_of(StreamedReport& st) {
-    if (!st.records) return to_json(st.report);
+// The whole report of report_input's result, as written out.
+json report_of(ReportStream& st) {
     FILE* f = std::tmpfile();
-    auto w = st.records->write(::fileno(f));
+    auto w = st.write(::fileno(f));
     EXPECT_TRUE(w) << w.error().message;
     std::string text;
     std::rewind(f);
@@ -68,14 +75,15 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     ASSERT_TRUE(in) << in.error().message;
     ASSERT_EQ(in->format, TraceFormat::fgraph_text);
     Report whole = build_report(in->stream);
+    whole.source = {{"kind", "file"}, {"path", path}, {"format", "fgraph-text"}};  // report_input's
     ASSERT_GE(whole.calls.size(), min_calls);
 
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, &lines, kTmp);
+    auto st = stream_file(path, &lines);
     ASSERT_TRUE(st) << st.error().message;
-    EXPECT_TRUE(st->streamed);
-    EXPECT_TRUE(st->report.calls.empty());
-    EXPECT_EQ(st->calls, whole.calls.size());
+    EXPECT_FALSE(st->stream->held());
+    EXPECT_TRUE(st->stream->report().calls.empty());
+    EXPECT_EQ(st->stream->calls(), whole.calls.size());
 
     // The lines are the calls, by id once sorted; every call arrives before its parent.
     std::vector<json> got;
@@ -99,8 +107,8 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_EQ(got[i], want["calls"][i]) << "call " << i + 1;
 
-    ASSERT_TRUE(st->records);
-    json have = report_of(*st);
+    ASSERT_TRUE(st->stream);
+    json have = report_of(*st->stream);
     EXPECT_TRUE(have["calls"].empty());
     EXPECT_EQ(have["graph"], want["graph"]);
     EXPECT_EQ(have["completeness"], want["completeness"]);
@@ -110,11 +118,11 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     EXPECT_EQ(have["ioctls"], want["ioctls"]);
 
     // Without calls_out (`report FILE --json`): the calls in report.json, by id; the whole report.
-    auto in_report = report_streaming(path, std::nullopt, nullptr, kTmp);
+    auto in_report = stream_file(path, nullptr);
     ASSERT_TRUE(in_report) << in_report.error().message;
-    ASSERT_TRUE(in_report->records);
-    EXPECT_EQ(in_report->calls, whole.calls.size());
-    EXPECT_EQ(report_of(*in_report), want);
+    ASSERT_TRUE(in_report->stream);
+    EXPECT_EQ(in_report->stream->calls(), whole.calls.size());
+    EXPECT_EQ(report_of(*in_report->stream), want);
 }
 
 std::vector<std::string> fgraph_cases() {
@@ -165,28 +173,44 @@ TEST(StreamReport, UnsortedTextIsCountedNotSorted) {
         "  100.000001 |   0)   1.000 us    |  a();\n";
     std::string path = temp_file("unsorted.txt", text);
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, &lines, kTmp);
+    auto st = stream_file(path, &lines);
     std::filesystem::remove(path);
     ASSERT_TRUE(st) << st.error().message;
-    EXPECT_EQ(st->calls, 2u);
-    ASSERT_TRUE(st->records);
-    ASSERT_TRUE(has_diag(st->records->report(), "unsorted_timestamps"));
+    EXPECT_EQ(st->stream->calls(), 2u);
+    ASSERT_TRUE(st->stream);
+    ASSERT_TRUE(has_diag(st->stream->report(), "unsorted_timestamps"));
     EXPECT_NE(lines.str().find("\"function\":\"b\""), std::string::npos);
 }
 
-TEST(StreamReport, OtherFormatsAreReadWholeAndStillWritten) {
+// A format read whole (trace-cmd report text) goes through the same ReportStream: its calls reach the JSON Lines
+// as they end, and they are build_report's calls.
+TEST(StreamReport, OtherFormatsGoThroughTheSameRouteAndWriteTheirCalls) {
+    const std::string path = kData + "/cases/trace-cmd-report-fgraph-v6.txt";
     std::ostringstream lines;
-    auto st = report_streaming(kData + "/cases/trace-cmd-report-fgraph-v6.txt", std::nullopt, &lines, kTmp);
+    auto st = stream_file(path, &lines);
     ASSERT_TRUE(st) << st.error().message;
-    EXPECT_FALSE(st->streamed);
-    EXPECT_GT(st->calls, 0u);
-    std::string text = lines.str();
-    EXPECT_EQ(static_cast<std::uint64_t>(std::count(text.begin(), text.end(), '\n')), st->calls);
+    EXPECT_FALSE(st->stream->held());
+    EXPECT_EQ(st->format, TraceFormat::trace_cmd_report);
+    auto in = import_file(path);
+    ASSERT_TRUE(in);
+    json want = to_json(build_report(in->stream));
+    ASSERT_GT(want["calls"].size(), 0u);
+    std::vector<json> got;
+    std::istringstream ls(lines.str());
+    for (std::string line; std::getline(ls, line);)
+        got.push_back(json::parse(line));
+    std::sort(got.begin(), got.end(), [](const json& a, const json& b) { return a["id"] < b["id"]; });
+    ASSERT_EQ(got.size(), want["calls"].size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], want["calls"][i]) << "call " << i + 1;
+    json have = report_of(*st->stream);
+    EXPECT_EQ(have["graph"], want["graph"]);
+    EXPECT_EQ(have["ioctls"], want["ioctls"]);
 }
 
 TEST(StreamReport, MissingFileIsAnError) {
     std::ostringstream lines;
-    auto st = report_streaming("/nonexistent/trace.txt", std::nullopt, &lines, kTmp);
+    auto st = stream_file("/nonexistent/trace.txt", &lines);
     ASSERT_FALSE(st);
     EXPECT_NE(st.error().message.find("/nonexistent/trace.txt"), std::string::npos);
 }
@@ -352,7 +376,7 @@ TEST(StreamReport, NamesNeedingCleaningSameAsWholeFile) {
     std::string path = temp_file("unclean.txt", text);
     expect_same_report(path, 4);
     std::ostringstream lines;
-    auto st = report_streaming(path, std::nullopt, &lines, kTmp);
+    auto st = stream_file(path, &lines);
     std::filesystem::remove(path);
     ASSERT_TRUE(st);
     EXPECT_NE(lines.str().find("\"function\":\"caf\xc3\xa9_leaf\",\"id\":2,\"irq\":false,\"kernel_depth\":1,\"module\":"
@@ -424,7 +448,7 @@ TEST(StreamReport, ManyPhasesSameAsWholeFile) {
         ASSERT_TRUE(in);
         if (!has_diag(build_report(in->stream), "unsorted_timestamps")) expect_same_report(path, 800);
         std::ostringstream lines;
-        auto st = report_streaming(path, std::nullopt, &lines, kTmp);
+        auto st = stream_file(path, &lines);
         ASSERT_TRUE(st);
         EXPECT_NE(lines.str().find("\"function\":\"f3\",\"id\":"), std::string::npos);
         EXPECT_NE(lines.str().find("\"phase\":\"p399\""), std::string::npos);
