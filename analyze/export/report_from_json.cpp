@@ -9,6 +9,8 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -346,6 +348,32 @@ void fill_ioctl_stats(Report& r, const json& head) {
         r.ioctl_stats = ioctl_stats(r.ioctls);
 }
 
+// The calls as nvtrace writes them: unique ids, and a parent entered before its children, so with a smaller id. A
+// call that is its own parent, or parents in a cycle (one of its links then points to a larger id), would send
+// every walk up the tree (check's chains, diff's tries) round forever. A parent not in the report is allowed (the
+// call heads its own tree, as in ioctl_kernel_costs).
+std::optional<std::string> bad_call_tree(const std::vector<Call>& calls) {
+    bool dense = true;  // ids 1..N in order: what nvtrace writes; no set needed
+    for (std::size_t i = 0; i < calls.size() && dense; ++i)
+        dense = calls[i].id == i + 1;
+    std::unordered_set<std::uint64_t> ids;
+    if (!dense)
+        for (std::size_t i = 0; i < calls.size(); ++i)
+            if (!ids.insert(calls[i].id).second) return fmt::format("calls[{}]: id {} appears twice", i, calls[i].id);
+    auto present = [&](std::uint64_t id) { return dense ? id >= 1 && id <= calls.size() : ids.count(id) > 0; };
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        const Call& c = calls[i];
+        if (!c.parent) continue;
+        if (*c.parent == c.id) return fmt::format("calls[{}]: call {} is its own parent", i, c.id);
+        if (*c.parent > c.id && present(*c.parent))
+            return fmt::format(
+                "calls[{}]: parent {} of call {} has a larger id (a parent is entered before its "
+                "children: a cycle?)",
+                i, *c.parent, c.id);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 Result<Report> report_from_json(const json& j) {
@@ -362,6 +390,7 @@ Result<Report> report_from_json(const json& j) {
     } catch (const FieldError& e) {
         return fail(Error::usage(e.where));
     }
+    if (auto bad = bad_call_tree(r.calls)) return fail(Error::usage(*bad));
     fill_ioctl_stats(r, j);
     return r;
 }
@@ -778,6 +807,7 @@ Result<Report> read_report_file(const std::string& path) {
     } catch (const FieldError& e) {
         return fail(Error::usage(fmt::format("{}: {}", path, e.where)));
     }
+    if (auto bad = bad_call_tree(r.calls)) return fail(Error::usage(fmt::format("{}: {}", path, *bad)));
     fill_ioctl_stats(r, sax.head);
     return r;
 }
