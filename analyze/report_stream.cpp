@@ -50,6 +50,14 @@ public:
         if (fd_ < 0)
             return fail(
                 Error::environment(fmt::format("cannot create a temporary file in {}: {}", dir, std::strerror(errno))));
+        // Never one of 0-2: with standard output closed (`nvtrace report F --json >&-`) the file got descriptor 1
+        // and "standard output" was written into it, exit 0 with nothing said.
+        if (fd_ <= STDERR_FILENO) {
+            int moved = ::fcntl(fd_, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+            ::close(fd_);
+            fd_ = moved;
+            if (fd_ < 0) return fail(Error::environment(std::strerror(errno)));
+        }
         buf_.reserve(1 << 20);
         return {};
     }

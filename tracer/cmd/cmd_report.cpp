@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,6 +47,7 @@ struct ReportArgs {
     std::string calls_jsonl;  // --calls-jsonl: calls streamed to this file, report.calls left empty
     std::string source;       // --source DIR: driver sources for source_links
     bool verbose = false;     // -v: every ioctl and kernel-log line in the summary
+    bool out_given = false, calls_jsonl_given = false, kmsg_given = false;  // given, even as ''
 };
 
 // The sinks of these arguments; the summary starts with the input and what it was read as.
@@ -99,6 +101,26 @@ int do_report(const ReportArgs& a) {
                        a.format);
             return static_cast<int>(ExitCode::usage);
         }
+    }
+    // Names that name nothing, or name standard output twice: refused before anything is read.
+    for (const auto& [what, value, given] :
+         {std::tuple<const char*, const std::string&, bool>{"-o", a.out, a.out_given},
+          {"--calls-jsonl", a.calls_jsonl, a.calls_jsonl_given},
+          {"--kmsg", a.kmsg, a.kmsg_given}})
+        if (given && value.empty()) {
+            tracer::note("nvtrace report: {} '': an empty file name\n", what);
+            return static_cast<int>(ExitCode::usage);
+        }
+    if (!a.kmsg.empty() && a.kmsg == a.input && is_read_once(a.input)) {
+        tracer::note("nvtrace report: standard input can be read only once: give - as INPUT or as --kmsg, not both\n");
+        return static_cast<int>(ExitCode::usage);
+    }
+    if (a.calls_jsonl == "-" || (a.json && !a.calls_jsonl.empty() && same_output(a.calls_jsonl, "/dev/stdout"))) {
+        tracer::note(
+            "nvtrace report: --calls-jsonl {}: give a file (standard output carries the summary or, with "
+            "--json, the report)\n",
+            a.calls_jsonl);
+        return static_cast<int>(ExitCode::usage);
     }
     std::vector<KernelLogMessage> kmsg_messages;
     std::vector<Diagnostic> kmsg_diags;
@@ -196,19 +218,27 @@ void add_report(CLI::App& app, int& exit_code) {
                     "Driver source tree (e.g. open-gpu-kernel-modules): file and line of each function's definition "
                     "(report source_links; not with --calls-jsonl or --reemit)");
     cmd->add_flag("-v,--verbose", args->verbose, "Summary: every ioctl and kernel-log line, not folded or capped");
-    cmd->add_option("--calls-jsonl", args->calls_jsonl,
-                    "Write the calls to this file as JSON Lines, as they end, and leave report.calls empty: memory "
-                    "bounded by the distinct call paths for function_graph text (not for a capture directory)");
+    auto* calls_jsonl =
+        cmd->add_option("--calls-jsonl", args->calls_jsonl,
+                        "Write the calls to this file as JSON Lines, as they end, and leave report.calls empty: memory "
+                        "bounded by the distinct call paths for function_graph text (not for a capture directory)");
     cmd->add_flag("--reemit", args->reemit,
                   "Capture directory: print its saved report.json instead of re-analysing the raw data "
                   "(the only way for directories written before the raw format)");
-    cmd->add_option("--kmsg", args->kmsg, "Kernel log (dmesg, journalctl -k, syslog, /dev/kmsg) to add to kernel_log");
+    auto* kmsg = cmd->add_option("--kmsg", args->kmsg,
+                                 "Kernel log (dmesg, journalctl -k, syslog, /dev/kmsg) to add to kernel_log");
     cmd->add_option("--format", args->format,
                     "fgraph-text, function-text, trace-cmd-report, trace-dat, kernel-log or strace (default: detect)");
     auto* json = cmd->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
-    cmd->add_option("-o,--out", args->out, "Write the report JSON to this file (the summary still goes to stdout)")
-        ->excludes(json);
-    cmd->callback([args, &exit_code] { exit_code = do_report(*args); });
+    auto* out =
+        cmd->add_option("-o,--out", args->out, "Write the report JSON to this file (the summary still goes to stdout)")
+            ->excludes(json);
+    cmd->callback([args, out, calls_jsonl, kmsg, &exit_code] {
+        args->out_given = out->count() > 0;
+        args->calls_jsonl_given = calls_jsonl->count() > 0;
+        args->kmsg_given = kmsg->count() > 0;
+        exit_code = do_report(*args);
+    });
 }
 
 }  // namespace

@@ -67,6 +67,34 @@ stdin_input)
     cmp "$tmp/a2" "$tmp/c2" || fail "report - differs from the file's"
     cmp "$tmp/b2" "$tmp/c2" || fail "/dev/stdin differs from the file's"
     ;;
+empty_names_stdin_twice_and_stdout_reused_are_errors)
+    # A fresh user's findings (2026-12-01): -o '', --calls-jsonl '' and --kmsg '' were ignored (exit 0, nothing
+    # written); `cat F | report - --kmsg -` let --kmsg eat the trace; --calls-jsonl /dev/stdout --json mixed JSON Lines
+    # into the report (exit 0, invalid JSON) and --calls-jsonl - made a file named '-'; `report F --json >&-` exit 0:
+    # the report's temporary file took descriptor 1 and "standard output" was written into it.
+    f=$cases/fgraph-abstime-orphan-close.txt
+    for opt in -o --calls-jsonl --kmsg; do
+        "$nv" report "$f" "$opt" '' >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ $rc -eq 2 ] || fail "$opt '': exit $rc"
+        grep -q "^nvtrace report: $opt '': an empty file name$" "$tmp/err" || fail "$opt '': $(cat "$tmp/err")"
+    done
+    cat "$f" | "$nv" report - --kmsg - >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "stdin twice: exit $rc"
+    grep -q "standard input can be read only once" "$tmp/err" || fail "stdin twice: $(cat "$tmp/err")"
+    for cj in /dev/stdout -; do
+        (cd "$tmp" && "$nv" report "$f" --calls-jsonl "$cj" --json >"$tmp/out" 2>"$tmp/err")
+        rc=$?
+        [ $rc -eq 2 ] || fail "--calls-jsonl $cj --json: exit $rc"
+        [ ! -s "$tmp/out" ] || fail "--calls-jsonl $cj: something on stdout"
+    done
+    [ ! -e "$tmp/-" ] || fail "a file named - was made"
+    "$nv" report "$f" --json >&- 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 3 ] || fail "--json onto a closed stdout: exit $rc"
+    grep -q "cannot write the report to standard output" "$tmp/err" || fail "closed stdout: $(cat "$tmp/err")"
+    ;;
 random_bytes_refused)
     # `head -c 100000 /dev/urandom > f; nvtrace report f` was exit 0 with "(fgraph-text) calls: 3" 4 times in 5.
     python3 -c 'import random,sys
