@@ -469,7 +469,6 @@ struct CaptureDirReader::Impl {
     std::optional<std::string> decode_error;
     bool has_kallsyms = false;
     SymbolTable symbols;  // the kallsyms subset (function_graph captures); empty without one
-    std::size_t unresolved = 0;
     bool decoded = false;
 };
 
@@ -705,7 +704,7 @@ Result<bool> CaptureDirReader::stream(const std::function<bool(Event&)>& sink) {
     m.decoded = true;
     PageFileProblems problems;
     auto named = [&m, &sink](Event& ev) {
-        if (m.has_kallsyms) m.unresolved += m.symbols.resolve(ev) ? 1 : 0;
+        if (m.has_kallsyms) (void)m.symbols.resolve(ev);  // an unresolved address is named 0x<hex>
         return sink(ev);
     };
     if (!decode_page_files_merged(*m.pages, m.files, named, problems)) return false;
