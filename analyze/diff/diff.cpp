@@ -74,89 +74,93 @@ bool ignored(const std::string& name, const std::vector<std::string>& globs) {
     return false;
 }
 
-Trie build_trie(const Report& r, const DiffOptions& o, DiffInput& info) {
+}  // namespace
+
+// One side's trie, folded call by call (nvtrace/diff.hpp). Per call, until finish: its trie node (kNone = left
+// out), the call whose frame its time counts under (for that call's self time), its duration and the sum of its
+// children's. Positions are 32-bit: 4,294,967,295 calls would be a report of more than a terabyte.
+struct DiffCalls::Impl {
+    static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+    enum Flag : std::uint8_t { dropped = 1, collapsed = 2, irq = 4, has_duration = 8 };
+    struct PerCall {
+        std::uint64_t duration_ns = 0;
+        std::uint64_t child_ns = 0;  // known durations of the calls whose time counts under this one
+        std::uint32_t node = kNone;
+        std::uint32_t owner = kNone;
+        std::uint8_t flags = 0;
+    };
+
+    DiffOptions o;
     Trie t;
-    const auto& calls = r.calls;
-    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
-    // Per call: its trie node (kNone = left out), the nearest kept ancestor call whose node is a real frame
-    // (for self time), and whether it is in irq context.
-    std::vector<std::size_t> node(calls.size(), kNone);
-    std::vector<std::size_t> owner(calls.size(), kNone);  // the call whose frame this call's time belongs under
-    std::vector<bool> dropped(calls.size(), false);
-    std::vector<bool> collapsed(calls.size(), false);
+    DiffInput info;
+    std::vector<PerCall> calls;
     // Id -> position. A report nvtrace writes lists its calls by id, 1..N, so a position is id - 1; the map (about
-    // 40 MB for 1,000,000 calls, on each side at once) is built only for a report whose ids are not so.
+    // 40 MB for 1,000,000 calls) is built only once a call's id is not its position + 1, from the calls so far.
     bool dense = true;
-    for (std::size_t i = 0; i < calls.size() && dense; ++i)
-        dense = calls[i].id == i + 1;
-    std::unordered_map<std::uint64_t, std::size_t> index;
-    if (!dense) index.reserve(calls.size());
+    std::unordered_map<std::uint64_t, std::uint32_t> index;
     std::set<std::string> phases;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        const Call& c = calls[i];
+    const std::string* last_phase = nullptr;  // calls of one phase come in runs
+
+    explicit Impl(const DiffOptions& options) : o(options) {}
+
+    void add(const Call& c) {
+        const std::uint32_t i = static_cast<std::uint32_t>(calls.size());
+        PerCall& pc = calls.emplace_back();
+        if (dense && c.id != std::uint64_t{i} + 1) {
+            dense = false;
+            index.reserve(calls.size() * 2);
+            for (std::uint32_t k = 0; k < i; ++k)
+                index.emplace(std::uint64_t{k} + 1, k);
+        }
         if (!dense) index.emplace(c.id, i);
-        if (c.phase) phases.insert(*c.phase);
+        if (c.phase && (!last_phase || *last_phase != *c.phase)) last_phase = &*phases.insert(*c.phase).first;
         if (c.retval) info.has_retvals = true;
-        std::optional<std::size_t> p;
+        if (c.irq) pc.flags |= irq;
+        // The parent among the calls so far (its own parent, refused by the reader, is taken as none here).
+        std::optional<std::uint32_t> p;
         if (c.parent) {
             if (dense) {
-                if (*c.parent >= 1 && *c.parent - 1 <= i) p = *c.parent - 1;  // the calls up to this one, as the map
-            } else if (auto it = index.find(*c.parent); it != index.end()) {
+                if (*c.parent >= 1 && *c.parent - 1 < i) p = static_cast<std::uint32_t>(*c.parent - 1);
+            } else if (auto it = index.find(*c.parent); it != index.end() && it->second != i) {
                 p = it->second;
             }
         }
-        if (p && dropped[*p]) {
-            dropped[i] = true;
-            continue;
+        const PerCall* parent = p ? &calls[*p] : nullptr;
+        if (parent && (parent->flags & dropped)) {
+            pc.flags |= dropped;
+            return;
         }
         std::string name = normalise_symbol(c.function);
         if (auto rn = o.renames.find(name); rn != o.renames.end()) name = rn->second;
         if ((o.phase && c.phase != o.phase) || (!name.empty() && ignored(name, o.ignore))) {
             // Left out with its subtree. (A call outside the phase whose child is inside it cannot happen:
             // phases are assigned by entry time and a child enters after its parent.)
-            dropped[i] = true;
-            continue;
+            pc.flags |= dropped;
+            return;
         }
-        std::size_t parent_node = p ? node[*p] : 0;
-        std::size_t parent_owner = p ? (collapsed[*p] ? owner[*p] : *p) : kNone;
-        bool parent_irq = p && calls[*p].irq;
+        std::size_t parent_node = parent ? parent->node : 0;
+        std::uint32_t parent_owner = parent ? ((parent->flags & collapsed) ? parent->owner : *p) : kNone;
+        bool parent_irq = parent && (parent->flags & irq);
         if (c.irq && !parent_irq && !o.keep_irq_nesting) {
             parent_node = t.child(0, kIrqRoot);
             parent_owner = kNone;  // the interrupted call's self time keeps the interrupt, as the kernel measured
         }
         ++info.calls;
-        owner[i] = parent_owner;
+        pc.owner = parent_owner;
         if (name.empty()) {
-            collapsed[i] = true;
-            node[i] = parent_node;
-            continue;
+            pc.flags |= collapsed;
+            pc.node = static_cast<std::uint32_t>(parent_node);
+            return;
         }
-        node[i] = t.child(parent_node, name);
-    }
-    info.call_phases.assign(phases.begin(), phases.end());
-    info.report_calls = calls.size();
-    // Calls are not the only sections with phases: a run without function_graph has ioctls and markers only.
-    for (const auto& io : r.ioctls)
-        if (io.phase) phases.insert(*io.phase);
-    constexpr std::string_view kPhaseBegin = "nvtrace-phase: ";  // docs/markers.md
-    for (const auto& m : r.markers)
-        if (m.text.rfind(kPhaseBegin, 0) == 0 && m.text.size() > kPhaseBegin.size())
-            phases.insert(m.text.substr(kPhaseBegin.size()));
-    info.phases.assign(phases.begin(), phases.end());
-
-    std::vector<std::uint64_t> child_ns(calls.size(), 0);
-    for (std::size_t i = 0; i < calls.size(); ++i)
-        if (!dropped[i] && !collapsed[i] && owner[i] != kNone && calls[i].duration_ns)
-            child_ns[owner[i]] += *calls[i].duration_ns;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        if (dropped[i] || collapsed[i]) continue;
-        const Call& c = calls[i];
-        Acc& a = t.nodes[node[i]].acc;
+        pc.node = static_cast<std::uint32_t>(t.child(parent_node, name));
+        if (parent_owner != kNone && c.duration_ns) calls[parent_owner].child_ns += *c.duration_ns;
+        Acc& a = t.nodes[pc.node].acc;
         ++a.count;
         if (c.duration_ns) {
             std::uint64_t d = *c.duration_ns;
+            pc.duration_ns = d;
+            pc.flags |= has_duration;
             a.total_ns += d;
-            a.self_ns += d > child_ns[i] ? d - child_ns[i] : 0;
             a.min_ns = std::min(a.min_ns, d);
             a.max_ns = std::max(a.max_ns, d);
         } else {
@@ -165,8 +169,41 @@ Trie build_trie(const Report& r, const DiffOptions& o, DiffInput& info) {
         if (c.retval) ++a.retvals[retval_class(*c.retval)];
         if (a.names.size() < 8) a.names.insert(c.function);
     }
-    return t;
+
+    // The self times (every child is in now) and the phases of the report's other sections.
+    void finish(const Report& r) {
+        for (const PerCall& pc : calls)
+            if ((pc.flags & (dropped | collapsed | has_duration)) == has_duration) {
+                Acc& a = t.nodes[pc.node].acc;
+                a.self_ns += pc.duration_ns > pc.child_ns ? pc.duration_ns - pc.child_ns : 0;
+            }
+        info.report_calls = calls.size();
+        std::vector<PerCall>().swap(calls);
+        decltype(index)().swap(index);
+        info.call_phases.assign(phases.begin(), phases.end());
+        // Calls are not the only sections with phases: a run without function_graph has ioctls and markers only.
+        for (const auto& io : r.ioctls)
+            if (io.phase) phases.insert(*io.phase);
+        constexpr std::string_view kPhaseBegin = "nvtrace-phase: ";  // docs/markers.md
+        for (const auto& m : r.markers)
+            if (m.text.rfind(kPhaseBegin, 0) == 0 && m.text.size() > kPhaseBegin.size())
+                phases.insert(m.text.substr(kPhaseBegin.size()));
+        info.phases.assign(phases.begin(), phases.end());
+    }
+};
+
+DiffCalls::DiffCalls(const DiffOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+DiffCalls::DiffCalls(DiffCalls&&) noexcept = default;
+DiffCalls& DiffCalls::operator=(DiffCalls&&) noexcept = default;
+DiffCalls::~DiffCalls() = default;
+void DiffCalls::add(const Call& call) {
+    impl_->add(call);
 }
+std::uint64_t DiffCalls::report_calls() const {
+    return impl_->calls.size();
+}
+
+namespace {
 
 DiffSide side_of(const Acc& a) {
     DiffSide s;
@@ -348,25 +385,44 @@ std::string describe_empty_phase(const DiffInput& in, const std::string& phase) 
 }
 
 DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options) {
+    // The two sides are independent: B's is folded on another thread.
+    DiffCalls ca(options), cb(options);
+    std::thread other([&] {
+        for (const Call& c : b.calls)
+            cb.add(c);
+    });
+    for (const Call& c : a.calls)
+        ca.add(c);
+    other.join();
+    return diff_reports(a, std::move(ca), b, std::move(cb), options);
+}
+
+DiffResult diff_reports(const Report& a, DiffCalls a_calls, const Report& b, DiffCalls b_calls,
+                        const DiffOptions& options) {
     DiffResult d;
     d.options = options;
     d.a = input_of(a);
     d.b = input_of(b);
-    // The two tries are independent: B's is built on another thread (a diff of two reports of 1,000,000 calls
-    // spends most of its own time here).
-    Trie ta, tb;
-    std::thread other([&] { tb = build_trie(b, options, d.b); });
-    ta = build_trie(a, options, d.a);
-    other.join();
+    DiffCalls::Impl& sa = *a_calls.impl_;
+    DiffCalls::Impl& sb = *b_calls.impl_;
+    sa.finish(a);
+    sb.finish(b);
+    for (auto [in, side] : {std::pair{&d.a, &sa}, std::pair{&d.b, &sb}}) {
+        in->calls = side->info.calls;
+        in->has_retvals = side->info.has_retvals;
+        in->phases = std::move(side->info.phases);
+        in->call_phases = std::move(side->info.call_phases);
+        in->report_calls = side->info.report_calls;
+    }
     d.retvals_compared = d.a.has_retvals && d.b.has_retvals;
-    Merger m{ta, tb, options, d.retvals_compared, d.summary};
+    Merger m{sa.t, sb.t, options, d.retvals_compared, d.summary};
     // The virtual roots (node 0 of each trie) align by definition; their children are the root paths.
     DiffNode top = m.merge(0, 0, "", false, false);
     d.roots = std::move(top.children);
     d.ioctls_compared = !a.ioctl_stats.empty() || !b.ioctl_stats.empty();
     if (d.ioctls_compared)
-        d.ioctls = diff_ioctl_stats(a.ioctl_stats, b.ioctl_stats, options.threshold, options.keep_unchanged,
-                                    d.ioctl_summary);
+        d.ioctls =
+            diff_ioctl_stats(a.ioctl_stats, b.ioctl_stats, options.threshold, options.keep_unchanged, d.ioctl_summary);
     d.api_compared = !a.api_calls.empty() || !b.api_calls.empty();
     if (d.api_compared) d.api_calls = diff_api_calls(a.api_calls, b.api_calls, options, d.api_summary);
     return d;

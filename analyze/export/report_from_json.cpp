@@ -352,26 +352,62 @@ void fill_ioctl_stats(Report& r, const json& head) {
 // call that is its own parent, or parents in a cycle (one of its links then points to a larger id), would send
 // every walk up the tree (check's chains, diff's tries) round forever. A parent not in the report is allowed (the
 // call heads its own tree, as in ioctl_kernel_costs).
-std::optional<std::string> bad_call_tree(const std::vector<Call>& calls) {
-    bool dense = true;  // ids 1..N in order: what nvtrace writes; no set needed
-    for (std::size_t i = 0; i < calls.size() && dense; ++i)
-        dense = calls[i].id == i + 1;
-    std::unordered_set<std::uint64_t> ids;
-    if (!dense)
-        for (std::size_t i = 0; i < calls.size(); ++i)
-            if (!ids.insert(calls[i].id).second) return fmt::format("calls[{}]: id {} appears twice", i, calls[i].id);
-    auto present = [&](std::uint64_t id) { return dense ? id >= 1 && id <= calls.size() : ids.count(id) > 0; };
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        const Call& c = calls[i];
-        if (!c.parent) continue;
-        if (*c.parent == c.id) return fmt::format("calls[{}]: call {} is its own parent", i, c.id);
-        if (*c.parent > c.id && present(*c.parent))
-            return fmt::format(
-                "calls[{}]: parent {} of call {} has a larger id (a parent is entered before its "
-                "children: a cycle?)",
-                i, *c.parent, c.id);
+//
+// Checked call by call, so that a reader that does not keep the calls (read_report_file with a sink) refuses the
+// same files with the same messages: the first call id listed twice, else the first call (by position) that is its
+// own parent or has a parent with a larger id that is in the report.
+class CallTreeCheck {
+public:
+    void add(std::uint64_t id, std::optional<std::uint64_t> parent) {
+        const std::size_t i = n_++;
+        if (twice_) return;
+        if (dense_ && id != i + 1) {  // ids 1..N in order: what nvtrace writes; no set needed until one is not
+            dense_ = false;
+            for (std::size_t k = 1; k <= i; ++k)
+                ids_.insert(k);
+        }
+        if (!dense_ && !ids_.insert(id).second) {
+            twice_ = fmt::format("calls[{}]: id {} appears twice", i, id);
+            return;
+        }
+        // Whether a larger parent is in the report is known at the end; after a call that is its own parent,
+        // later calls cannot be the first error.
+        if (parent && *parent >= id && !own_parent_) {
+            suspects_.push_back({i, id, *parent});
+            own_parent_ = *parent == id;
+        }
     }
-    return std::nullopt;
+    std::optional<std::string> result() const {
+        if (twice_) return twice_;
+        for (const auto& s : suspects_) {
+            if (s.parent == s.id) return fmt::format("calls[{}]: call {} is its own parent", s.index, s.id);
+            if (dense_ ? s.parent <= n_ : ids_.count(s.parent) > 0)
+                return fmt::format(
+                    "calls[{}]: parent {} of call {} has a larger id (a parent is entered before its "
+                    "children: a cycle?)",
+                    s.index, s.parent, s.id);
+        }
+        return std::nullopt;
+    }
+
+private:
+    struct Suspect {
+        std::size_t index;
+        std::uint64_t id, parent;
+    };
+    std::size_t n_ = 0;
+    bool dense_ = true;
+    bool own_parent_ = false;
+    std::unordered_set<std::uint64_t> ids_;
+    std::optional<std::string> twice_;
+    std::vector<Suspect> suspects_;  // calls whose parent id is not smaller than their own, in order
+};
+
+std::optional<std::string> bad_call_tree(const std::vector<Call>& calls) {
+    CallTreeCheck check;
+    for (const Call& c : calls)
+        check.add(c.id, c.parent);
+    return check.result();
 }
 
 }  // namespace
@@ -465,13 +501,15 @@ constexpr std::size_t kUnknownField = kCallFields;
 
 class ReportSax {
 public:
-    explicit ReportSax(Report& r) : r_(r) {}
+    // With `sink`, each call goes to it as it is read instead of into r.calls.
+    ReportSax(Report& r, const CallSink* sink) : r_(r), sink_(sink) {}
 
     // The results: the first field error of a section element, a parse error, and the head (every top-level
     // key but the array sections, which hold only their elements that are not objects).
     std::optional<std::string> field_error;
     std::optional<std::string> parse_error_text;
     json head;
+    CallTreeCheck call_tree;  // of every call read
 
     void finish() {
         // The calls, gathered in blocks (no reallocation of a vector of 1,000,000 calls at twice its size),
@@ -640,6 +678,7 @@ private:
     enum class Dest { top, head_key, element, non_object };
 
     Report& r_;
+    const CallSink* sink_;
     State state_ = State::top;
     std::string key_;                   // the current top-level key
     const Section* section_ = nullptr;  // its section, if it is one
@@ -710,6 +749,11 @@ private:
             field_error = e.where;
             return;
         }
+        call_tree.add(c.id, c.parent);
+        if (sink_) {
+            (*sink_)(std::move(c));
+            return;
+        }
         if (call_blocks_.empty() || call_blocks_.back().size() == kCallBlock) {
             call_blocks_.emplace_back();
             call_blocks_.back().reserve(kCallBlock);
@@ -778,12 +822,14 @@ private:
 
 }  // namespace
 
-Result<Report> read_report_file(const std::string& path) {
+namespace {
+
+Result<Report> read_report_file(const std::string& path, const CallSink* sink) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     Report r;
-    ReportSax sax(r);
+    ReportSax sax(r, sink);
     {
         BlockReader reader(fd);
         (void)json::sax_parse(BlockIterator(reader), BlockIterator(), &sax);
@@ -807,9 +853,19 @@ Result<Report> read_report_file(const std::string& path) {
     } catch (const FieldError& e) {
         return fail(Error::usage(fmt::format("{}: {}", path, e.where)));
     }
-    if (auto bad = bad_call_tree(r.calls)) return fail(Error::usage(fmt::format("{}: {}", path, *bad)));
+    if (auto bad = sax.call_tree.result()) return fail(Error::usage(fmt::format("{}: {}", path, *bad)));
     fill_ioctl_stats(r, sax.head);
     return r;
+}
+
+}  // namespace
+
+Result<Report> read_report_file(const std::string& path) {
+    return read_report_file(path, nullptr);
+}
+
+Result<Report> read_report_file(const std::string& path, const CallSink& calls) {
+    return read_report_file(path, &calls);
 }
 
 bool is_saved_report_input(const std::string& path) {
@@ -825,6 +881,44 @@ std::optional<Result<Report>> saved_report_from_text(std::string_view text, cons
     if (j.is_discarded()) return Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")));
     auto r = report_from_json(j);
     if (!r) return Result<Report>(fail(Error::usage(name + ": " + r.error().message)));
+    return r;
+}
+
+namespace {
+
+// The saved report file `in` names, if it is one that can be streamed: nullopt for what is built or read whole.
+std::optional<Result<std::string>> saved_report_file(const Input& in) {
+    switch (in.kind) {
+        case InputKind::capture_dir:
+        case InputKind::capture_dir_saved:
+            if (!in.has_report_json)
+                return Result<std::string>(
+                    fail(Error::usage(fmt::format("{}: no report.json (the run did not write its report; `nvtrace "
+                                                  "report {} -o FILE` re-analyses its raw pages)",
+                                                  in.path, in.path))));
+            return Result<std::string>((std::filesystem::path(in.path) / "report.json").string());
+        case InputKind::saved_report:
+            if (in.reopenable()) return Result<std::string>(in.path);
+            break;
+        case InputKind::trace_dat:
+        case InputKind::text:
+            break;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<Report> load_report(Input in, const CallSink& calls) {
+    if (auto file = saved_report_file(in)) {
+        if (!*file) return fail(file->error());
+        return read_report_file(**file, calls);
+    }
+    auto r = load_report(std::move(in));
+    if (!r) return r;
+    for (Call& c : r->calls)
+        calls(std::move(c));
+    std::vector<Call>().swap(r->calls);
     return r;
 }
 

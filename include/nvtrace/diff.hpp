@@ -17,11 +17,13 @@
 // Siblings are sorted by impact: the time of an added/removed subtree, else |delta total_ns|, at least
 // the largest impact below it. Unchanged subtrees are pruned unless DiffOptions::keep_unchanged.
 //
-// Thread-safety: pure functions (diff_reports builds the two reports' trees on two threads of its own).
+// Thread-safety: pure functions (diff_reports builds the two reports' trees on two threads of its own); DiffCalls:
+// one builder per thread.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -223,6 +225,34 @@ std::vector<IoctlDiffRow> diff_ioctl_stats(const std::vector<IoctlStat>& a, cons
                                            IoctlDiffSummary& summary);
 
 DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options);
+
+// One report's side of the call-tree diff, folded call by call, so that the calls themselves need not be held:
+// `nvtrace diff` feeds it from read_report_file's call sink (nvtrace/report_io.hpp) while the file is read. Kept
+// per call until diff_reports: its path node, the call its time counts under, its duration and its children's
+// (32 bytes, against 328 for a Call and its strings). Calls must come in report order: a parent before its
+// children, as every saved report lists them (read_report_file refuses a parent with a larger id that is in the
+// report). diff_reports(a, b, options) above builds one from each report's calls, with the same result.
+// Thread-safety: one builder per thread (the two sides may be fed on two threads at once).
+class DiffCalls {
+public:
+    explicit DiffCalls(const DiffOptions& options);  // copied
+    DiffCalls(DiffCalls&&) noexcept;
+    DiffCalls& operator=(DiffCalls&&) noexcept;
+    ~DiffCalls();
+    void add(const Call& call);
+    std::uint64_t report_calls() const;  // calls added (before --phase/--ignore)
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    friend DiffResult diff_reports(const Report&, DiffCalls, const Report&, DiffCalls, const DiffOptions&);
+};
+
+// The diff of two reports whose calls were folded into `a_calls` and `b_calls` (each report's own calls, in its
+// order); `a.calls` and `b.calls` are not read (they may be empty). Everything else (phases of markers and
+// ioctls, ioctl_stats, api_calls, source, completeness) comes from `a` and `b`. `options`: as given to the builders.
+DiffResult diff_reports(const Report& a, DiffCalls a_calls, const Report& b, DiffCalls b_calls,
+                        const DiffOptions& options);
 
 // {"schema":"nvtrace.diff/1","a":...,"b":...,"options":...,"summary":...,"tree":[...],"changes":[...],
 //  "ioctls":{...},"api_calls":{...}}

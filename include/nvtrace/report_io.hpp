@@ -7,6 +7,7 @@
 // Implementation: analyze/export/report_from_json.cpp. Thread-safety: pure functions.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -36,11 +37,21 @@ std::optional<Result<Report>> saved_report_from_text(std::string_view text, cons
 // may run at once on different threads.
 Result<Report> read_report_file(const std::string& path);
 
+// Receives each call of a saved report as it is read, in file order, instead of Report::calls (which stays
+// empty): a consumer that folds the calls (nvtrace diff's trees, DiffCalls in nvtrace/diff.hpp) need not hold
+// them. Every error is the reader's as without a sink (a wrong field type, a cycle, a call id listed twice); a
+// call already given to the sink does not make the file valid: the result is the error, found later.
+using CallSink = std::function<void(Call&&)>;
+Result<Report> read_report_file(const std::string& path, const CallSink& calls);
+
 // What `nvtrace check/diff/export` accept, as open_input (nvtrace/input.hpp) tells it: a saved report, a capture
 // directory holding one (its report.json), or a trace in any format `nvtrace report` reads (built into a report
 // on the fly, source.kind "file", source.path as given). "-", a FIFO or a socket is read whole once. Errors:
 // open_input's, "DIR: no report.json (...)", the readers'.
 Result<Report> load_report(Input in);
+// The same with the calls given to `calls` (as read_report_file's sink): a saved report's file is streamed; what
+// is built or read whole (a trace, standard input) gives its calls once it is, and is returned without them.
+Result<Report> load_report(Input in, const CallSink& calls);
 Result<Report> load_report_input(const std::string& path);  // load_report(open_input(path))
 
 // Whether load_report_input(path) reads a saved report (a capture directory, or a file whose first non-blank

@@ -74,40 +74,39 @@ int do_diff(const DiffArgs& args) {
 
     // Both inputs are opened first, by one rule (nvtrace/input.hpp: what can be read only once is read now). Two
     // saved reports are then parsed at once, one on another thread (reading is nearly all of a diff's time); a
-    // trace is imported on its own. A's error is the one reported when both fail, as before.
+    // trace is imported on its own. A's error is the one reported when both fail, as before. Each report's calls
+    // are folded into its side of the diff as they are read (DiffCalls), never held as Calls.
     if (args.a == "-" && args.b == "-")
         return usage_error(Error::usage("standard input can be read only once: give - as A or as B, not both"));
     auto ia = open_input(args.a);
     if (!ia) return usage_error(ia.error());
     auto ib = open_input(args.b);
     auto is_saved = [](const Input& in) { return in.kind != InputKind::trace_dat && in.kind != InputKind::text; };
+    DiffCalls ca(o), cb(o);
+    const CallSink sink_a = [&ca](Call&& c) { ca.add(c); };
+    const CallSink sink_b = [&cb](Call&& c) { cb.add(c); };
     Result<Report> ra = fail(Error::usage("")), rb = fail(Error::usage(""));
     if (ib && is_saved(*ia) && is_saved(*ib)) {
-        std::thread tb([&] { rb = load_report(std::move(*ib)); });
-        ra = load_report(std::move(*ia));
+        std::thread tb([&] { rb = load_report(std::move(*ib), sink_b); });
+        ra = load_report(std::move(*ia), sink_a);
         tb.join();
         if (!ra) return usage_error(ra.error());
     } else {
-        ra = load_report(std::move(*ia));
+        ra = load_report(std::move(*ia), sink_a);
         if (!ra) return usage_error(ra.error());
-        rb = ib ? load_report(std::move(*ib)) : fail(ib.error());
+        rb = ib ? load_report(std::move(*ib), sink_b) : fail(ib.error());
     }
     if (!rb) return usage_error(rb.error());
 
     // Two reports without calls, ioctls or API calls (events-only runs) have nothing to compare: saying "no change"
     // would claim a comparison that did not happen. Without calls, the ioctls and API calls alone are compared.
-    const bool no_calls = ra->calls.empty() && rb->calls.empty();
+    const bool no_calls = ca.report_calls() == 0 && cb.report_calls() == 0;
     if (no_calls && ra->ioctl_stats.empty() && rb->ioctl_stats.empty() && ra->api_calls.empty() &&
         rb->api_calls.empty())
         return usage_error(
             Error::usage("neither report has calls (function_graph was not traced: run with --module), "
                          "API calls or ioctls: nothing to compare"));
-    DiffResult d = diff_reports(*ra, *rb, o);
-    // The reports are not needed any more: freeing 2,000,000 calls overlaps with printing (joined on return).
-    std::jthread release([&] {
-        *ra = Report{};
-        *rb = Report{};
-    });
+    DiffResult d = diff_reports(*ra, std::move(ca), *rb, std::move(cb), o);
     d.a.label = args.a;
     d.b.label = args.b;
     if (o.phase) {

@@ -372,3 +372,89 @@ TEST(Diff, SparseUnorderedCallIdsGiveTheSameDiffAsDenseOnes) {
     EXPECT_EQ(sparse.summary.added_paths, 1u);
     EXPECT_EQ(sparse.summary.removed_paths, 1u);
 }
+
+namespace {
+
+const char* const kFixtures[] = {"baseline",      "noise",       "added_path",     "removed_path", "count_change",
+                                 "retval_change", "time_change", "driver_upgrade", "renamed_535"};
+
+std::string fixture_path(const std::string& name) {
+    return std::string(NVTRACE_TEST_DATA) + "/reports/" + name + ".json";
+}
+
+// The diff as `nvtrace diff` makes it: each report's calls folded into its DiffCalls while the file is read.
+DiffResult diff_streamed(const std::string& path_a, const std::string& path_b, const DiffOptions& o) {
+    DiffCalls ca(o), cb(o);
+    auto ra = load_report(open_input(path_a).value(), [&](Call&& c) { ca.add(c); });
+    auto rb = load_report(open_input(path_b).value(), [&](Call&& c) { cb.add(c); });
+    if (!ra) throw std::runtime_error(ra.error().message);
+    if (!rb) throw std::runtime_error(rb.error().message);
+    EXPECT_TRUE(ra->calls.empty() && rb->calls.empty()) << "a sink's calls are not held";
+    return diff_reports(*ra, std::move(ca), *rb, std::move(cb), o);
+}
+
+}  // namespace
+
+// nvtrace diff folds each report's calls as they are read (read_report_file's sink, DiffCalls) instead of holding
+// two Reports: on every pair of fixtures and with each option that changes the fold (phase, renames that collapse
+// a frame, ignore globs, irq nesting, unchanged paths), the text and the JSON are those of the held reports'.
+TEST(Diff, CallsFoldedWhileReadingGiveTheSameDiffAsHeldReports) {
+    std::vector<DiffOptions> options(6);
+    options[1].renames = {{"nvidia_frontend_unlocked_ioctl", "nvidia_unlocked_ioctl"}, {"nvidia_frontend_ioctl", ""}};
+    options[2].ignore = {"uvm_*"};
+    options[3].keep_irq_nesting = true;
+    options[4].keep_unchanged = true;
+    options[5].threshold = DiffThreshold{0, 0.0};
+    std::size_t compared = 0;
+    for (const char* a : kFixtures)
+        for (const char* b : kFixtures)
+            for (const DiffOptions& o : options) {
+                SCOPED_TRACE(std::string(a) + " vs " + b);
+                DiffResult held = diff_reports(fixture(a), fixture(b), o);
+                DiffResult streamed = diff_streamed(fixture_path(a), fixture_path(b), o);
+                EXPECT_EQ(to_json(streamed).dump(1), to_json(held).dump(1));
+                EXPECT_EQ(format_diff_text(streamed), format_diff_text(held));
+                EXPECT_EQ(streamed.a.report_calls, fixture(a).calls.size());
+                ++compared;
+            }
+    EXPECT_EQ(compared, 9u * 9u * 6u);
+    // A trace file (built whole, then its calls given to the sink) against a saved report, and a phase.
+    const std::string trace = std::string(NVTRACE_TEST_DATA) + "/cases/fgraph-irq-nested-module-suffix.txt";
+    auto held_trace = load_report_input(trace);
+    ASSERT_TRUE(held_trace) << held_trace.error().message;
+    ASSERT_FALSE(held_trace->calls.empty());
+    DiffOptions none;
+    EXPECT_EQ(to_json(diff_streamed(trace, fixture_path("baseline"), none)).dump(),
+              to_json(diff_reports(*held_trace, fixture("baseline"), none)).dump());
+    DiffOptions phase;
+    phase.phase = "no-such-phase";
+    DiffResult empty = diff_streamed(fixture_path("baseline"), fixture_path("noise"), phase);
+    EXPECT_EQ(empty.a.calls, 0u);
+    EXPECT_EQ(describe_empty_phase(empty.a, "no-such-phase"),
+              describe_empty_phase(diff_reports(fixture("baseline"), fixture("noise"), phase).a, "no-such-phase"));
+}
+
+// DiffCalls finds a parent by position while the ids are 1..N and switches to a map of the calls so far at the
+// first id that is not: a report whose later calls have sparse ids gives the same diff as the same calls numbered
+// 1..N.
+TEST(Diff, IdsThatStopBeingPositionsPartWayGiveTheSameDiff) {
+    Report a = fixture("baseline");
+    Report b = fixture("count_change");
+    DiffResult dense = diff_reports(a, b, {});
+    const std::uint64_t half = b.calls.size() / 2;
+    ASSERT_GT(half, 2u);
+    auto renumber = [&](std::uint64_t id) { return id > half ? id * 100 : id; };
+    for (Call& c : b.calls) {
+        c.id = renumber(c.id);
+        if (c.parent) c.parent = renumber(*c.parent);
+    }
+    DiffCalls ca({}), cb({});
+    for (const Call& c : a.calls)
+        ca.add(c);
+    for (const Call& c : b.calls)
+        cb.add(c);
+    EXPECT_EQ(cb.report_calls(), b.calls.size());
+    DiffResult sparse = diff_reports(a, std::move(ca), b, std::move(cb), {});
+    EXPECT_EQ(to_json(sparse), to_json(dense));
+    EXPECT_GT(sparse.summary.count_changes, 0u);
+}

@@ -367,3 +367,73 @@ TEST(ReportIo, CallThatIsItsOwnParentOrInACycleIsRefusedByBothReaders) {
     // Every fixture and golden report (what nvtrace writes) still reads: checked by the round-trip test above.
     fs::remove_all(d);
 }
+
+// read_report_file with a call sink (what nvtrace diff reads through) gives the calls one by one in file order,
+// holds none, and refuses every bad file the held reader refuses with the same message naming the file and the
+// call: wrong field types, a call that is its own parent, a cycle, an id listed twice (also after the ids stop being
+// 1..N part way), truncated JSON; a call already given to the sink does not make the file valid.
+TEST(ReportIo, CallSinkGetsEveryCallInOrderAndTheSameErrors) {
+    fs::path d = temp_dir("sink");
+    auto both = [&](const std::string& name, const std::string& text) {
+        const fs::path f = d / name;
+        std::ofstream(f) << text;
+        auto held = read_report_file(f.string());
+        std::vector<Call> got;
+        auto streamed = read_report_file(f.string(), [&](Call&& c) { got.push_back(std::move(c)); });
+        EXPECT_EQ(bool(held), bool(streamed)) << name;
+        if (held && streamed) {
+            EXPECT_TRUE(streamed->calls.empty());
+            EXPECT_EQ(to_json(*streamed)["calls"], nlohmann::json::array());
+            Report with = *streamed;
+            with.calls = std::move(got);
+            EXPECT_EQ(to_json(with), to_json(*held)) << name;
+        } else if (!held && !streamed) {
+            EXPECT_EQ(streamed.error().message, held.error().message) << name;
+            EXPECT_EQ(streamed.error().code, held.error().code);
+        }
+        return streamed ? std::string() : streamed.error().message;
+    };
+    for (const auto& p : report_files()) {
+        std::ifstream in(p);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        EXPECT_EQ(both(fs::path(p).filename().string(), ss.str()), "") << p;
+    }
+    using nlohmann::json;
+    const json base = baseline();
+    auto edited = [&](const std::function<void(json&)>& edit) {
+        json j = base;
+        edit(j);
+        return j.dump(1);
+    };
+    const std::string f = (d / "bad.json").string();
+    EXPECT_EQ(both("bad.json", edited([](json& j) { j["calls"][3]["function"] = 1; })),
+              f + ": calls[3].function: expected a string");
+    EXPECT_EQ(both("bad.json", edited([](json& j) { j["calls"][4]["parent"] = j["calls"][4]["id"]; })),
+              f + ": calls[4]: call 5 is its own parent");
+    EXPECT_EQ(both("bad.json", edited([](json& j) {
+                       j["calls"][0]["parent"] = j["calls"][1]["id"];
+                       j["calls"][1]["parent"] = j["calls"][0]["id"];
+                   })),
+              f + ": calls[0]: parent 2 of call 1 has a larger id (a parent is entered before its children: a cycle?)");
+    // Ids 1..3, then 50, then 3 again: the set of ids starts part way and still sees the first three.
+    EXPECT_EQ(both("bad.json", edited([](json& j) {
+                       j["calls"][3]["id"] = std::uint64_t{50};
+                       j["calls"][4]["id"] = std::uint64_t{3};
+                       for (auto& c : j["calls"])
+                           c["parent"] = nullptr;
+                   })),
+              f + ": calls[4]: id 3 appears twice");
+    // A larger parent that is not in the report is allowed; one that is (after the ids stop being 1..N) is not.
+    EXPECT_EQ(both("ok.json", edited([](json& j) { j["calls"][2]["parent"] = std::uint64_t{99999}; })), "");
+    EXPECT_EQ(
+        both("bad.json", edited([](json& j) {
+                 j["calls"][3]["id"] = std::uint64_t{50};
+                 j["calls"][2]["parent"] = std::uint64_t{50};
+             })),
+        f + ": calls[2]: parent 50 of call 3 has a larger id (a parent is entered before its children: a cycle?)");
+    const std::string text = base.dump(1);
+    const std::string cut = both("bad.json", text.substr(0, text.size() / 2));
+    EXPECT_EQ(cut.rfind(f + ": not valid JSON: ", 0), 0u) << cut;
+    fs::remove_all(d);
+}
