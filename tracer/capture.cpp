@@ -24,13 +24,10 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
-
-extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its own
-#include <kbuffer.h>
-}
 
 #include "cleanup.hpp"
 #include "clock_offset.hpp"
@@ -77,6 +74,7 @@ public:
         std::size_t page_size = 0;
         std::uint64_t pages = 0;    // decode_merged(): pages in the file
         std::uint64_t records = 0;  // decode_merged(): records decoded from them
+        std::uint64_t damaged = 0;  // decode_merged(): pages the decoder refused
         fs::path path;
     };
     RawRecorder() = default;
@@ -216,6 +214,7 @@ private:
         for (std::size_t i = 0; i < files.size(); ++i) {
             sources_[i].pages = files[i].pages;
             sources_[i].records = files[i].records;
+            sources_[i].damaged = files[i].damaged;
         }
         decode_error = std::move(problems.first);
     }
@@ -531,13 +530,92 @@ constexpr std::string_view kFdSyscalls =
     "inotify_init1 fanotify_init userfaultfd perf_event_open io_uring_setup pidfd_open pidfd_getfd fsopen fsmount "
     "fspick open_tree execve execveat";
 
-// fd_paths.json (docs/formats.md) from a first pass over the saved pages: the fd lifetimes (build_fd_lifetimes) from
-// the fd syscalls, the poll brackets (trace_marker_raw of nvtrace's own pid) and the preload's enter markers (its
-// readlink at each ioctl). Without fd events or timed polls, the polls' paths alone (format 1: an fd seen naming
-// several files is named nowhere).
-nlohmann::json fd_lifetimes(RawRecorder& raw, tep_handle* tep, const std::vector<std::string>& fd_events,
-                            const FdPollLog& polls, bool timed_polls, bool loss) {
-    if (fd_events.empty() || !timed_polls) {
+// What fd_paths.json is made of in the saved pages, gathered while write_capture decodes them (one pass): the records
+// of the fd syscalls (handed over by PageDecoder::observe: nvtrace decodes no Event from them) and of the poll
+// brackets (trace_marker_raw of nvtrace's own pid), the preload's enter markers (its readlink at each ioctl) and
+// whether events were lost. The fields of a record are read with tep_read_number_field (libtraceevent's printed
+// text of a field follows the print fmt: "id=000a", "fd=00000004", without the "0x" outside the conversion).
+class FdRecords {
+public:
+    struct Rec {
+        std::uint64_t ts = 0;
+        std::size_t source = 0, seq = 0;  // the page file, and the order read: equal times keep it (fd_lifetimes)
+        int pid = -1;
+        int kind = 0;  // 0 raw_data, 1 sys_enter, 2 sys_exit
+        std::string name;
+        std::map<std::string, std::uint64_t> fields;
+    };
+
+    // The types observed: sys_enter_NAME and sys_exit_NAME of each of `fd_events`, and ftrace:raw_data.
+    FdRecords(tep_handle* tep, const std::vector<std::string>& fd_events) : tep_(tep) {
+        auto add = [&](const char* system, const std::string& event, int kind, const std::string& name) {
+            if (tep_event* e = tep_find_event_by_name(tep, system, event.c_str()); e && e->id >= 0) {
+                types_.push_back(e->id);
+                kinds_.emplace(e->id, std::pair<int, std::string>(kind, name));
+            }
+        };
+        add("ftrace", "raw_data", 0, "");
+        for (const std::string& name : fd_events) {
+            add("syscalls", "sys_enter_" + name, 1, name);
+            add("syscalls", "sys_exit_" + name, 2, name);
+        }
+    }
+    const std::vector<int>& types() const { return types_; }
+
+    // A record of one of types() (PageDecoder::RecordObserver).
+    void add(std::size_t source, const tep_record& record) {
+        tep_record rec = record;  // libtraceevent's readers take a non-const record but only read it
+        if (rec.size < 8) return;
+        tep_event* e = tep_find_event(tep_, tep_data_type(tep_, &rec));
+        auto kind = e ? kinds_.find(e->id) : kinds_.end();
+        if (kind == kinds_.end()) return;
+        Rec r;
+        r.kind = kind->second.first;
+        r.name = kind->second.second;
+        r.ts = rec.ts;
+        r.source = source;
+        r.seq = recs.size();
+        r.pid = tep_data_pid(tep_, &rec);
+        if (r.kind == 0 && r.pid != self_) return;
+        for (tep_format_field* fl = e->format.fields; fl; fl = fl->next) {
+            unsigned long long v = 0;
+            if ((fl->flags & TEP_FIELD_IS_ARRAY) || fl->offset + fl->size > rec.size) continue;
+            if (tep_read_number_field(fl, rec.data, &v) == 0) {
+                // Signed fields (ret) are sign-extended from their size.
+                if ((fl->flags & TEP_FIELD_IS_SIGNED) && fl->size < 8 && fl->size > 0 && (v >> (fl->size * 8 - 1)) & 1)
+                    v |= ~0ull << (fl->size * 8);
+                r.fields[fl->name] = v;
+            }
+        }
+        recs.push_back(std::move(r));
+    }
+
+    // Every decoded event (the sink of the decoding): lost-event marks and the preload's enter markers.
+    void event(const Event& ev) {
+        if (std::holds_alternative<LostEvents>(ev.body)) changes_may_be_missing = true;
+        if (const auto* mk = std::get_if<Marker>(&ev.body))
+            if (auto m = parse_preload_marker(mk->text); m && m->half == PreloadMarker::Half::enter && m->dev)
+                preload.push_back({ev.pid, m->fd, ev.ts_ns, ev.ts_ns, *m->dev, "preload"});
+    }
+
+    std::vector<Rec> recs;
+    std::vector<FdSample> preload;
+    bool changes_may_be_missing = false;
+
+private:
+    tep_handle* tep_;
+    const int self_ = static_cast<int>(::getpid());
+    std::vector<int> types_;
+    std::map<int, std::pair<int, std::string>> kinds_;  // type id -> (kind, syscall name)
+};
+
+// fd_paths.json (docs/formats.md): the fd lifetimes (build_fd_lifetimes) from the fd syscalls, the poll brackets and
+// the preload's enter markers (`fd`, gathered while the pages were decoded; `pages_missing`: a page file that could
+// not be read or a page the decoder refused). Without fd events or timed polls (`fd` null), the polls' paths alone
+// (format 1: an fd seen naming several files is named nowhere).
+nlohmann::json fd_lifetimes(FdRecords* fd, const std::vector<std::string>& fd_events, const FdPollLog& polls,
+                            bool pages_missing, bool loss) {
+    if (!fd) {
         std::map<int, std::vector<int>> threads;
         for (const auto& [tid, pid] : polls.process_of)
             threads[pid].push_back(tid);
@@ -547,103 +625,20 @@ nlohmann::json fd_lifetimes(RawRecorder& raw, tep_handle* tep, const std::vector
                 fds.push_back({tid, run.fd, run.path});
         return fds;
     }
-    // The records are read with kbuffer and their fields with tep_get_field_val (libtraceevent's printed text of a
-    // field follows the print fmt: "id=000a", "fd=00000004", without the "0x" outside the conversion). Each page is
-    // first checked and decoded by PageDecoder (lost-event marks, the preload's markers); a page it refuses is
-    // skipped, and then a change may be missing.
-    PageDecoder pages(tep);
     FdLifetimeInput in;
     in.process_of = polls.process_of;
-    in.changes_may_be_missing = loss;
-    struct Rec {
-        std::uint64_t ts = 0;
-        int pid = -1;
-        int kind = 0;  // 0 raw_data, 1 sys_enter, 2 sys_exit
-        std::string name;
-        std::map<std::string, std::uint64_t> fields;
-    };
-    std::vector<Rec> recs;
-    std::set<std::string> wanted(fd_events.begin(), fd_events.end());
-    const int self = static_cast<int>(::getpid());
-    kbuffer* kb = kbuffer_alloc(tep_get_long_size(tep) == 4 ? KBUFFER_LSIZE_4 : KBUFFER_LSIZE_8,
-                                tep_is_file_bigendian(tep) ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
-    struct KbFree {
-        kbuffer* k;
-        ~KbFree() {
-            if (k) kbuffer_free(k);
-        }
-    } kb_guard{kb};
-    std::vector<Event> scratch;
-    for (const auto& src : raw.sources()) {
-        std::FILE* f = std::fopen(src.path.c_str(), "rb");
-        if (!f || !kb) {
-            in.changes_may_be_missing = true;
-            if (f) std::fclose(f);
-            continue;
-        }
-        std::vector<unsigned char> page(src.page_size + PageDecoder::kPageSlack, 0);
-        while (std::fread(page.data(), 1, src.page_size, f) == src.page_size) {
-            scratch.clear();
-            if (!pages.decode(page.data(), src.page_size, src.cpu, scratch) ||
-                kbuffer_load_subbuffer(kb, page.data()) < 0) {
-                in.changes_may_be_missing = true;
-                continue;
-            }
-            for (const Event& ev : scratch) {
-                if (std::holds_alternative<LostEvents>(ev.body)) in.changes_may_be_missing = true;
-                if (const auto* mk = std::get_if<Marker>(&ev.body))
-                    if (auto m = parse_preload_marker(mk->text); m && m->half == PreloadMarker::Half::enter && m->dev)
-                        in.samples.push_back({ev.pid, m->fd, ev.ts_ns, ev.ts_ns, *m->dev, "preload"});
-            }
-            unsigned long long ts = 0;
-            for (void* ptr = kbuffer_read_event(kb, &ts); ptr; ptr = kbuffer_next_event(kb, &ts)) {
-                tep_record rec;
-                std::memset(&rec, 0, sizeof rec);
-                rec.ts = ts;
-                rec.size = kbuffer_event_size(kb);
-                rec.cpu = src.cpu;
-                rec.data = ptr;
-                rec.ref_count = 1;
-                if (rec.size < 8) continue;
-                tep_event* e = tep_find_event(tep, tep_data_type(tep, &rec));
-                if (!e || !e->system || !e->name) continue;
-                const std::string sys = e->system, name = e->name;
-                Rec r;
-                if (sys == "ftrace" && name == "raw_data") {
-                    r.kind = 0;
-                } else if (sys == "syscalls" && name.rfind("sys_enter_", 0) == 0 && wanted.count(name.substr(10))) {
-                    r.kind = 1;
-                    r.name = name.substr(10);
-                } else if (sys == "syscalls" && name.rfind("sys_exit_", 0) == 0 && wanted.count(name.substr(9))) {
-                    r.kind = 2;
-                    r.name = name.substr(9);
-                } else {
-                    continue;
-                }
-                r.ts = rec.ts;
-                r.pid = tep_data_pid(tep, &rec);
-                if (r.kind == 0 && r.pid != self) continue;
-                for (tep_format_field* fl = e->format.fields; fl; fl = fl->next) {
-                    unsigned long long v = 0;
-                    if ((fl->flags & TEP_FIELD_IS_ARRAY) || fl->offset + fl->size > rec.size) continue;
-                    if (tep_read_number_field(fl, rec.data, &v) == 0) {
-                        // Signed fields (ret) are sign-extended from their size.
-                        if ((fl->flags & TEP_FIELD_IS_SIGNED) && fl->size < 8 && fl->size > 0 &&
-                            (v >> (fl->size * 8 - 1)) & 1)
-                            v |= ~0ull << (fl->size * 8);
-                        r.fields[fl->name] = v;
-                    }
-                }
-                recs.push_back(std::move(r));
-            }
-        }
-        std::fclose(f);
-    }
-    std::stable_sort(recs.begin(), recs.end(), [](const Rec& a, const Rec& b) { return a.ts < b.ts; });
+    in.changes_may_be_missing = loss || pages_missing || fd->changes_may_be_missing;
+    in.samples = std::move(fd->preload);
+    std::vector<FdRecords::Rec>& recs = fd->recs;
+    // In time order; equal times in the order of the page files, then as read (a stable sort of the files' records
+    // laid end to end).
+    std::sort(recs.begin(), recs.end(), [](const FdRecords::Rec& a, const FdRecords::Rec& b) {
+        return std::tie(a.ts, a.source, a.seq) < std::tie(b.ts, b.source, b.seq);
+    });
     std::vector<std::uint64_t> poll_begin(polls.polls, 0), poll_end(polls.polls, 0);
     std::vector<std::uint8_t> poll_seen(polls.polls, 0);  // bit 0: begin, bit 1: end
     std::unordered_map<int, FdCall> entered;              // thread id -> its fd syscall in progress
-    for (Rec& r : recs) {
+    for (FdRecords::Rec& r : recs) {
         if (r.kind == 0) {
             auto id = r.fields.find("id");
             if (id == r.fields.end() || id->second / 2 >= polls.polls) continue;
@@ -973,6 +968,15 @@ KernelOffer read_offer(const char* tracing_dir, const Instance& inst) {
     return o;
 }
 
+// Turns one event of `inst` on or off through its own file, events/SYSTEM/EVENT/enable; 0, or -1 when it cannot be
+// written (no such event). tracefs_event_enable and tracefs_event_disable (libtracefs 1.6) take SYSTEM and EVENT as
+// regular expressions and match them against every system and event directory of the instance, a stat() of each:
+// about 900 per call on this machine's kernel, and 71,000 (0.4 CPU-s) for the fd syscalls of a run's start.
+int set_event(tracefs_instance* inst, const std::string& system, const std::string& event, bool on) {
+    const std::string file = fmt::format("events/{}/{}/enable", system, event);
+    return tracefs_instance_file_write(inst, file.c_str(), on ? "1" : "0") < 0 ? -1 : 0;
+}
+
 // RESET on a list's first call, CONTINUE on all but its last: the last call commits the list.
 unsigned list_flags(std::size_t i, std::size_t n) {
     return (i == 0 ? unsigned{TRACEFS_FL_RESET} : 0u) | (i + 1 < n ? unsigned{TRACEFS_FL_CONTINUE} : 0u);
@@ -1039,21 +1043,21 @@ Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s,
     // Events in the private instance.
     s.tep.reset(load_event_formats(meta.tracing_dir.c_str(), p.formats, !meta.events.empty()));
     if (!s.tep) return fail(Error::environment("cannot read the event formats from tracefs"));
-    if (tracefs_event_enable(inst, "syscalls", "sys_enter_ioctl") < 0 ||
-        tracefs_event_enable(inst, "syscalls", "sys_exit_ioctl") < 0)
+    if (set_event(inst, "syscalls", "sys_enter_ioctl", true) < 0 ||
+        set_event(inst, "syscalls", "sys_exit_ioctl", true) < 0)
         return fail(
             Error::environment("cannot enable syscalls:sys_enter_ioctl/sys_exit_ioctl (no syscall tracepoints?)"));
-    if (p.xid_event) tracefs_event_enable(inst, "nvidia", "nvidia_dev_xid");
+    if (p.xid_event) set_event(inst, "nvidia", "nvidia_dev_xid", true);
     if (s.uprobes)
         if (auto r = s.uprobes->enable(inst); !r) return fail(r.error());
     // The fd changes (fd_lifetime_events), where this kernel has both halves: an ioctl is named only from a sample
     // taken in the same lifetime of its fd (FdLifetime in nvtrace/event.hpp).
     for (const std::string& name : p.fd_syscalls)
-        if (tracefs_event_enable(inst, "syscalls", ("sys_enter_" + name).c_str()) == 0 &&
-            tracefs_event_enable(inst, "syscalls", ("sys_exit_" + name).c_str()) == 0)
+        if (set_event(inst, "syscalls", "sys_enter_" + name, true) == 0 &&
+            set_event(inst, "syscalls", "sys_exit_" + name, true) == 0)
             meta.fd_events.push_back(name);
         else
-            tracefs_event_disable(inst, "syscalls", ("sys_enter_" + name).c_str());
+            set_event(inst, "syscalls", "sys_enter_" + name, false);
     for (const auto& e : meta.events) {
         auto colon = e.find(':');
         if (tracefs_event_enable(inst, e.substr(0, colon).c_str(), e.substr(colon + 1).c_str()) < 0)
@@ -1369,7 +1373,6 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
                                      return a.overrun > b.overrun || a.dropped_events > b.dropped_events;
                              return a.overrun > 0 || a.dropped_events > 0;
                          });
-    nlohmann::json fd_paths = fd_lifetimes(s.raw, tep, meta.fd_events, s.fd_polls, s.timed_polls, fd_loss);
     // Comms of the pids in the events, looked up as each pid first appears (saved_cmdlines, else the program's
     // name for its own pid, else "<...>").
     tracefs_load_cmdlines(meta.tracing_dir.c_str(), tep);
@@ -1383,7 +1386,16 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
     }
     std::map<std::uint64_t, const Symbol*> used;  // the symbol each recorded address resolved to
     std::uint64_t unresolved = 0;                 // function events whose address no symbol covers
+    // The fd syscalls' records come with this one decoding of the pages (fd_lifetimes): without fd events or timed
+    // polls, fd_paths.json holds the polls alone.
+    std::optional<FdRecords> fd_records;
+    if (!meta.fd_events.empty() && s.timed_polls) {
+        fd_records.emplace(tep, meta.fd_events);
+        s.pages->observe(fd_records->types(),
+                         [&](std::size_t source, const tep_record& rec) { fd_records->add(source, rec); });
+    }
     s.raw.decode_merged(*s.pages, [&](Event& ev) {
+        if (fd_records) fd_records->event(ev);
         if (ev.pid > 0 && !comm_of.count(ev.pid)) {
             const char* c = tep_data_comm_from_pid(tep, ev.pid);
             comm_of[ev.pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (ev.pid == *meta.pid ? child_comm : "<...>");
@@ -1408,6 +1420,12 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
             ++unresolved;
         return true;
     });
+    s.pages->observe({}, {});
+    bool pages_missing = false;  // a page file that could not be read, or a page refused: an fd change may be missing
+    for (const auto& src : s.raw.sources())
+        pages_missing = pages_missing || src.damaged > 0 || ::access(src.path.c_str(), R_OK) != 0;
+    nlohmann::json fd_paths =
+        fd_lifetimes(fd_records ? &*fd_records : nullptr, meta.fd_events, s.fd_polls, pages_missing, fd_loss);
     meta.undecodable_records = s.pages->undecodable();
     CaptureRaw& r = meta.raw;
     r.long_size = sizeof(long);

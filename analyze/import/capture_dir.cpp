@@ -60,6 +60,17 @@ std::uint64_t PageDecoder::undecodable() const {
     return decoder_->undecodable();
 }
 
+void PageDecoder::observe(const std::vector<int>& types, RecordObserver records) {
+    observed_.clear();
+    observer_ = std::move(records);
+    if (!observer_) return;
+    for (int t : types)
+        if (t >= 0 && t < 65536) {
+            if (observed_.empty()) observed_.assign(65536, 0);
+            observed_[static_cast<std::size_t>(t)] = 1;
+        }
+}
+
 std::set<int> PageDecoder::types_seen() const {
     std::set<int> s;
     for (std::size_t i = 0; i < seen_.size(); ++i)
@@ -129,6 +140,7 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
     unsigned long long ts = 0;
     bool first = true;
     int prev_off = -1;
+    pending_.clear();
     for (void* ptr = kbuffer_read_event(kbuf_, &ts); ptr; ptr = kbuffer_next_event(kbuf_, &ts)) {
         int off = kbuffer_curr_offset(kbuf_);
         auto data_off = static_cast<std::size_t>(static_cast<const unsigned char*>(ptr) - page);
@@ -149,7 +161,11 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
         rec.ref_count = 1;
         first = false;
         ++records_;
-        if (esize >= 2) seen_[static_cast<std::size_t>(tep_data_type(tep_, &rec)) & 0xffff] = 1;
+        if (esize >= 2) {
+            const std::size_t type = static_cast<std::size_t>(tep_data_type(tep_, &rec)) & 0xffff;
+            seen_[type] = 1;
+            if (!observed_.empty() && observed_[type]) pending_.push_back({rec.ts, ptr, esize, rec.record_size, cpu});
+        }
         if (rec.missed_events != 0) {
             Event lost;
             lost.ts_ns = rec.ts;
@@ -161,6 +177,18 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
         }
         decoder_->decode_append(&rec, out);
     }
+    for (const Pending& p : pending_) {
+        tep_record rec;
+        std::memset(&rec, 0, sizeof rec);
+        rec.ts = p.ts;
+        rec.size = p.size;
+        rec.record_size = p.record_size;
+        rec.cpu = p.cpu;
+        rec.data = p.data;
+        rec.ref_count = 1;
+        observer_(source_, rec);
+    }
+    pending_.clear();
     return {};
 }
 
@@ -265,6 +293,7 @@ std::vector<Event> decode_page_files(PageDecoder& dec, std::vector<PageFile>& fi
     }
     for (auto& f : files) {
         starts.push_back(all.size());
+        dec.set_source(starts.size() - 1);
         PageReader reader(f, problems);
         while (reader.next(dec, all)) {
         }
@@ -286,6 +315,7 @@ bool decode_page_files_merged(PageDecoder& dec, std::vector<PageFile>& files, co
         while (c.next >= c.events.size()) {
             c.events.clear();
             c.next = 0;
+            dec.set_source(static_cast<std::size_t>(&c - cursors.data()));
             if (!c.reader->next(dec, c.events)) return false;
         }
         return true;

@@ -27,6 +27,7 @@
 #include "nvtrace/event.hpp"
 
 struct tep_handle;
+struct tep_record;
 struct kbuffer;
 
 namespace nvtrace {
@@ -63,6 +64,15 @@ public:
 
     static constexpr std::size_t kPageSlack = 64;
 
+    // For a reader that needs, in the same pass, fields of records nvtrace does not decode (the live capture's fd
+    // syscalls): the records of the event type ids in `types` of each page decoded without error are handed to
+    // `records` in page order, after decode() appended the page's events, with the source set by set_source()
+    // (decode_page_files and decode_page_files_merged set the file's index). A record's data lies in the page: valid
+    // during the call only. An empty `types` stops it.
+    using RecordObserver = std::function<void(std::size_t source, const tep_record& record)>;
+    void observe(const std::vector<int>& types, RecordObserver records);
+    void set_source(std::size_t source) { source_ = source; }
+
 private:
     tep_handle* tep_;
     std::unique_ptr<RawEventDecoder> decoder_;
@@ -70,7 +80,18 @@ private:
     int long_size_ = 8;
     bool big_endian_ = false;
     std::uint64_t records_ = 0;
-    std::vector<std::uint8_t> seen_;  // indexed by the 16-bit event type id
+    std::vector<std::uint8_t> seen_;      // indexed by the 16-bit event type id
+    std::vector<std::uint8_t> observed_;  // indexed by the type id: handed to observer_; empty: none
+    RecordObserver observer_;
+    std::size_t source_ = 0;
+    struct Pending {  // an observed record of the page being decoded
+        unsigned long long ts = 0;
+        void* data = nullptr;
+        int size = 0;
+        int record_size = 0;
+        int cpu = -1;
+    };
+    std::vector<Pending> pending_;
 };
 
 // The first_example of the "damaged_page" diagnostic (severity data_loss) that the live capture and

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <event-parse.h>
@@ -629,4 +630,70 @@ TEST(CaptureDirReader, FunctionGraphCaptureIsStreamedAndASinkMayStopIt) {
     ASSERT_TRUE(stopped);
     EXPECT_FALSE(*stopped);
     EXPECT_EQ(handed, 3u);
+}
+
+// PageDecoder::observe (the live capture reads the fd syscalls' fields in its one decoding of the pages): the records
+// of the observed types come with the index of their page file, exactly those of the pages decoded whole (here the
+// ioctl enters, which are Events too: the two lists must match), none of a page the decoder refuses, and none once
+// observing stops.
+TEST(PageDecoder, ObservedRecordsAreThoseOfTheWholePagesWithTheirFileIndex) {
+    test::IoctlFormats formats;
+    std::ifstream hp(kCapture / "events" / "header_page");
+    std::ostringstream hs;
+    hs << hp.rdbuf();
+    const std::string header = hs.str();
+    ASSERT_EQ(tep_parse_header_page(formats.tep, const_cast<char*>(header.data()),
+                                    static_cast<unsigned long>(header.size()), 8),
+              0);
+    Copy c;
+    using Key = std::tuple<std::size_t, std::uint64_t, int, std::int64_t>;  // (file, ts, pid, fd)
+    auto run = [&](bool observing, std::vector<Key>& observed, std::vector<Key>& enters) {
+        PageDecoder dec(formats.tep);
+        if (observing)
+            dec.observe({formats.enter}, [&](std::size_t source, const tep_record& rec) {
+                std::int64_t fd = 0;
+                std::memcpy(&fd, static_cast<const char*>(rec.data) + 16, 8);
+                int pid = 0;
+                std::memcpy(&pid, static_cast<const char*>(rec.data) + 4, 4);
+                observed.emplace_back(source, rec.ts, pid, fd);
+            });
+        else
+            dec.observe({}, {});
+        std::vector<PageFile> files;
+        for (int cpu : {0, 1})
+            files.push_back(
+                {"instance", cpu, (c.dir / "raw" / "instance" / fmt::format("cpu{}", cpu)).string(), 4096, 0, 0, 0});
+        PageFileProblems problems;
+        EXPECT_TRUE(decode_page_files_merged(
+            dec, files,
+            [&](Event& ev) {
+                if (const auto* in = std::get_if<IoctlEnter>(&ev.body))
+                    enters.emplace_back(static_cast<std::size_t>(ev.cpu), ev.ts_ns, ev.pid, in->fd);
+                return true;
+            },
+            problems));
+        std::sort(observed.begin(), observed.end());
+        std::sort(enters.begin(), enters.end());
+    };
+    std::vector<Key> observed, enters;
+    run(true, observed, enters);
+    EXPECT_GE(enters.size(), 20u);  // fionread_loop 20: an enter per ioctl
+    EXPECT_EQ(observed, enters);
+    // Damage the page of the file holding the most enters (each file is one page): its records are neither decoded
+    // nor observed.
+    const auto on_cpu1 = std::count_if(enters.begin(), enters.end(), [](const Key& k) { return std::get<0>(k) == 1; });
+    const int most = 2 * static_cast<std::size_t>(on_cpu1) > enters.size() ? 1 : 0;
+    const std::string rel = fmt::format("raw/instance/cpu{}", most);
+    std::string page = c.read(rel);
+    for (int i = 8; i < 16; ++i)
+        page[static_cast<std::size_t>(i)] = '\xff';  // commit word: every length bit set
+    c.write(rel, page);
+    std::vector<Key> observed2, enters2;
+    run(true, observed2, enters2);
+    EXPECT_LT(enters2.size(), enters.size());
+    EXPECT_EQ(observed2, enters2);
+    std::vector<Key> none, enters3;
+    run(false, none, enters3);
+    EXPECT_TRUE(none.empty());
+    EXPECT_EQ(enters3, enters2);
 }
