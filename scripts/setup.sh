@@ -11,6 +11,7 @@ packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev clang-format   # toolchain, fuzzers
   libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd                # tracefs, event decoding, trace.dat
   libfmt-dev libcli11-dev nlohmann-json3-dev libexpected-dev googletest libgtest-dev libxxhash-dev libelf-dev
+  libsimdjson-dev                                                           # saved reports' calls (nvtrace diff)
   python3 python3-jsonschema                                                # report schema tests
   python3-pandas python3-matplotlib jupyter-nbconvert python3-nbformat python3-ipykernel  # notebook test
   qemu-system-x86 busybox-static cpio kmod file libdrm-dev                  # qemu test guest (tests/vm)

@@ -13,6 +13,9 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
+#if NVTRACE_SIMDJSON
+#include <simdjson.h>
+#endif
 
 #include "../record_fields.hpp"
 #include "nvtrace/import.hpp"
@@ -446,21 +449,30 @@ namespace {
 // whole (a report is as large as its calls) and not mapped (mapped pages count in the resident size).
 class BlockReader {
 public:
-    explicit BlockReader(int fd) : fd_(fd), buf_(kBlock) {}
-    // Next block into [p, lim); p = lim = nullptr at end of file or on a read error (then error() says why).
-    void next(const char*& p, const char*& lim) {
+    explicit BlockReader(int fd) : fd_(fd), buf_(kBlock) { fill(); }
+    // The unread bytes of the current block: p < lim, or p = lim = nullptr at end of file or on a read error
+    // (then error() says why). Shared by the iterators and by the fast reader of `calls` (ReportSax).
+    const char* p = nullptr;
+    const char* lim = nullptr;
+    // Next block into [p, lim); false at end of file or on a read error.
+    bool fill() {
         for (;;) {
             ssize_t n = ::read(fd_, buf_.data(), buf_.size());
             if (n > 0) {
                 p = buf_.data();
                 lim = p + n;
-                return;
+                return true;
             }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) error_ = std::strerror(errno);
             p = lim = nullptr;
-            return;
+            return false;
         }
+    }
+    // Moves past [p, q) (q <= lim), reading the next block when the current one is used up.
+    void advance(const char* q) {
+        p = q;
+        if (p == lim) fill();
     }
     const std::string& error() const { return error_; }
 
@@ -480,19 +492,18 @@ public:
     using reference = const char&;
 
     BlockIterator() = default;  // the end
-    explicit BlockIterator(BlockReader& r) : r_(&r) { r_->next(p_, lim_); }
-    const char& operator*() const { return *p_; }
+    explicit BlockIterator(BlockReader& r) : r_(&r) {}
+    const char& operator*() const { return *r_->p; }
     BlockIterator& operator++() {
-        if (++p_ == lim_) r_->next(p_, lim_);
+        if (++r_->p == r_->lim) r_->fill();
         return *this;
     }
-    bool operator==(const BlockIterator& o) const { return p_ == o.p_; }
-    bool operator!=(const BlockIterator& o) const { return p_ != o.p_; }
+    bool operator==(const BlockIterator& o) const { return at_end() == o.at_end(); }
+    bool operator!=(const BlockIterator& o) const { return !(*this == o); }
 
 private:
+    bool at_end() const { return !r_ || !r_->p; }
     BlockReader* r_ = nullptr;
-    const char* p_ = nullptr;
-    const char* lim_ = nullptr;
 };
 
 // A call field's index in record_fields.hpp's table; kUnknownField for a key that is none.
@@ -501,8 +512,16 @@ constexpr std::size_t kUnknownField = kCallFields;
 
 class ReportSax {
 public:
-    // With `sink`, each call goes to it as it is read instead of into r.calls.
-    ReportSax(Report& r, const CallSink* sink) : r_(r), sink_(sink) {}
+    // With `sink`, each call goes to it as it is read instead of into r.calls, but for the first `skip` calls
+    // (given to it by an earlier read). With `fast` (and a sink), the elements of `calls` are read from `reader`
+    // by FastCalls instead of nlohmann's lexer.
+    ReportSax(Report& r, const CallSink* sink, std::size_t skip, BlockReader* fast)
+        : r_(r), sink_(sink), skip_calls_(skip), fast_(fast) {}
+
+    // FastCalls met something it does not read exactly as nlohmann's parser does (or bad JSON, or a bad field):
+    // the file is to be read again without it, past the calls already given.
+    bool fast_gave_up = false;
+    std::size_t calls_given = 0;
 
     // The results: the first field error of a section element, a parse error, and the head (every top-level
     // key but the array sections, which hold only their elements that are not objects).
@@ -621,6 +640,9 @@ public:
                     head[key_] = json::array();
                     index_ = 0;
                     state_ = State::section;
+#if NVTRACE_SIMDJSON
+                    if (fast_ && section_ == &kSections[0]) return fast_calls();
+#endif
                     return true;
                 }
                 return dom_start(json::array(), Dest::head_key);
@@ -679,6 +701,8 @@ private:
 
     Report& r_;
     const CallSink* sink_;
+    std::size_t skip_calls_ = 0;
+    BlockReader* fast_ = nullptr;
     State state_ = State::top;
     std::string key_;                   // the current top-level key
     const Section* section_ = nullptr;  // its section, if it is one
@@ -749,9 +773,13 @@ private:
             field_error = e.where;
             return;
         }
+        give(std::move(c));
+    }
+
+    void give(Call&& c) {
         call_tree.add(c.id, c.parent);
         if (sink_) {
-            (*sink_)(std::move(c));
+            if (calls_given++ >= skip_calls_) (*sink_)(std::move(c));
             return;
         }
         if (call_blocks_.empty() || call_blocks_.back().size() == kCallBlock) {
@@ -762,6 +790,198 @@ private:
     }
 
     static constexpr std::size_t kCallBlock = 4096;
+
+#if NVTRACE_SIMDJSON
+    // ---- FastCalls: the elements of `calls` through simdjson ----
+    //
+    // nlohmann's lexer takes about three quarters of a diff's time (docs/performance.md). The elements are cut out
+    // of the file's blocks by their brackets and quotes, gathered into chunks of about 1 MiB ("[e1,e2,...]") and
+    // parsed by simdjson's DOM parser (every value checked as it is parsed, by the kernels the library picks for
+    // this CPU at run time); each element's fields are recorded as the SAX handlers record them and converted by
+    // the same read_record. What the two parsers might read differently (a \u escape, "-0", an unescaped control
+    // character in a string, a number simdjson refuses such as one above 2^64), and any error at all, end the fast
+    // reading: the whole file is then read again by nlohmann (read_report_file), past the calls already given, so
+    // that results and messages are nlohmann's.
+    static constexpr std::size_t kChunk = 1 << 20;
+    std::vector<char> chunk_;
+    std::size_t chunk_elements_ = 0;
+    std::optional<simdjson::dom::parser> parser_;
+
+    bool give_up() {
+        fast_gave_up = true;
+        return false;  // stops nlohmann's parser
+    }
+
+    // Skips blanks; the next byte, or -1 at the end of the file.
+    int skip_blanks() {
+        BlockReader& r = *fast_;
+        while (r.p) {
+            const char* q = r.p;
+            while (q < r.lim && (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t'))
+                ++q;
+            const bool used_up = q == r.lim;
+            r.advance(q);
+            if (!used_up) return static_cast<unsigned char>(*r.p);
+        }
+        return -1;
+    }
+
+    // One element (an object) appended to chunk_; false where it is not one or something above is met.
+    bool cut_element() {
+        BlockReader& r = *fast_;
+        if (!r.p || *r.p != '{') return false;
+        int depth = 0;
+        bool in_string = false, escape = false, minus = false;
+        while (r.p) {
+            const char* start = r.p;
+            const char* q = start;
+            bool done = false;
+            for (; q < r.lim; ++q) {
+                const unsigned char ch = static_cast<unsigned char>(*q);
+                const bool after_minus = minus;
+                minus = false;
+                if (in_string) {
+                    if (escape) {
+                        if (ch == 'u') return false;
+                        escape = false;
+                    } else if (ch == '\\') {
+                        escape = true;
+                    } else if (ch == '"') {
+                        in_string = false;
+                    } else if (ch < 0x20) {
+                        return false;
+                    }
+                } else if (ch == '"') {
+                    in_string = true;
+                } else if (ch == '-') {
+                    minus = true;
+                    continue;
+                } else if (ch == '0' && after_minus) {
+                    return false;
+                } else if (ch == '{' || ch == '[') {
+                    ++depth;
+                } else if (ch == '}' || ch == ']') {
+                    if (--depth == 0) {
+                        ++q;
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            chunk_.insert(chunk_.end(), start, q);
+            r.advance(q);
+            if (done) {
+                chunk_.push_back(',');
+                ++chunk_elements_;
+                return true;
+            }
+        }
+        return false;  // the file ends inside the element
+    }
+
+    // Called at the '[' of `calls`: reads its elements and leaves the reader at its ']' for nlohmann.
+    bool fast_calls() {
+        if (!parser_) parser_.emplace();
+        chunk_.clear();
+        chunk_.push_back('[');
+        chunk_elements_ = 0;
+        int c = skip_blanks();
+        if (c == ']') return true;
+        for (;;) {
+            if (!cut_element()) return give_up();
+            c = skip_blanks();
+            if (chunk_.size() >= kChunk || c != ',')
+                if (!parse_chunk()) return give_up();
+            if (c == ']') return true;
+            if (c != ',') return give_up();
+            fast_->advance(fast_->p + 1);
+            if (skip_blanks() == ']') return give_up();  // a trailing comma
+        }
+    }
+
+    bool parse_chunk() {
+        if (chunk_elements_ == 0) return true;
+        chunk_.back() = ']';
+        const std::size_t size = chunk_.size();
+        chunk_.resize(size + simdjson::SIMDJSON_PADDING, ' ');
+        bool ok = parse_elements(size);
+        chunk_.clear();
+        chunk_.push_back('[');
+        chunk_elements_ = 0;
+        return ok;
+    }
+
+    bool parse_elements(std::size_t size) {
+        using namespace simdjson;
+        dom::element doc;
+        if (parser_->parse(chunk_.data(), size, false).get(doc)) return false;
+        dom::array elements;
+        if (doc.get_array().get(elements)) return false;
+        std::size_t n = 0;
+        for (dom::element element : elements) {
+            dom::object o;
+            if (element.get_object().get(o)) return false;
+            for (Value& v : values_)
+                v.kind = Kind::missing;
+            for (dom::key_value_pair f : o) {
+                const std::size_t i = fields::index_of<Call>(f.key);
+                if (i != kUnknownField) record_value(f.value, values_[i], strs_[i]);
+            }
+            Call call;
+            try {
+                call = read_record<Call>(*this, Where{"calls", index_});
+            } catch (const FieldError&) {
+                return false;  // read again: nlohmann's reader names it
+            }
+            ++index_;
+            ++n;
+            give(std::move(call));
+        }
+        return n == chunk_elements_;
+    }
+
+    // A field's value, recorded as the SAX handlers record it. Kinds as nlohmann's DOM holds them: a number without
+    // a fraction or an exponent is unsigned when it is not negative ("-0", an integer to nlohmann, is never here:
+    // cut_element leaves it to nlohmann).
+    static void record_value(simdjson::dom::element v, Value& dst, std::string& str) {
+        using simdjson::dom::element_type;
+        switch (v.type()) {
+            case element_type::NULL_VALUE:
+                dst.kind = Kind::null;
+                break;
+            case element_type::BOOL:
+                dst.kind = Kind::boolean;
+                dst.boolean = v.get_bool().value_unsafe();
+                break;
+            case element_type::INT64: {
+                const std::int64_t x = v.get_int64().value_unsafe();
+                if (x < 0) {
+                    dst.kind = Kind::integer;
+                    dst.integer = x;
+                } else {
+                    dst.kind = Kind::unsigned_;
+                    dst.unsigned_ = static_cast<std::uint64_t>(x);
+                }
+                break;
+            }
+            case element_type::UINT64:
+                dst.kind = Kind::unsigned_;
+                dst.unsigned_ = v.get_uint64().value_unsafe();
+                break;
+            case element_type::DOUBLE:
+                dst.kind = Kind::floating;
+                break;
+            case element_type::STRING:
+                dst.kind = Kind::string;
+                str.assign(v.get_string().value_unsafe());
+                break;
+            case element_type::ARRAY:
+            case element_type::OBJECT:
+                dst.kind = Kind::structured;
+                break;
+        }
+    }
+#endif  // NVTRACE_SIMDJSON
 
     // DOM building, for everything but calls.
     bool dom_start(json container, Dest dest) {
@@ -824,19 +1044,26 @@ private:
 
 namespace {
 
-Result<Report> read_report_file(const std::string& path, const CallSink* sink) {
+// One read of the file. `fast` (with a sink): `calls` through FastCalls; *gave_up then says whether it ended the
+// fast reading (the result is then to be dropped) and *given how many calls the sink has had.
+Result<Report> read_report_once(const std::string& path, const CallSink* sink, std::size_t skip, bool fast,
+                                bool* gave_up, std::size_t* given) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(Error::usage(fmt::format("{}: cannot open: {}", path, std::strerror(errno))));
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     Report r;
-    ReportSax sax(r, sink);
-    {
-        BlockReader reader(fd);
-        (void)json::sax_parse(BlockIterator(reader), BlockIterator(), &sax);
-        ::close(fd);
-        if (!reader.error().empty())
-            return fail(Error::usage(fmt::format("{}: cannot read: {}", path, reader.error())));
+    BlockReader reader(fd);
+    ReportSax sax(r, sink, skip, fast ? &reader : nullptr);
+    (void)json::sax_parse(BlockIterator(reader), BlockIterator(), &sax);
+    ::close(fd);
+    if (fast) {
+        *given = sax.calls_given;
+        // Any error after a fast read is found again by nlohmann's reader: its positions (line, column) count the
+        // bytes of `calls` that nlohmann did not see.
+        *gave_up = sax.fast_gave_up || !reader.error().empty() || sax.parse_error_text || sax.field_error;
+        if (*gave_up) return fail(Error::usage(""));
     }
+    if (!reader.error().empty()) return fail(Error::usage(fmt::format("{}: cannot read: {}", path, reader.error())));
     if (sax.parse_error_text)
         return fail(Error::usage(fmt::format("{}: not valid JSON: {}", path, *sax.parse_error_text)));
     if (sax.field_error) return fail(Error::usage(fmt::format("{}: {}", path, *sax.field_error)));
@@ -861,11 +1088,17 @@ Result<Report> read_report_file(const std::string& path, const CallSink* sink) {
 }  // namespace
 
 Result<Report> read_report_file(const std::string& path) {
-    return read_report_file(path, nullptr);
+    return read_report_once(path, nullptr, 0, false, nullptr, nullptr);
 }
 
 Result<Report> read_report_file(const std::string& path, const CallSink& calls) {
-    return read_report_file(path, &calls);
+    bool gave_up = false;
+    std::size_t given = 0;
+    // Without simdjson (the static build: Debian ships no static libsimdjson) every byte goes through nlohmann.
+    auto r = read_report_once(path, &calls, 0, NVTRACE_SIMDJSON != 0, &gave_up, &given);
+    // An error of the checks after the parse (the head's fields, the call tree) does not depend on the reader.
+    if (!gave_up) return r;
+    return read_report_once(path, &calls, given, false, nullptr, nullptr);
 }
 
 bool is_saved_report_input(const std::string& path) {

@@ -435,5 +435,40 @@ TEST(ReportIo, CallSinkGetsEveryCallInOrderAndTheSameErrors) {
     const std::string text = base.dump(1);
     const std::string cut = both("bad.json", text.substr(0, text.size() / 2));
     EXPECT_EQ(cut.rfind(f + ": not valid JSON: ", 0), 0u) << cut;
+
+    // The sink's reader reads `calls` through simdjson in chunks of about 1 MiB and leaves to nlohmann what the two
+    // could read differently; here in the last call of a report of several chunks, so that the calls of the first
+    // chunks were given already and nlohmann's reading goes on past them: a \u escape, "-0" (an integer 0 to
+    // nlohmann: a retval is read, an id is refused), a number above 2^64 in a key no field reads (a float to
+    // nlohmann), an unescaped control character (refused by nlohmann), bad JSON at the end.
+    json large = base;
+    large["calls"] = json::array();
+    const std::size_t per_copy = base["calls"].size();
+    for (std::uint64_t k = 0; k < 400; ++k)
+        for (json c : base["calls"]) {
+            c["id"] = c["id"].get<std::uint64_t>() + k * per_copy;
+            if (!c["parent"].is_null()) c["parent"] = c["parent"].get<std::uint64_t>() + k * per_copy;
+            large["calls"].push_back(std::move(c));
+        }
+    json& last = large["calls"].back();
+    last["function"] = "rm_ioctl_\u00e9QQFUNCQQ";
+    last["retval"] = std::uint64_t{987654321};
+    last["zz_not_a_field"] = std::uint64_t{4242424242};
+    const std::string big = large.dump(1, ' ', true);
+    ASSERT_GT(big.size(), std::size_t{3} << 20);
+    auto replaced = [&](std::string t, const std::string& what, const std::string& with) {
+        const auto at = t.rfind(what);
+        EXPECT_NE(at, std::string::npos) << what;
+        return at == std::string::npos ? t : t.replace(at, what.size(), with);
+    };
+    EXPECT_EQ(both("large.json", big), "");
+    EXPECT_EQ(both("large.json", replaced(big, "987654321", "-0")), "");
+    EXPECT_EQ(both("large.json", replaced(big, "4242424242", "18446744073709551616")), "");
+    const std::string last_id = std::to_string(per_copy * 400);
+    const std::string n = std::to_string(per_copy * 400 - 1);
+    EXPECT_EQ(both("large.json", replaced(big, "\"id\": " + last_id, "\"id\": -0")),
+              (d / "large.json").string() + ": calls[" + n + "].id: expected an unsigned integer");
+    EXPECT_NE(both("large.json", replaced(big, "QQFUNCQQ", "\x01")).find("not valid JSON"), std::string::npos);
+    EXPECT_NE(both("large.json", big.substr(0, big.size() - 3)).find("not valid JSON"), std::string::npos);
     fs::remove_all(d);
 }
