@@ -147,10 +147,14 @@ struct ReportStream::Impl {
     SectionFile report_file, ioctl_file, events, markers;
     // Calls that ended before a call with a smaller id wait for it: report.json lists them by id
     // (call_order.front() is id next_call). The first kHeldCalls wait in `held_calls`; past that (a call that
-    // never returns holds every later one) their JSON waits in `spill`, an unlinked file: 24 bytes a call.
+    // never returns holds every later one) their JSON waits in memory, in `spill_mem`, up to
+    // Options::waiting_calls_memory bytes (a write to a file and a read back cost more than the formatting), then
+    // in `spill`, an unlinked file; 24 bytes a call either way.
     static constexpr std::size_t kHeldCalls = 1 << 16;
     struct Waiting {
-        std::uint64_t offset = 0;  // in spill, when length > 0
+        // The JSON's place when length > 0: spill_mem[offset...] below spill_mem.size(), else spill at offset -
+        // spill_mem.size().
+        std::uint64_t offset = 0;
         std::uint32_t length = 0;
         std::int32_t held = -1;  // index into held_calls
         bool ended() const { return held >= 0 || length > 0; }
@@ -161,6 +165,8 @@ struct ReportStream::Impl {
     std::uint64_t next_call = 1;
     SectionFile spill;
     bool spill_open = false;
+    std::string spill_mem;  // waiting calls' JSON, before any goes to `spill`
+    bool spill_mem_full = false;
     std::string temp_dir, call_text, spill_read;
     std::uint64_t spill_bytes = 0, spill_read_at = 0;
     Result<void> write_waiting(Waiting& w);
@@ -281,6 +287,18 @@ void ReportStream::Impl::take_call(Call&& c) {
             }
             return;
         }
+        call_text.clear();
+        import::append_call_json(call_text, c);
+        w.offset = spill_bytes;
+        w.length = static_cast<std::uint32_t>(std::max<std::size_t>(call_text.size(), 1));
+        spill_bytes += call_text.size();
+        const std::size_t bound = options.waiting_calls_memory;
+        if (!spill_mem_full && spill_mem.size() + call_text.size() <= bound) {
+            if (spill_mem.empty()) spill_mem.reserve(std::min<std::size_t>(bound, std::size_t(1) << 24));
+            spill_mem += call_text;
+            return;
+        }
+        spill_mem_full = true;  // offsets from here on are in the file
         if (!spill_open) {
             if (auto r = spill.open(temp_dir); !r) {
                 report_file.set_error(r.error().message);
@@ -288,12 +306,7 @@ void ReportStream::Impl::take_call(Call&& c) {
             }
             spill_open = true;
         }
-        call_text.clear();
-        import::append_call_json(call_text, c);
-        w.offset = spill_bytes;
-        w.length = static_cast<std::uint32_t>(std::max<std::size_t>(call_text.size(), 1));
         spill.append_raw(call_text);
-        spill_bytes += call_text.size();
         return;
     }
     report_file.add(c, import::append_call_json);
@@ -304,6 +317,10 @@ void ReportStream::Impl::take_call(Call&& c) {
         ++next_call;
         call_order.pop_front();
     }
+    if (call_order.empty() && !spill_mem_full && !spill_mem.empty()) {  // nothing waits: the memory is free again
+        spill_mem.clear();
+        spill_bytes = 0;
+    }
 }
 
 Result<void> ReportStream::Impl::write_waiting(Waiting& w) {
@@ -313,18 +330,23 @@ Result<void> ReportStream::Impl::write_waiting(Waiting& w) {
         free_held.push_back(w.held);
         return {};
     }
+    if (w.offset < spill_mem.size()) {
+        report_file.add(std::string_view(spill_mem).substr(w.offset, w.length), text);
+        return {};
+    }
     // Read back through a 1 MiB window: calls spilled one after the other are mostly written out in that order.
-    if (w.offset < spill_read_at || w.offset + w.length > spill_read_at + spill_read.size()) {
-        if (w.offset + w.length > spill.bytes()) spill.flush();
+    const std::uint64_t at = w.offset - spill_mem.size();  // in the file
+    if (at < spill_read_at || at + w.length > spill_read_at + spill_read.size()) {
+        if (at + w.length > spill.bytes()) spill.flush();
         if (!spill.error().empty()) return fail(Error::environment(spill.error()));
         spill_read.resize(std::max<std::size_t>(1 << 20, w.length));
-        ssize_t n = ::pread(spill.fd(), spill_read.data(), spill_read.size(), static_cast<off_t>(w.offset));
+        ssize_t n = ::pread(spill.fd(), spill_read.data(), spill_read.size(), static_cast<off_t>(at));
         if (n < static_cast<ssize_t>(w.length))
             return fail(Error::environment(n < 0 ? std::strerror(errno) : "the spilled calls ended early"));
         spill_read.resize(static_cast<std::size_t>(n));
-        spill_read_at = w.offset;
+        spill_read_at = at;
     }
-    report_file.add(std::string_view(spill_read).substr(w.offset - spill_read_at, w.length), text);
+    report_file.add(std::string_view(spill_read).substr(at - spill_read_at, w.length), text);
     return {};
 }
 

@@ -90,8 +90,9 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
     std::string_view line;
     std::vector<MissingParent> parents;
     FgraphLine L;  // reused: tokenize_fgraph_line sets what each kind of line uses
+    TaskColumnCache tasks;
     while (lines.next(line)) {
-        tokenize_fgraph_line(line, L);
+        tokenize_fgraph_line(line, L, &tasks);
         std::uint32_t n = lines.number();
         LineCtx ctx;
         ctx.line = n;

@@ -1,6 +1,8 @@
 #include "graph_line.hpp"
 
 #include <array>
+#include <bit>
+#include <cstring>
 
 namespace nvtrace::import {
 
@@ -16,6 +18,50 @@ constexpr auto kNameStop = [] {
         t[c] = true;
     return t;
 }();
+
+// The number of ASCII digits that lead the 8 bytes at `p` (all readable), and those bytes in `w`. A byte is a
+// digit when its high nibble is 3 and adding 6 leaves it 3 (0x30-0x39); a carry out of a byte >= 0xfa can only
+// reach bytes after a non-digit, which do not count.
+inline unsigned leading_digits8(const char* p, std::uint64_t& w) {
+    constexpr std::uint64_t hi = 0xF0F0F0F0F0F0F0F0ULL, three = 0x3030303030303030ULL, six = 0x0606060606060606ULL;
+    std::memcpy(&w, p, 8);
+    std::uint64_t m = ((w & hi) ^ three) | (((w + six) & hi) ^ three);
+    if constexpr (std::endian::native == std::endian::little)
+        return m ? static_cast<unsigned>(std::countr_zero(m)) / 8 : 8;
+    unsigned n = 0;
+    while (n < 8 && is_digit(p[n]))
+        ++n;
+    return n;
+}
+
+// The value of the first n (1-8) digits of `w` (leading_digits8's word): moved to the top of the word, then
+// combined pairwise (2, 4, 8 digits) by multiplications.
+inline std::uint64_t digits_value(std::uint64_t w, unsigned n) {
+    w <<= 8 * (8 - n);
+    w = (w & 0x0F0F0F0F0F0F0F0FULL) * 2561 >> 8;
+    w = (w & 0x00FF00FF00FF00FFULL) * 6553601 >> 16;
+    return (w & 0x0000FFFF0000FFFFULL) * 42949672960001ULL >> 32;
+}
+
+// The end of the run of digits at s[i...], and in `v` their value modulo 2^64 (v * 10 + digit for each), 8
+// digits at a time while 8 bytes remain in `s`.
+inline std::size_t digit_run(std::string_view s, std::size_t i, std::uint64_t& v) {
+    constexpr std::uint64_t kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+    v = 0;
+    if constexpr (std::endian::native == std::endian::little) {
+        while (i + 8 <= s.size()) {
+            std::uint64_t w;
+            unsigned n = leading_digits8(s.data() + i, w);
+            if (n == 0) return i;
+            v = v * kPow10[n] + digits_value(w, n);
+            i += n;
+            if (n < 8) return i;
+        }
+    }
+    while (i < s.size() && is_digit(s[i]))
+        v = v * 10 + static_cast<std::uint64_t>(s[i++] - '0');
+    return i;
+}
 
 // "<digits>.<digits>" seconds, already split and checked to be digits: parse_decimal_ns(s, 1e9) without
 // looking for the dot again.
@@ -176,7 +222,8 @@ GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<
     return c;
 }
 
-void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c) {
+void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c,
+                         TaskColumnCache* tasks) {
     // Field by field: cheaper than zeroing the whole struct.
     c.task.reset();
     c.lat_flags = {};
@@ -195,6 +242,14 @@ void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar,
     for (int col = 0; col < 3; ++col) {
         std::size_t bar = col == 0 ? first_bar : rest.find('|', body_start);
         if (bar == std::string_view::npos) break;
+        // What the first column is depends on its bytes alone: the same bytes as the cached TASK/PID column
+        // are that task again.
+        if (col == 0 && tasks && bar != 0 && bar == tasks->size && std::memcmp(rest.data(), tasks->bytes, bar) == 0) {
+            c.task.emplace(CommPid{rest.substr(tasks->comm_at, tasks->comm_size), tasks->pid});
+            body_start = bar + 1;
+            base = 1;
+            continue;
+        }
         std::string_view seg = trim(rest.substr(body_start, bar - body_start));
         std::optional<std::uint64_t> duration;
         if (!seg.empty() && seg.back() == 's') duration = parse_duration_column(seg);
@@ -215,6 +270,16 @@ void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar,
         if (!c.task && c.lat_flags.empty()) {
             if (auto cp = split_comm_pid(seg)) {
                 c.task = cp;
+                if (col == 0 && tasks) {
+                    tasks->size = 0;
+                    if (bar <= TaskColumnCache::kMax) {
+                        std::memcpy(tasks->bytes, rest.data(), bar);
+                        tasks->size = bar;
+                        tasks->comm_at = static_cast<std::size_t>(cp->comm.data() - rest.data());
+                        tasks->comm_size = cp->comm.size();
+                        tasks->pid = cp->pid;
+                    }
+                }
                 body_start = bar + 1;
                 base = 1;
                 continue;
@@ -241,7 +306,7 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
     return L;
 }
 
-void tokenize_fgraph_line(std::string_view s, FgraphLine& L) {
+void tokenize_fgraph_line(std::string_view s, FgraphLine& L, TaskColumnCache* tasks) {
     L.kind = FgraphLine::Kind::malformed;
     L.ts_ns.reset();
     L.cpu = -1;
@@ -318,16 +383,15 @@ void tokenize_fgraph_line(std::string_view s, FgraphLine& L) {
             ++d;
         // The value is gathered while the digits are checked (one pass); seconds_ns below when the
         // integer part may overflow.
-        std::size_t q = d;
         std::uint64_t sec = 0;
-        while (q < s.size() && is_digit(s[q]))
-            sec = sec * 10 + static_cast<std::uint64_t>(s[q++] - '0');
+        std::size_t q = digit_run(s, d, sec);
         if (q > d && q < s.size() && s[q] == '.') {
-            std::size_t r = q + 1;
             std::uint64_t frac = 0;
-            while (r < s.size() && is_digit(s[r])) {
-                if (r - q <= 9) frac = frac * 10 + static_cast<std::uint64_t>(s[r] - '0');  // ns precision
-                ++r;
+            std::size_t r = digit_run(s, q + 1, frac);
+            if (r - q - 1 > 9) {  // past ns precision: the first 9 digits only
+                frac = 0;
+                for (std::size_t k = q + 1; k <= q + 9; ++k)
+                    frac = frac * 10 + static_cast<std::uint64_t>(s[k] - '0');
             }
             std::size_t num_end = r;
             while (r < s.size() && s[r] == ' ')
@@ -381,7 +445,7 @@ void tokenize_fgraph_line(std::string_view s, FgraphLine& L) {
             }
         }
     }
-    parse_graph_columns(rest, base, first_bar, L.cols);
+    parse_graph_columns(rest, base, first_bar, L.cols, tasks);
     if (L.cols.body.kind == GraphBody::Kind::malformed) {
         L.kind = FgraphLine::Kind::malformed;
         L.expected = L.cols.body.expected;

@@ -39,9 +39,23 @@ struct GraphColumns {
 };
 // `first_bar`: rest.find('|') when the caller already looked (npos: none), to save searching again.
 GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<std::size_t> first_bar = std::nullopt);
+
+// The TASK/PID column of the last line that had one, kept by a reader across its lines: funcgraph-proc prints
+// it on every line and a task's lines come in runs, so a column with the same bytes as last time gives the same
+// comm and pid without being parsed again. It holds a copy of the bytes (no view into an earlier line).
+struct TaskColumnCache {
+    static constexpr std::size_t kMax = 32;  // longer columns are parsed every time
+    char bytes[kMax] = {};
+    std::size_t size = 0;  // 0: nothing cached
+    std::size_t comm_at = 0, comm_size = 0;
+    int pid = -1;
+};
+
 // The same into `c`, whatever it held before (a reader reuses one per-line struct: no zeroing, no copy);
-// `first_bar` is rest.find('|'), already looked for.
-void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c);
+// `first_bar` is rest.find('|'), already looked for. `tasks`, when given, is looked at and updated for the
+// first column.
+void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c,
+                         TaskColumnCache* tasks = nullptr);
 
 // The body itself ("func() {", "f [mod](a=1);", "} /* f = -22 */", "/* text */", "==========>").
 void parse_graph_body(std::string_view body, GraphBody& out);
@@ -63,6 +77,6 @@ struct FgraphLine {
 FgraphLine tokenize_fgraph_line(std::string_view line);
 // The same into `L`, whatever it held before: the fields the resulting kind uses are all set (prev and
 // next are set for a banner only, count for lost and overruns only, header for header and annotation only).
-void tokenize_fgraph_line(std::string_view line, FgraphLine& L);
+void tokenize_fgraph_line(std::string_view line, FgraphLine& L, TaskColumnCache* tasks = nullptr);
 
 }  // namespace nvtrace::import

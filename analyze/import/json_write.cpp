@@ -113,20 +113,38 @@ constexpr std::size_t kNumberBound = 24;
 HOT bool plain(std::string_view s) {
     constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
     auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & high; };
+    // A byte >= 0x80, below 0x20 (subtracting 0x20 borrows into its high bit), '"' or '\\'.
+    auto bad = [&](std::uint64_t w) {
+        return (w & high) | ((w - 0x20 * ones) & ~w & high) | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\'));
+    };
     const char* d = s.data();
-    std::size_t n = s.size(), i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, d + i, 8);
-        // A byte >= 0x80, below 0x20 (subtracting 0x20 borrows into its high bit), '"' or '\\'.
-        if ((w & high) | ((w - 0x20 * ones) & ~w & high) | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\')))
-            return false;
+    const std::size_t n = s.size();
+    std::uint64_t w;
+    if (n >= 8) {
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            std::memcpy(&w, d + i, 8);
+            if (bad(w)) return false;
+        }
+        if (i == n) return true;
+        std::memcpy(&w, d + n - 8, 8);  // the last bytes in a word that overlaps the one before (no byte loop)
+        return !bad(w);
     }
-    for (; i < n; ++i) {
-        auto u = static_cast<unsigned char>(d[i]);
-        if (u < 0x20 || u >= 0x80 || u == '"' || u == '\\') return false;
+    // Shorter: the bytes gathered into one word by overlapping loads, the rest of it spaces (which pass).
+    if (n >= 4) {
+        std::uint32_t a, b;
+        std::memcpy(&a, d, 4);
+        std::memcpy(&b, d + n - 4, 4);
+        w = std::uint64_t(a) | std::uint64_t(b) << 32;
+    } else if (n > 0) {
+        w = ones * ' ';
+        w = (w & ~std::uint64_t(0xffffff)) | static_cast<unsigned char>(d[0]) |
+            std::uint64_t(static_cast<unsigned char>(d[n / 2])) << 8 |
+            std::uint64_t(static_cast<unsigned char>(d[n - 1])) << 16;
+    } else {
+        return true;
     }
-    return true;
+    return !bad(w);
 }
 
 // memcpy of a name without a call for up to 32 bytes: two fixed-size copies that may overlap (never reading

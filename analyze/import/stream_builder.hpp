@@ -63,6 +63,9 @@ public:
     void comm(int pid, std::string_view comm);
 
     EventStream& stream() { return stream_; }
+    // How many times comm() has written stream().comms so far: while it is unchanged, the comm of a pid
+    // a caller copied from there is still the one there.
+    std::uint64_t comms_written() const { return comms_written_; }
     // Events pushed so far, drained ones included: the index the next event will have.
     std::size_t size() const { return base_ + (drain_ ? pending_.size() : stream_.events.size()); }
     // Index of the first event not drained yet (events before it were drained).
@@ -172,6 +175,7 @@ private:
     // stream_.comms while lines are read), so that a run of lines of one task skips the map.
     int last_comm_pid_ = -1;
     std::size_t last_comm_size_ = 0;
+    std::uint64_t comms_written_ = 0;
     PendingBuf pending_;                    // streaming: the events not drained yet
     std::deque<Event> others_;              // streaming: the Pending::Kind::other events, in order
     Event entry_ev_, exit_ev_;              // streaming: what a pending entry / exit is handed over as

@@ -114,6 +114,8 @@ Result<Stream> fgraph_text(const Input& in, const ReportRequest& req, std::optio
     std::size_t released = 0;
     std::uint64_t good_lines = 0;
     std::uint32_t last_line = 0;
+    int synced_pid = -1;  // the pid whose comm the drain copied last, when the reader had written synced_comms
+    std::uint64_t synced_comms = std::uint64_t(-1);
     auto consumed = [&](const char* p) {
         if (!in.mapped()) return;  // bytes read into memory are the Input's, not a mapping to drop
         auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -127,10 +129,15 @@ Result<Stream> fgraph_text(const Input& in, const ReportRequest& req, std::optio
         [&](Event&& ev, std::size_t, const FuncNames& names) {
             if (ev.line != last_line || ev.line == 0) ++good_lines;  // unusable_text's count
             last_line = ev.line;
-            // The comm known for the pid at this point of the file.
-            const auto& comms = b.stream().comms;
-            if (auto it = comms.find(ev.pid); it != comms.end())
-                if (auto& known = records.side().comms[ev.pid]; known != it->second) known = it->second;
+            // The comm known for the pid at this point of the file; looked up only when the pid or the
+            // reader's comms changed since the last event (events of one task come in runs).
+            if (ev.pid != synced_pid || b.comms_written() != synced_comms) {
+                const auto& comms = b.stream().comms;
+                if (auto it = comms.find(ev.pid); it != comms.end())
+                    if (auto& known = records.side().comms[ev.pid]; known != it->second) known = it->second;
+                synced_pid = ev.pid;
+                synced_comms = b.comms_written();
+            }
             if (names.viewed)
                 records.add(ev, names.function, names.has_module ? &names.module : nullptr);
             else

@@ -60,6 +60,9 @@ struct ReportStreamOptions {
     // read), no temporary files; `json` and `direct_fd` are not used, write_to() and write() write report()
     // (write_json), and on_ioctl() is not called.
     bool hold = false;
+    // Calls that end before a call with a smaller id wait for it (report.json lists calls by id): past the
+    // first 65,536 of them, their JSON waits in memory up to this many bytes, then in an unlinked temporary file.
+    std::size_t waiting_calls_memory = std::size_t(64) << 20;
 };
 
 class ReportStream {

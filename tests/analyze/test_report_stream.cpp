@@ -525,6 +525,16 @@ TEST(ReportStream, CallsAfterAnUnclosedCallAreSpilledAndWrittenById) {
     }
     auto s = streamed_json(st);
     ASSERT_TRUE(s);
-    EXPECT_EQ(*s, whole_json(st));
+    const std::string whole = whole_json(st);
+    EXPECT_EQ(*s, whole);
     EXPECT_EQ(build_report(st).calls.size(), 140'001u);
+    // The waiting calls' JSON past the first 65,536 calls: in memory up to waiting_calls_memory bytes, then in the
+    // spill file (some thousands of calls in memory here, the rest in the file), or all in the file.
+    for (std::size_t memory : {std::size_t(1) << 20, std::size_t(0)}) {
+        ReportStream::Options small;
+        small.waiting_calls_memory = memory;
+        auto m = streamed_json(st, small);
+        ASSERT_TRUE(m);
+        EXPECT_EQ(*m, whole) << "waiting_calls_memory " << memory;
+    }
 }

@@ -1,6 +1,10 @@
 // The pure function_graph line tokenizer (analyze/import/graph_line.cpp): one test per column combination
 // and body form of ftrace-formats.md sections 1.2-1.6.
 #include "graph_line.hpp"
+#include "text_util.hpp"
+
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -335,4 +339,84 @@ TEST(GraphLine, ReusedLineStructHoldsNothingOver) {
     EXPECT_EQ(l.kind, L::malformed);
     EXPECT_EQ(l.cpu, 0);
     EXPECT_EQ(l.expected, "')' closing the argument list");
+}
+
+// A reader's TaskColumnCache skips parsing a TASK/PID column with the same bytes as the last one: every line
+// tokenized with the cache, one after the other, gives what it gives alone. The lines: funcgraph-proc's column
+// (print_graph_proc: comm cut to 7 characters, "comm-pid" centred) repeated, a pid or a comm that differs in one
+// byte at the same width, a wider one, one over the cache's 32 bytes, lines without the column in between
+// (plain, latency flags only, a duration where the column was), a banner and a comment.
+TEST(GraphLine, TaskColumnCacheGivesWhatEachLineGivesAlone) {
+    const std::string long_col(40, 'x');
+    const std::vector<std::string> lines = {
+        " 0)    sh-4802     |   0.616 us    |    rcu_process_gp_end();",
+        " 0)    sh-4802     |               |    f() {",
+        " 0)    sh-4802     |   1.000 us    |    }",
+        " 0)    sh-4803     |   0.616 us    |    g();",
+        " 0)    sz-4803     |   0.616 us    |    g();",
+        " 0)  kworke-10374  |   2.000 us    |  h();",
+        " 0)  kworke-10374  | d..1 |  2.000 us    |  h();",
+        " 0)  " + long_col + "-1  |   2.000 us    |  h();",
+        " 0)  " + long_col + "-1  |   2.000 us    |  h();",
+        " 0)   0.616 us    |    plain();",
+        " 0)  d..1 |   0.616 us    |    flags();",
+        " 0)    sh-4803     |   0.616 us    |    g();",
+        " 0)   0.61600 us   |    same_width_as_the_column();",
+        " 0)    sh-4803     |   0.616 us    |    /* comment */",
+        " 0)    sh-4803     =>    sz-4803    ",
+        " 0)    sh-4803     |   0.616 us    |    g();",
+        "7238523.140231 |   2)  nvidia--1074  |   1.153 us    |        kbase_update_mem319();",
+        "7238523.140231 |   2)  nvidia--1074  |               |        sched_init_mem282.isra.0 [nvidia_uvm]() {",
+    };
+    TaskColumnCache cache;
+    FgraphLine cached;
+    int hits = 0;
+    for (const std::string& s : lines) {
+        SCOPED_TRACE(s);
+        const std::size_t before = cache.size;
+        tokenize_fgraph_line(s, cached, &cache);
+        FgraphLine alone = tokenize_fgraph_line(s);
+        ASSERT_EQ(cached.kind, alone.kind);
+        EXPECT_EQ(cached.cpu, alone.cpu);
+        EXPECT_EQ(cached.ts_ns, alone.ts_ns);
+        if (alone.kind != L::graph) continue;  // the columns are set for graph lines only
+        ASSERT_EQ(cached.cols.task.has_value(), alone.cols.task.has_value());
+        if (alone.cols.task) {
+            EXPECT_EQ(cached.cols.task->comm, alone.cols.task->comm);
+            EXPECT_EQ(cached.cols.task->comm.data(), alone.cols.task->comm.data());  // a view into this line
+            EXPECT_EQ(cached.cols.task->pid, alone.cols.task->pid);
+            hits += before != 0 && cache.size == before;
+        }
+        EXPECT_EQ(cached.cols.lat_flags, alone.cols.lat_flags);
+        EXPECT_EQ(cached.cols.body.kind, alone.cols.body.kind);
+        EXPECT_EQ(cached.cols.body.duration_ns, alone.cols.body.duration_ns);
+        EXPECT_EQ(cached.cols.body.depth, alone.cols.body.depth);
+        EXPECT_EQ(cached.cols.body.function, alone.cols.body.function);
+        EXPECT_EQ(cached.cols.body.module, alone.cols.body.module);
+    }
+    EXPECT_GE(hits, 5);
+}
+
+// The funcgraph-abstime column ("%5lu.%06lu", or nanoseconds "%llu.%09llu" on newer kernels) is read 8 digits at a
+// time: every length of the integer part from 1 to 12 digits and of the fraction from 1 to 12 (past ns
+// precision the rest is cut, as parse_decimal_ns does), each digit position taking each value, after the CPU
+// column's place or with leading spaces, gives parse_decimal_ns's nanoseconds.
+TEST(GraphLine, AbstimeOfEveryLengthIsReadAsParseDecimalNs) {
+    int checked = 0;
+    for (int ip = 1; ip <= 12; ++ip)
+        for (int fp = 1; fp <= 12; ++fp)
+            for (int digit = 0; digit <= 9; ++digit) {
+                std::string num;
+                for (int k = 0; k < ip + fp; ++k)
+                    num += static_cast<char>('0' + (k * 7 + digit * 3 + ip) % 10);
+                num.insert(static_cast<std::size_t>(ip), ".");
+                auto want = parse_decimal_ns(num, 1'000'000'000);
+                for (const std::string& line : {num + " |   0)               |  f() {", "  " + num + " |  f();"}) {
+                    SCOPED_TRACE(line);
+                    FgraphLine l = tokenize_fgraph_line(line);
+                    EXPECT_EQ(l.ts_ns, want);
+                    ++checked;
+                }
+            }
+    EXPECT_EQ(checked, 12 * 12 * 10 * 2);
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -55,8 +56,8 @@ const std::string kAllControl = [] {
 
 Report rich_report() {
     Report r;
-    r.source = {{"input", "x.dat"}};
-    r.environment = {{"kernel", "6.1"}};
+    r.source.other["input"] = "\"x.dat\"";  // a key nvtrace does not interpret, written back as it was
+    r.environment.kernel = "6.1";
     Call c;
     c.id = 1;
     c.function = kNasty;
@@ -214,4 +215,31 @@ TEST(JsonWrite, InvalidUtf8InACallIsReplacedNotAnException) {
     json back = json::parse(got);
     EXPECT_EQ(back["comm"], "bad \xEF\xBF\xBD byte");
     EXPECT_EQ(back["function"], "f\xEF\xBF\xBD");
+}
+
+// The writer decides per string whether it needs escaping by whole words, short strings and the last bytes of a
+// long one by overlapping loads: every length from 0 to 40 with each kind of byte that needs escaping (a quote, a
+// backslash, control bytes at both ends of the range, a byte >= 0x80) at every position, and the plain string
+// itself, give nlohmann's bytes.
+TEST(JsonWrite, EveryLengthAndPositionOfAByteToEscapeIsFound) {
+    int checked = 0;
+    for (std::size_t n = 0; n <= 40; ++n) {
+        std::string plain;
+        for (std::size_t i = 0; i < n; ++i)
+            plain += static_cast<char>('a' + i % 26);
+        std::vector<std::string> cases{plain};
+        for (std::size_t k = 0; k < n; ++k)
+            for (char bad : {'"', '\\', '\x01', '\x1f', '\x00', '\xc3'}) {
+                std::string s = plain;
+                s[k] = bad;
+                cases.push_back(s);
+            }
+        for (const std::string& s : cases) {
+            std::string got;
+            import::append_json_string(got, s);
+            EXPECT_EQ(got, json(s).dump(-1, ' ', false, json::error_handler_t::replace)) << "length " << n;
+            ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 41 + 6 * (40 * 41 / 2));
 }

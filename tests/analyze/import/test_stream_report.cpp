@@ -385,6 +385,26 @@ TEST(StreamReport, NamesNeedingCleaningSameAsWholeFile) {
         << lines.str();
 }
 
+// Whether a name needs cleaning is decided by whole words, short names and a long one's last bytes by
+// overlapping loads: names (and module names) of every length from 1 to 20 with a control byte or an invalid
+// UTF-8 byte at every position stream as the whole-file report has them.
+TEST(StreamReport, ByteNeedingCleaningAtEveryPositionOfANameSameAsWholeFile) {
+    std::string text = "# tracer: function_graph\n";
+    int us = 1, calls = 0;
+    for (std::size_t n = 1; n <= 20; ++n)
+        for (std::size_t k = 0; k < n; ++k)
+            for (char bad : {'\x01', '\x1f', '\xff'}) {
+                std::string name(n, 'f');
+                name[k] = bad;
+                text += fmt::format("  100.{:06} |   0)   1.000 us    |  {}();\n", us++, name);
+                text += fmt::format("  100.{:06} |   0)   1.000 us    |  ok{} [{}]();\n", us++, n, name);
+                calls += 2;
+            }
+    std::string path = temp_file("unclean_positions.txt", text);
+    expect_same_report(path, static_cast<std::uint64_t>(calls));
+    std::filesystem::remove(path);
+}
+
 // Names given beside the event (the reader's views) instead of in it: the same calls and graph, and a sink
 // that only reads each call (so its frame's strings are reused) sees every call whole.
 TEST(CallStream, NamesGivenApartSameAsInTheEvent) {
