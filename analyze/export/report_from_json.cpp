@@ -510,6 +510,24 @@ private:
 constexpr std::size_t kCallFields = fields::field_count<Call>;
 constexpr std::size_t kUnknownField = kCallFields;
 
+#if NVTRACE_SIMDJSON
+// The bytes FastCalls' cut_element stops at: outside strings, a quote, a bracket or a minus sign ("-0"); inside, a
+// quote, a backslash or a control character.
+constexpr std::array<bool, 256> byte_class(bool in_string) {
+    std::array<bool, 256> t{};
+    if (in_string) {
+        for (int c = 0; c < 0x20; ++c)
+            t[c] = true;
+        t['"'] = t['\\'] = true;
+    } else {
+        t['"'] = t['{'] = t['}'] = t['['] = t[']'] = t['-'] = true;
+    }
+    return t;
+}
+constexpr std::array<bool, 256> kStopOutside = byte_class(false), kStopInside = byte_class(true);
+
+#endif
+
 class ReportSax {
 public:
     // With `sink`, each call goes to it as it is read instead of into r.calls, but for the first `skip` calls
@@ -831,38 +849,56 @@ private:
         BlockReader& r = *fast_;
         if (!r.p || *r.p != '{') return false;
         int depth = 0;
-        bool in_string = false, escape = false, minus = false;
+        bool in_string = false, escape = false, minus = false;  // the last two: pending at a block's end
+        auto at = [](const char* q) { return static_cast<unsigned char>(*q); };
         while (r.p) {
             const char* start = r.p;
             const char* q = start;
+            const char* const lim = r.lim;
             bool done = false;
-            for (; q < r.lim; ++q) {
-                const unsigned char ch = static_cast<unsigned char>(*q);
-                const bool after_minus = minus;
+            if (escape) {
+                if (*q == 'u') return false;
+                escape = false;
+                ++q;
+            } else if (minus) {
+                if (*q == '0') return false;
                 minus = false;
+            }
+            while (q < lim) {
                 if (in_string) {
-                    if (escape) {
-                        if (ch == 'u') return false;
-                        escape = false;
-                    } else if (ch == '\\') {
-                        escape = true;
-                    } else if (ch == '"') {
-                        in_string = false;
-                    } else if (ch < 0x20) {
-                        return false;
-                    }
-                } else if (ch == '"') {
-                    in_string = true;
-                } else if (ch == '-') {
-                    minus = true;
-                    continue;
-                } else if (ch == '0' && after_minus) {
-                    return false;
-                } else if (ch == '{' || ch == '[') {
-                    ++depth;
-                } else if (ch == '}' || ch == ']') {
-                    if (--depth == 0) {
+                    while (q < lim && !kStopInside[at(q)])
                         ++q;
+                    if (q == lim) break;
+                    if (*q == '"') {
+                        in_string = false;
+                        ++q;
+                    } else if (*q == '\\') {
+                        if (q + 1 == lim) {
+                            escape = true;
+                            ++q;
+                            break;
+                        }
+                        if (q[1] == 'u') return false;
+                        q += 2;
+                    } else {
+                        return false;  // a control character
+                    }
+                } else {
+                    while (q < lim && !kStopOutside[at(q)])
+                        ++q;
+                    if (q == lim) break;
+                    const char ch = *q++;
+                    if (ch == '"') {
+                        in_string = true;
+                    } else if (ch == '-') {
+                        if (q == lim) {
+                            minus = true;
+                            break;
+                        }
+                        if (*q == '0') return false;
+                    } else if (ch == '{' || ch == '[') {
+                        ++depth;
+                    } else if (--depth == 0) {
                         done = true;
                         break;
                     }

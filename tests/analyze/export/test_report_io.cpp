@@ -470,5 +470,16 @@ TEST(ReportIo, CallSinkGetsEveryCallInOrderAndTheSameErrors) {
               (d / "large.json").string() + ": calls[" + n + "].id: expected an unsigned integer");
     EXPECT_NE(both("large.json", replaced(big, "QQFUNCQQ", "\x01")).find("not valid JSON"), std::string::npos);
     EXPECT_NE(both("large.json", big.substr(0, big.size() - 3)).find("not valid JSON"), std::string::npos);
+
+    // A call of several read blocks (1 MiB each): a function name of 1,500,000 escaped quotes and a key no field
+    // reads holding 1,000,000 negative numbers, so that blocks end after a backslash and after a minus sign (the
+    // padding key before `calls` moves the block ends by one byte per try).
+    json huge = base;
+    huge["calls"][2]["function"] = std::string(1'500'000, '"');
+    huge["calls"][2]["zz_not_a_field"] = std::vector<int>(1'000'000, -7);
+    for (std::size_t pad = 0; pad < 3; ++pad) {
+        huge["aaa_padding"] = std::string(pad, 'x');  // keys are written in order: before "calls"
+        EXPECT_EQ(both("huge.json", huge.dump()), "") << pad;
+    }
     fs::remove_all(d);
 }
