@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -78,8 +79,35 @@ bool for_each_fd(int pid, const std::function<bool(int fd, std::string_view targ
     return true;
 }
 
+long last_pid_allocated() {
+    int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[128];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return -1;
+    buf[n] = '\0';
+    // "0.50 0.40 0.30 2/107 5698\n": the last word.
+    const char* last = std::strrchr(buf, ' ');
+    char* end = nullptr;
+    long v = last ? std::strtol(last + 1, &end, 10) : -1;
+    return last && end != last + 1 && v >= 0 ? v : -1;
+}
+
 const std::vector<int>& ProcessTree::refresh() {
     const int self = static_cast<int>(::getpid());
+    // Read before /proc is listed: a process created after this read changes it, and the next refresh lists /proc.
+    const long last = last_pid_allocated();
+    if (last >= 0 && last == last_pid_) {
+        // No process created since the last scan: only members can have gone. A zombie is still a member, as it
+        // still shows in /proc (kill with signal 0 finds it until it is reaped).
+        members_.erase(std::remove_if(members_.begin(), members_.end(),
+                                      [](int pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }),
+                       members_.end());
+        return members_;
+    }
+    last_pid_ = last;
+    ++scans_;
     std::vector<int> pids = numeric_entries("/proc");
     std::sort(pids.begin(), pids.end());
     // Pids that left /proc are forgotten (a later process with the same pid is classified anew).

@@ -39,18 +39,29 @@ bool for_each_fd(int pid, const std::function<bool(int fd, std::string_view targ
 // shows in /proc, from /proc/PID/stat; later scans read only the /proc directory and the stat of new pids,
 // which keeps a 10 ms poll cheap. The caller is never a member. A pid that exits and is reused by a new
 // process between two scans keeps its first classification (pid reuse within 10 ms; pid_max is 4 M here).
+// While no pid was allocated since the last scan (last_pid_allocated), /proc is not listed again: the tree can
+// only have lost members, and each member is checked alone (listing /proc was half of a tick's CPU time).
 // Thread-safety: one thread.
 class ProcessTree {
 public:
     explicit ProcessTree(int root_pid) : root_(root_pid) {}
-    // Rescans /proc; returns the live members, sorted by pid.
+    // Rescans /proc (or, when no pid was allocated since, checks the members); returns the live members, sorted by pid.
     const std::vector<int>& refresh();
+    // How many refreshes listed /proc (the others only checked the members).
+    std::uint64_t scans() const { return scans_; }
 
 private:
     int root_;
     std::unordered_map<int, bool> member_;  // every pid seen in /proc -> member of the tree
     std::vector<int> members_;
+    long last_pid_ = -1;  // last_pid_allocated() before the last scan; -1: none
+    std::uint64_t scans_ = 0;
 };
+
+// The pid last allocated in the caller's pid namespace (the last field of /proc/loadavg, fs/proc/loadavg.c: the
+// namespace's pid allocation cursor), or -1. It changes with every process or thread created in that namespace or a
+// namespace below it (alloc_pid allocates a pid at every level).
+long last_pid_allocated();
 
 // What the /proc/PID/fd polls of a capture saw. Polls are numbered 0, 1, ... in the order made; the capture
 // brackets poll N by two trace_marker_raw records (ids 2N and 2N + 1) so that each poll has an interval on the

@@ -2,10 +2,12 @@
 // (libtracefs's tracefs_set_tracing_dir), so they need neither root nor a kernel (LABELS unit).
 // Each regression test is named after the bug it reproduces.
 #include <sys/inotify.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "capture.hpp"
+#include "procfs.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
 
@@ -289,6 +292,68 @@ TEST(CapturePlan, OptionsThatCannotBeTracedAreRefusedBeforeAnythingChanges) {
     o = options({"./app"});
     o.meta.graph_functions = {"nothing"};
     refused(o, {"drm_ioctl"}, ExitCode::usage, "--graph-function 'nothing' matches no traceable function");
+}
+
+// The capture's process tree (tracer/procfs.hpp) lists /proc again only after a pid was allocated: a process the
+// tree forks is still found, a zombie stays a member until it is reaped (as /proc lists it), a reaped one is gone.
+TEST(ProcessTree, FollowsChildrenAndZombiesWhetherItListsProcOrChecksTheMembers) {
+    const long before = nvtrace::tracer::last_pid_allocated();
+    ASSERT_GT(before, 0) << "/proc/loadavg has no last pid";
+    int go[2], end_grandchild[2], ready[2];
+    ASSERT_EQ(::pipe(go), 0);
+    ASSERT_EQ(::pipe(end_grandchild), 0);
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {  // forks a grandchild on the first byte of `go`, reaps it on the second, then waits
+        char c;
+        if (::read(go[0], &c, 1) != 1) ::_exit(1);
+        const pid_t grandchild = ::fork();
+        if (grandchild == 0) {
+            if (::read(end_grandchild[0], &c, 1) != 1) ::_exit(1);
+            ::_exit(0);
+        }
+        if (::write(ready[1], &grandchild, sizeof grandchild) != sizeof grandchild) ::_exit(1);
+        if (::read(go[0], &c, 1) != 1) ::_exit(1);
+        int st = 0;
+        ::waitpid(grandchild, &st, 0);
+        if (::write(ready[1], &c, 1) != 1) ::_exit(1);
+        ::pause();
+        ::_exit(0);
+    }
+    // A fork allocates a pid: the cursor moved.
+    EXPECT_NE(nvtrace::tracer::last_pid_allocated(), before);
+    nvtrace::tracer::ProcessTree tree(child);
+    EXPECT_EQ(tree.refresh(), std::vector<int>{child});
+    EXPECT_EQ(tree.refresh(), std::vector<int>{child});
+    ASSERT_EQ(::write(go[1], "a", 1), 1);
+    pid_t grandchild = 0;
+    ASSERT_EQ(::read(ready[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+    std::vector<int> both{child, grandchild};
+    std::sort(both.begin(), both.end());
+    EXPECT_EQ(tree.refresh(), both);
+    EXPECT_EQ(tree.refresh(), both);
+    // The grandchild ends; until its parent reaps it, it is a zombie and still listed.
+    ASSERT_EQ(::write(end_grandchild[1], "b", 1), 1);
+    for (int i = 0; i < 2000; ++i) {  // until it is a zombie (state Z), at most 2 s
+        char state = '?';
+        int ppid = 0, pgrp = 0;
+        if (!nvtrace::tracer::read_proc_stat(grandchild, state, ppid, pgrp) || state == 'Z') break;
+        ::usleep(1000);
+    }
+    EXPECT_EQ(tree.refresh(), both);
+    ASSERT_EQ(::write(go[1], "c", 1), 1);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);  // reaped
+    EXPECT_EQ(tree.refresh(), std::vector<int>{child});
+    EXPECT_EQ(tree.refresh(), std::vector<int>{child});
+    ::kill(child, SIGKILL);
+    int st = 0;
+    ::waitpid(child, &st, 0);
+    EXPECT_TRUE(tree.refresh().empty());
+    EXPECT_GE(tree.scans(), 1u);
+    for (int fd : {go[0], go[1], end_grandchild[0], end_grandchild[1], ready[0], ready[1]})
+        ::close(fd);
 }
 
 }  // namespace
