@@ -208,7 +208,9 @@ if want diff; then
         fi
     done
     measure diff "'$nvtrace' diff '$work/diff1.json' '$work/diff2.json' >/dev/null"
-    row "diff 2 x $calls calls" "$WALL s, $((RSS_KB / 1024)) MB" "n/a" "-" "< 3 s, < 1 GB" "$(yes_if "w < 3 && r < 1024 * 1024" w="$WALL" r="$RSS_KB")"
+    # Issue 19's target, in CPU time (user + sys): the wall time of a loaded machine is not the program's.
+    dcpu=$(awk -v u="$USER" -v s="$SYS" 'BEGIN { printf "%.2f", u + s }')
+    row "diff 2 x $calls calls" "$WALL s ($dcpu CPU-s), $((RSS_KB / 1024)) MB" "n/a" "-" "< 2 CPU-s, < 512 MB" "$(yes_if "c < 2 && r < 512 * 1024" c="$dcpu" r="$RSS_KB")"
 fi
 
 echo

@@ -40,7 +40,10 @@ Result<Report> read_report_file(const std::string& path);
 // Receives each call of a saved report as it is read, in file order, instead of Report::calls (which stays
 // empty): a consumer that folds the calls (nvtrace diff's trees, DiffCalls in nvtrace/diff.hpp) need not hold
 // them. Every error is the reader's as without a sink (a wrong field type, a cycle, a call id listed twice); a
-// call already given to the sink does not make the file valid: the result is the error, found later.
+// call already given to the sink does not make the file valid: the result is the error, found later. With a sink,
+// the elements of `calls` are parsed by simdjson (where the build has it; not the static one) and everything else
+// by nlohmann; a file holding anything the two could read differently (a \u escape, -0, a raw control character,
+// a number above 2^64), or any error, is read again by nlohmann past the calls already given.
 using CallSink = std::function<void(Call&&)>;
 Result<Report> read_report_file(const std::string& path, const CallSink& calls);
 
