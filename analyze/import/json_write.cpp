@@ -1,7 +1,9 @@
 #include "json_write.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -354,14 +356,26 @@ HOT std::size_t bound(const R& r) {
     (std::make_index_sequence<fields::field_count<R>>{});
 }
 
-// A record written through a raw pointer into `s`, which grows by bound() (no capacity check per piece, as
-// std::string::append makes) and is cut back to what was written.
+// Memory of at least `n` bytes to write into, this thread's, not initialised: growing `s` itself by a bound
+// zero-filled every byte of the bound (std::string::resize), several times what is written (6 bytes per byte
+// of a string, which a deep call path in a graph row makes kilobytes).
+inline char* scratch(std::size_t n) {
+    thread_local std::unique_ptr<char[]> buf;
+    thread_local std::size_t size = 0;
+    if (n > size) {
+        size = std::max<std::size_t>(n, 4096);
+        buf.reset(new char[size]);
+    }
+    return buf.get();
+}
+
+// A record written through a raw pointer into scratch memory of bound() bytes (no capacity check per piece, as
+// std::string::append makes), then appended to `s`.
 template <class R>
 void append(std::string& s, const R& r) {
-    const std::size_t old = s.size();
-    s.resize(old + bound(r));
-    char* end = emit(s.data() + old, r);
-    s.resize(static_cast<std::size_t>(end - s.data()));
+    char* p = scratch(bound(r));
+    char* end = emit(p, r);
+    s.append(p, static_cast<std::size_t>(end - p));
 }
 
 #undef HOT
@@ -369,10 +383,9 @@ void append(std::string& s, const R& r) {
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
-    const std::size_t old = out.size();
-    out.resize(old + string_bound(s));
-    char* end = str(out.data() + old, s);
-    out.resize(static_cast<std::size_t>(end - out.data()));
+    char* p = scratch(string_bound(s));
+    char* end = str(p, s);
+    out.append(p, static_cast<std::size_t>(end - p));
 }
 
 void append_call_json(std::string& out, const Call& c) {
