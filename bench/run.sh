@@ -129,7 +129,8 @@ if want text; then
         gen_text "$f" "$size" "$shape"
         BY_CPU=1 measure "wc_$shape" "wc -l '$f' >/dev/null"
         wc_cpu=$(awk -v u="$USER" -v s="$SYS" 'BEGIN { print (u + s > 0.01 ? u + s : 0.01) }')
-        BY_CPU=1 measure "text_stream_$shape" "'$nvtrace' report '$f' --calls-jsonl /dev/null --json >/dev/null"
+        # The report into a file: --calls-jsonl naming standard output's file (/dev/null twice) is refused.
+        BY_CPU=1 measure "text_stream_$shape" "'$nvtrace' report '$f' --calls-jsonl /dev/null --json >'$work/text_stream.json'"
         # 250 MB (10^6 bytes) per CPU-second, <= 256 MB RSS (at 1 GB), <= 10x the CPU time of wc -l.
         met=$(yes_if "b / (u + s) >= 250e6" b="$(stat -c %s "$f")" u="$USER" s="$SYS")
         mem=$(yes_if "r <= 256 * 1024" r="$RSS_KB")
