@@ -11,6 +11,7 @@
 #include "import/json_write.hpp"
 #include "nvtrace/report.hpp"
 #include "record_fields.hpp"
+#include "report_head.hpp"
 #include "report_write.hpp"
 
 namespace nvtrace {
@@ -130,8 +131,8 @@ json array_of(const std::vector<T>& v, F f) {
 json to_json(const Report& r) {
     json j;
     j["schema"] = kReportSchema;
-    j["source"] = r.source;
-    j["environment"] = r.environment;
+    j["source"] = to_json(r.source);
+    j["environment"] = to_json(r.environment);
     j["completeness"] = completeness_json(r.completeness);
     j["calls"] = array_of(r.calls, record_json<Call>);
     j["graph"] = array_of(r.graph, record_json<GraphNode>);
@@ -186,7 +187,7 @@ void write_report(const Report& r, Out& out, const detail::StreamedArrays* strea
     import::write_array(out, buf, "api_calls", r.api_calls, import::append_api_call_json, false);
     import::write_array(out, buf, "checks", r.checks, check_json_text, false);
     buf += " \"completeness\": " + dump(completeness_json(r.completeness)) + ",\n";
-    buf += " \"environment\": " + dump(r.environment) + ",\n";
+    buf += " \"environment\": " + dump(to_json(r.environment)) + ",\n";
     if (streamed)
         copied("events", streamed->events);
     else
@@ -200,7 +201,7 @@ void write_report(const Report& r, Out& out, const detail::StreamedArrays* strea
     else
         import::write_array(out, buf, "markers", r.markers, import::append_marker_json, false);
     buf += " \"schema\": " + dump(json(kReportSchema)) + ",\n";
-    buf += " \"source\": " + dump(r.source) + ",\n";
+    buf += " \"source\": " + dump(to_json(r.source)) + ",\n";
     buf += " \"source_links\": " + dump(source_links_json(r.source_links)) + "\n}\n";
     import::flush_buffer(out, buf, true);
 }

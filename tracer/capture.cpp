@@ -1488,18 +1488,15 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
     }
     // The report's source and environment (docs/report.md): the caller's keys and the capture's. The NVIDIA modules
     // are always described: the checker decides version alternatives from them.
-    meta.report_source.update({{"kind", "live"},
-                               {"command", meta.command},
-                               {"pid", meta.pid ? nlohmann::json(*meta.pid) : nlohmann::json(nullptr)},
-                               {"tracer_mode", meta.tracer_mode},
-                               {"modules", meta.modules},
-                               {"filters", meta.filters}});
+    ReportSource& source = meta.report_source;
+    source.kind = "live", source.command = meta.command, source.pid = meta.pid, source.tracer_mode = meta.tracer_mode;
+    source.modules = meta.modules, source.filters = meta.filters;
     std::vector<std::string> env_modules = meta.modules;
     for (const char* m : {"nvidia", "nvidia_uvm"})
         if (std::find(env_modules.begin(), env_modules.end(), m) == env_modules.end() &&
             module_state(m) != ModuleState::absent)
             env_modules.emplace_back(m);
-    meta.environment.update(environment_info(env_modules));
+    add_environment_info(meta.environment, env_modules);
     // meta.json last: with it the directory can be re-analysed (`nvtrace report DIR`).
     return write_file(out_dir / "meta.json", dump_capture_meta(meta));
 }

@@ -191,35 +191,29 @@ bool module_loaded(const std::string& module) {
     return false;
 }
 
-nlohmann::json environment_info(const std::vector<std::string>& modules) {
-    nlohmann::json env;
+void add_environment_info(ReportEnvironment& env, const std::vector<std::string>& modules) {
     utsname u{};
     if (uname(&u) == 0) {
-        env["kernel"] = u.release;
-        env["kernel_version"] = u.version;
-        env["machine"] = u.machine;
+        env.kernel = u.release;
+        env.kernel_version = u.version;
+        env.machine = u.machine;
     }
-    nlohmann::json mods = nlohmann::json::object();
+    auto& mods = env.modules.emplace();
     for (const auto& m : modules) {
         std::string name = m;
         for (char& c : name)
             if (c == '-') c = '_';
-        nlohmann::json mj;
-        mj["loaded"] = module_loaded(name);
-        if (auto v = first_line("/sys/module/" + name + "/version")) mj["version"] = *v;
-        if (auto v = first_line("/sys/module/" + name + "/srcversion")) mj["srcversion"] = *v;
-        if (auto v = first_line("/sys/module/" + name + "/taint")) mj["taint"] = *v;
-        mods[name] = mj;
+        ModuleInfo& mi = mods[name];
+        mi.loaded = module_loaded(name);
+        mi.version = first_line("/sys/module/" + name + "/version");
+        mi.srcversion = first_line("/sys/module/" + name + "/srcversion");
+        mi.taint = first_line("/sys/module/" + name + "/taint");
     }
-    env["modules"] = mods;
     // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build ..." (nv.c)
-    if (auto v = first_line("/proc/driver/nvidia/version")) {
-        env["nvidia_driver_banner"] = *v;
-        env["nvidia_driver_flavour"] = v->find("Open Kernel Module") != std::string::npos ? "open" : "proprietary";
-    } else {
-        env["nvidia_driver_banner"] = nullptr;
-    }
-    return env;
+    env.nvidia_driver_banner = first_line("/proc/driver/nvidia/version");
+    if (*env.nvidia_driver_banner)
+        env.nvidia_driver_flavour =
+            (*env.nvidia_driver_banner)->find("Open Kernel Module") != std::string::npos ? "open" : "proprietary";
 }
 
 }  // namespace nvtrace::tracer

@@ -10,9 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/error.hpp"
+#include "nvtrace/report_source.hpp"
 
 namespace nvtrace::tracer {
 
@@ -21,7 +20,7 @@ Result<std::string> read_file(const std::string& path);
 
 // Kernel release, machine, the loaded versions of `modules` (/sys/module/M/version, srcversion,
 // taint), and the NVIDIA driver banner (/proc/driver/nvidia/version) when present.
-nlohmann::json environment_info(const std::vector<std::string>& modules);
+void add_environment_info(ReportEnvironment& env, const std::vector<std::string>& modules);
 
 bool module_loaded(const std::string& module);
 

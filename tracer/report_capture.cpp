@@ -50,21 +50,20 @@ std::string cannot_run_reason(const Report& r, const std::string& program) {
 // The run's checks again: a scenario that said it cannot run here is not checked (report.source.cannot_run);
 // else its expectations file (when still readable) and, for a scenario, the program's own verdict.
 void redo_checks(Report& report, const CaptureMeta& meta, CaptureReport& out) {
-    const nlohmann::json& captured = report.source;
-    if (!captured.is_object()) return;
-    if (captured.contains("scenario") && meta.exit_code == tracer::kScenarioCannotRun) {
+    const ReportSource& captured = report.source;
+    if (captured.scenario && meta.exit_code == tracer::kScenarioCannotRun) {
         out.cannot_run = cannot_run_reason(report, meta.command.empty() ? std::string() : meta.command[0]);
-        report.source["cannot_run"] = *out.cannot_run;
+        report.source.cannot_run = *out.cannot_run;
         return;
     }
-    if (captured.contains("expectations") && captured["expectations"].is_string()) {
-        auto ex = read_expectations_file(captured["expectations"].get<std::string>());
+    if (captured.expectations) {
+        auto ex = read_expectations_file(*captured.expectations);
         if (!ex)
             tracer::note("nvtrace: the run's expectations are not checked: {}\n", ex.error().message);
         else
             report.checks = check_report(report, *ex);
     }
-    if (captured.contains("scenario"))
+    if (captured.scenario)
         report.checks.insert(report.checks.begin(), tracer::scenario_program_check(meta.exit_code, meta.signal));
 }
 
@@ -112,8 +111,7 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
     // Held whole only when something reads it whole: --source (links for every call), the run's checks to redo
     // (docs/architecture.md "The route").
     req.hold_if = [&o](const CaptureMeta* meta) {
-        bool checks =
-            meta && (meta->report_source.contains("expectations") || meta->report_source.contains("scenario"));
+        bool checks = meta && (meta->report_source.expectations || meta->report_source.scenario);
         return !o.source_dir.empty() || checks;
     };
     auto routed = report_input(in, std::move(req));
@@ -130,10 +128,10 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
     for (auto& m : o.extra_log)
         report.kernel_log.push_back(std::move(m));
     if (calls) {
-        report.source["calls_jsonl"] = o.calls_jsonl;
-        report.source["calls_count"] = rs.calls();
+        report.source.calls_jsonl = o.calls_jsonl;
+        report.source.calls_count = rs.calls();
     }
-    if (!o.kmsg.empty()) report.source["kmsg"] = o.kmsg;
+    if (!o.kmsg.empty()) report.source.kmsg = o.kmsg;
     if (!o.source_dir.empty())
         if (int rc = add_source_links(report, o.source_dir, sinks.command)) return failed(rc);
     if (routed->meta) {

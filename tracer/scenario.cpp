@@ -232,8 +232,8 @@ GraphPlan plan_graph(const std::vector<std::string>& modules, bool other_graph_o
     return plan;
 }
 
-nlohmann::json not_traceable(const ExpectFile& ex) {
-    nlohmann::json out = nlohmann::json::object();
+std::map<std::string, std::string> not_traceable(const ExpectFile& ex) {
+    std::map<std::string, std::string> out;
     std::set<std::string> wanted;
     for (const auto& c : ex.checks)
         for (const auto& f : c.facts)
@@ -364,15 +364,15 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
         if (auto colon = e.find(':'); colon == std::string::npos || colon == 0 || colon + 1 == e.size())
             return fail(Error::usage(fmt::format("--event '{}': expected SYSTEM:EVENT", e)));
     // The report's source names the scenario and the expectations file (capture() adds its own keys).
-    if (out.scenario) m.report_source["scenario"] = out.scenario->name;
-    if (out.expectations) m.report_source["expectations"] = a.expect;
-    if (out.no_graph_reason) m.environment["function_graph"] = *out.no_graph_reason;
+    if (out.scenario) m.report_source.scenario = out.scenario->name;
+    if (out.expectations) m.report_source.expectations = a.expect;
+    if (out.no_graph_reason) m.environment.function_graph = *out.no_graph_reason;
     if (out.expectations && wants_function_graph(m))
-        if (auto nt = not_traceable(*out.expectations); !nt.empty()) m.environment["not_traceable"] = nt;
+        if (auto nt = not_traceable(*out.expectations); !nt.empty()) m.environment.not_traceable = nt;
     // The node that ran it and its Slurm job step: `nvtrace fleet` names nodes by them (docs/fleet.md).
-    if (char host[256] = {}; ::gethostname(host, sizeof host - 1) == 0 && host[0]) m.environment["host"] = host;
+    if (char host[256] = {}; ::gethostname(host, sizeof host - 1) == 0 && host[0]) m.environment.host = host;
     if (auto slurm = slurm_environment([](const char* n) { return std::getenv(n); }); !slurm.empty())
-        m.environment["slurm"] = std::move(slurm);
+        m.environment.slurm = std::move(slurm);
     out.run = std::move(a);
     return out;
 }

@@ -81,7 +81,7 @@ GraphPlan plan_graph(const std::vector<std::string>& modules, bool other_graph_o
 // available_filter_functions but in /proc/kallsyms ("notrace" or unpatchable), or in neither (inlined in this driver
 // version, not built, or its module is not loaded). Empty when available_filter_functions cannot be read (nothing is
 // claimed). The checker treats them like `untraced` lines (report environment.not_traceable). Reads files only.
-nlohmann::json not_traceable(const ExpectFile& ex);
+std::map<std::string, std::string> not_traceable(const ExpectFile& ex);
 
 // The first requirement nvtrace can check that this machine does not meet ("module vgem is not loaded (load it:
 // modprobe vgem)"), or nullopt. `modules` replaces the scenario's own module requirements when given (--module).

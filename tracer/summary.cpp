@@ -36,9 +36,7 @@ void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& cal
 
 bool kernel_traced(const Report& r, std::uint64_t calls) {
     // Without function tracing there are no kernel calls to count: the "(kernel: ...)" part is left out.
-    auto mode = r.source.find("tracer_mode");
-    return calls != 0 ||
-           (mode != r.source.end() && mode->is_string() && mode->get<std::string>().rfind("function_graph", 0) == 0);
+    return calls != 0 || (r.source.tracer_mode && r.source.tracer_mode->rfind("function_graph", 0) == 0);
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> by_count(const std::map<std::string, std::uint64_t>& by_name) {
@@ -159,15 +157,12 @@ namespace {
 void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& calls, bool markers, bool diagnostics,
                 bool verbose) {
     // --calls-jsonl: the calls are in their own file, not in the report (the graph below still counts them).
-    auto count = r.source.find("calls_count");
-    auto file = r.source.find("calls_jsonl");
-    if (count != r.source.end() && count->is_number_unsigned() && file != r.source.end() && file->is_string())
-        fmt::print("calls: {} (written to {})\n", count->get<std::uint64_t>(), file->get<std::string>());
+    if (r.source.calls_count && r.source.calls_jsonl)
+        fmt::print("calls: {} (written to {})\n", *r.source.calls_count, *r.source.calls_jsonl);
     else
         fmt::print("calls: {} ({} roots)\n", calls.calls, calls.roots);
     // An input that cannot hold calls: say so rather than let "0" read as "the driver did nothing".
-    if (auto f = r.source.find("format");
-        calls.calls == 0 && r.graph.empty() && f != r.source.end() && f->is_string()) {
+    if (const auto& f = r.source.format; calls.calls == 0 && r.graph.empty() && f) {
         if (*f == "kernel-log") fmt::print("  no calls were traced: the input is a kernel log\n");
         if (*f == "strace") fmt::print("  no kernel calls were traced: the input is strace output (ioctls only)\n");
     }

@@ -388,17 +388,16 @@ struct Context {
     std::vector<Untraced> not_traceable;
 
     Context(const Report& r, const ExpectFile& f) : report(r), file(f), env(check_environment(r)) {
-        if (r.environment.is_object() && r.environment.contains("not_traceable") &&
-            r.environment["not_traceable"].is_object())
-            for (const auto& [fn, why] : r.environment["not_traceable"].items())
-                if (why.is_string()) not_traceable.push_back({{fn}, {}, why.get<std::string>(), 0});
+        if (r.environment.not_traceable)
+            for (const auto& [fn, why] : *r.environment.not_traceable)
+                not_traceable.push_back({{fn}, {}, why, 0});
         for (const Call& c : r.calls) {
             by_id[c.id] = &c;
             if (c.parent) children[*c.parent].push_back(&c);
             functions_seen.insert(c.function);
         }
         holes = build_holes(r);
-        live = r.source.is_object() && r.source.value("kind", "") == "live";
+        live = r.source.kind == "live";
     }
 
     // What is missing where data of `kind` for `phase` would be: the holes that hide that kind and overlap the
@@ -432,10 +431,7 @@ struct Context {
     }
 
     std::string tracer_hint() const {
-        if (report.source.is_object() && report.source.contains("tracer_mode") &&
-            report.source["tracer_mode"].is_string())
-            return fmt::format(" (tracer mode: {})", report.source["tracer_mode"].get<std::string>());
-        return "";
+        return report.source.tracer_mode ? fmt::format(" (tracer mode: {})", *report.source.tracer_mode) : "";
     }
 
     // The untraced declaration that hides `fn` in this run, if any.
@@ -586,10 +582,8 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
     if (auto early = api_scope_outcome(ctx, f, scope)) return *early;
     if (ctx.report.calls.empty()) {
         // nvtrace run says why it ran a scenario without the graph (environment.function_graph).
-        const auto& env = ctx.report.environment;
-        if (env.is_object() && env.contains("function_graph") && env["function_graph"].is_string())
-            return {Outcome::inconclusive, "",
-                    "the report has no function_graph calls: " + env["function_graph"].get<std::string>()};
+        if (const auto& why = ctx.report.environment.function_graph)
+            return {Outcome::inconclusive, "", "the report has no function_graph calls: " + *why};
         return {Outcome::inconclusive, "",
                 "the report has no function_graph calls" + ctx.tracer_hint() +
                     ": the function tracer was not used or is not available here"};
@@ -1146,19 +1140,15 @@ Check run_check(const Context& ctx, const Expectation& e) {
 
 CheckEnvironment check_environment(const Report& report) {
     CheckEnvironment env;
-    const auto& e = report.environment;
-    if (!e.is_object()) return env;
-    if (e.contains("kernel") && e["kernel"].is_string()) env.kernel = leading_version(e["kernel"].get<std::string>());
-    if (e.contains("nvidia_driver_version") && e["nvidia_driver_version"].is_string())
-        env.driver = parse_driver_version(e["nvidia_driver_version"].get<std::string>());
-    if (!env.driver && e.contains("modules") && e["modules"].is_object() && e["modules"].contains("nvidia") &&
-        e["modules"]["nvidia"].is_object() && e["modules"]["nvidia"].contains("version") &&
-        e["modules"]["nvidia"]["version"].is_string())
-        env.driver = parse_driver_version(e["modules"]["nvidia"]["version"].get<std::string>());
-    if (!env.driver && e.contains("nvidia_driver_banner") && e["nvidia_driver_banner"].is_string())
-        env.driver = banner_version(e["nvidia_driver_banner"].get<std::string>());
-    if (e.contains("nvidia_driver_flavour") && e["nvidia_driver_flavour"].is_string())
-        env.flavour = e["nvidia_driver_flavour"].get<std::string>();
+    const ReportEnvironment& e = report.environment;
+    if (e.kernel) env.kernel = leading_version(*e.kernel);
+    if (e.nvidia_driver_version) env.driver = parse_driver_version(*e.nvidia_driver_version);
+    if (!env.driver && e.modules)
+        if (auto nv = e.modules->find("nvidia"); nv != e.modules->end() && nv->second.version)
+            env.driver = parse_driver_version(*nv->second.version);
+    if (!env.driver && e.nvidia_driver_banner && *e.nvidia_driver_banner)
+        env.driver = banner_version(**e.nvidia_driver_banner);
+    if (e.nvidia_driver_flavour) env.flavour = *e.nvidia_driver_flavour;
     return env;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "../report_head.hpp"
 #include "api_diff.hpp"
 #include "nvtrace/diff.hpp"
 
@@ -59,8 +60,14 @@ void collect_changes(const DiffNode& n, bool inside_structural, std::vector<cons
 }
 
 json input_json(const DiffInput& in) {
-    return {{"input", in.label},     {"source", in.source}, {"environment", in.environment}, {"complete", in.complete},
-            {"reasons", in.reasons}, {"calls", in.calls},   {"has_retvals", in.has_retvals}, {"phases", in.phases}};
+    return {{"input", in.label},
+            {"source", to_json(in.source)},
+            {"environment", to_json(in.environment)},
+            {"complete", in.complete},
+            {"reasons", in.reasons},
+            {"calls", in.calls},
+            {"has_retvals", in.has_retvals},
+            {"phases", in.phases}};
 }
 
 std::string fmt_ns(std::uint64_t ns) {
@@ -143,16 +150,13 @@ struct TextWriter {
 
 std::string describe_input(const DiffInput& in) {
     std::vector<std::string> bits;
-    auto str = [](const json& j, const char* key) -> std::string {
-        auto it = j.find(key);
-        return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    if (auto k = str(in.environment, "kernel"); !k.empty()) bits.push_back("kernel " + k);
-    if (auto v = str(in.environment, "nvidia_driver_version"); !v.empty())
-        bits.push_back("driver " + v);
-    else if (auto bnr = str(in.environment, "nvidia_driver_banner"); !bnr.empty())
-        bits.push_back(bnr);
-    if (auto c = str(in.source, "command"); !c.empty()) bits.push_back("command: " + c);
+    const ReportEnvironment& env = in.environment;
+    if (env.kernel && !env.kernel->empty()) bits.push_back("kernel " + *env.kernel);
+    if (env.nvidia_driver_version && !env.nvidia_driver_version->empty())
+        bits.push_back("driver " + *env.nvidia_driver_version);
+    else if (env.nvidia_driver_banner && *env.nvidia_driver_banner && !(*env.nvidia_driver_banner)->empty())
+        bits.push_back(**env.nvidia_driver_banner);
+    if (auto c = command_text(in.source); !c.empty()) bits.push_back("command: " + c);
     bits.push_back(fmt::format("{} calls", in.calls));
     if (!in.complete) bits.push_back("INCOMPLETE");
     return fmt::format("{}", fmt::join(bits, ", "));

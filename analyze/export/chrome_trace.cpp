@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "../report_head.hpp"
 #include "nvtrace/export.hpp"
 
 namespace nvtrace {
@@ -385,7 +386,7 @@ private:
                 write_event(e, pid, tid);
         }
         json counts = {{"schema", kReportSchema},
-                       {"source", r_.source},
+                       {"source", to_json(r_.source)},
                        {"tracks", stats_.tracks},
                        {"slices", stats_.slices},
                        {"instants", stats_.instants},

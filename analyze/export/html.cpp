@@ -520,16 +520,15 @@ json timeline_json(const Timeline& tl, const HtmlLimits& lim, HtmlStats& st) {
 
 std::string env_line(const Report& r) {
     std::vector<std::string> parts;
-    auto str = [](const json& o, const char* k) -> std::string {
-        auto it = o.find(k);
-        return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+    auto add = [&](const char* what, const std::optional<std::string>& s) {
+        if (s && !s->empty()) parts.push_back(what + *s);
     };
-    if (auto s = str(r.source, "kind"); !s.empty()) parts.push_back("source: " + s);
-    if (auto s = str(r.source, "command"); !s.empty()) parts.push_back("command: " + s);
-    if (auto s = str(r.source, "tracer_mode"); !s.empty()) parts.push_back("tracer: " + s);
-    if (auto s = str(r.environment, "kernel"); !s.empty()) parts.push_back("kernel: " + s);
-    if (auto s = str(r.environment, "nvidia_driver_version"); !s.empty()) parts.push_back("driver: " + s);
-    if (auto s = str(r.environment, "nvidia_driver_banner"); !s.empty()) parts.push_back("driver: " + s);
+    add("source: ", r.source.kind);
+    if (auto command = command_text(r.source); !command.empty()) parts.push_back("command: " + command);
+    add("tracer: ", r.source.tracer_mode);
+    add("kernel: ", r.environment.kernel);
+    add("driver: ", r.environment.nvidia_driver_version);
+    if (r.environment.nvidia_driver_banner) add("driver: ", *r.environment.nvidia_driver_banner);
     std::string o;
     for (const auto& p : parts)
         o += (o.empty() ? "" : " · ") + p;
@@ -708,8 +707,7 @@ HtmlStats write_html_report(const Report& r, std::ostream& out, const HtmlLimits
     data["timeline"] = timeline_json(tl, lim, st);
 
     std::string title = "nvtrace report";
-    if (auto it = r.source.find("command"); it != r.source.end() && it->is_string())
-        title += ": " + it->get<std::string>();
+    if (auto command = command_text(r.source); !command.empty()) title += ": " + command;
     const Completeness& c = r.completeness;
     std::string cline = completeness_line(c);
 

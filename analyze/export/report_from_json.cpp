@@ -18,6 +18,7 @@
 #endif
 
 #include "../record_fields.hpp"
+#include "../report_head.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/input.hpp"
 #include "nvtrace/ioctl.hpp"
@@ -278,8 +279,8 @@ void fill_head(Report& r, const json& j) {
     if (!schema || !schema->is_string() || schema->get<std::string>() != kReportSchema)
         throw FieldError{fmt::format("schema: expected \"{}\", found {}", kReportSchema,
                                      schema ? schema->dump() : std::string("nothing"))};
-    if (const json* s = field(j, "source"); s && s->is_object()) r.source = *s;
-    if (const json* e = field(j, "environment"); e && e->is_object()) r.environment = *e;
+    if (const json* s = field(j, "source")) r.source = report_source_from_json(*s);
+    if (const json* e = field(j, "environment")) r.environment = report_environment_from_json(*e);
     if (const json* k = field(j, "kmsg_clock"); k && k->is_object()) {
         const std::string w = "kmsg_clock";
         r.kmsg_clock = KmsgClockOffset{

@@ -52,17 +52,15 @@ std::optional<std::string> ioctl_error(const IoctlRecord& io) {
     return std::nullopt;
 }
 
-std::string slurm_or_host(const nlohmann::json& env, std::string& from, const std::string& report_path) {
-    if (env.is_object()) {
-        if (auto s = env.find("slurm"); s != env.end() && s->is_object())
-            if (auto n = s->find("node"); n != s->end() && n->is_string() && !n->get<std::string>().empty()) {
-                from = "slurm";
-                return n->get<std::string>();
-            }
-        if (auto h = env.find("host"); h != env.end() && h->is_string() && !h->get<std::string>().empty()) {
-            from = "host";
-            return h->get<std::string>();
+std::string slurm_or_host(const ReportEnvironment& env, std::string& from, const std::string& report_path) {
+    if (env.slurm)
+        if (auto n = env.slurm->find("node"); n != env.slurm->end() && !n->second.empty()) {
+            from = "slurm";
+            return n->second;
         }
+    if (env.host && !env.host->empty()) {
+        from = "host";
+        return *env.host;
     }
     from = "directory";
     std::filesystem::path p(report_path);
@@ -71,9 +69,7 @@ std::string slurm_or_host(const nlohmann::json& env, std::string& from, const st
 }
 
 std::string program_result(const Report& r, const nlohmann::json* meta) {
-    if (r.source.is_object())
-        if (auto c = r.source.find("cannot_run"); c != r.source.end() && c->is_string())
-            return "cannot run: " + c->get<std::string>();
+    if (r.source.cannot_run) return "cannot run: " + *r.source.cannot_run;
     if (!meta || !meta->is_object()) return "unknown (no meta.json beside the report)";
     std::string s = "unknown";
     if (auto e = meta->find("exit_code"); e != meta->end() && e->is_number_integer())
@@ -261,12 +257,12 @@ NodeDigest digest_report(const Report& report, const std::string& report_path, c
                          const ExpectFile* expectations) {
     NodeDigest d;
     d.report = report_path;
-    d.environment = report.environment.is_object() ? report.environment : nlohmann::json::object();
+    d.environment = report.environment;
     d.node = slurm_or_host(d.environment, d.node_from, report_path);
     CheckEnvironment env = check_environment(report);
     if (env.driver) d.driver = to_string(*env.driver);
     d.flavour = env.flavour;
-    if (auto k = d.environment.find("kernel"); k != d.environment.end() && k->is_string()) d.kernel = *k;
+    if (d.environment.kernel) d.kernel = *d.environment.kernel;
     d.result = program_result(report, meta);
     std::vector<Check> checks;
     if (expectations) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "../report_head.hpp"
 #include "nvtrace/fleet.hpp"
 #include "nvtrace/report_io.hpp"
 
@@ -131,7 +132,7 @@ json digest_json(const NodeDigest& d, const std::string& group) {
               {"calls", d.signature.calls},
               {"threads", d.signature.threads},
               {"ioctls", d.signature.ioctls}}},
-            {"environment", d.environment}};
+            {"environment", to_json(d.environment)}};
 }
 
 }  // namespace
@@ -160,10 +161,11 @@ Result<std::vector<std::string>> find_fleet_reports(const std::vector<std::strin
     return std::vector<std::string>(found.begin(), found.end());
 }
 
-std::vector<EnvironmentChange> environment_changes(const json& majority, const json& outlier) {
+std::vector<EnvironmentChange> environment_changes(const ReportEnvironment& majority,
+                                                   const ReportEnvironment& outlier) {
     std::map<std::string, json> a, b;
-    flatten(majority.is_object() ? majority : json::object(), "", a);
-    flatten(outlier.is_object() ? outlier : json::object(), "", b);
+    flatten(to_json(majority), "", a);
+    flatten(to_json(outlier), "", b);
     std::set<std::string> keys;
     for (const auto& [k, v] : a)
         keys.insert(k);

@@ -90,8 +90,8 @@ Result<std::string> expand_out_pattern(std::string_view pattern, const OutPatter
     return out;
 }
 
-nlohmann::json slurm_environment(const EnvLookup& env) {
-    nlohmann::json j = nlohmann::json::object();
+std::map<std::string, std::string> slurm_environment(const EnvLookup& env) {
+    std::map<std::string, std::string> j;
     static constexpr std::pair<const char*, const char*> kVars[] = {
         {"job_id", "SLURM_JOB_ID"},     {"step_id", "SLURM_STEP_ID"},       {"node", "SLURMD_NODENAME"},
         {"task_id", "SLURM_PROCID"},    {"local_task_id", "SLURM_LOCALID"}, {"node_id", "SLURM_NODEID"},
@@ -99,7 +99,7 @@ nlohmann::json slurm_environment(const EnvLookup& env) {
     };
     for (const auto& [key, var] : kVars)
         if (auto v = lookup(env, var)) j[key] = *v;
-    if (!j.contains("step_id"))
+    if (!j.count("step_id"))
         if (auto v = lookup(env, "SLURM_STEPID")) j["step_id"] = *v;
     return j;
 }

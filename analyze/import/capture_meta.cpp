@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "../report_head.hpp"
 #include "nvtrace/capture_dir.hpp"
 
 namespace nvtrace {
@@ -99,6 +100,8 @@ json write(const T& v) {
         return j;
     } else if constexpr (IsOptional<T>::value) {
         return v ? write(*v) : json(nullptr);
+    } else if constexpr (std::is_same_v<T, ReportSource> || std::is_same_v<T, ReportEnvironment>) {
+        return to_json(v);
     } else if constexpr (IsVector<T>::value) {
         json a = json::array();
         for (const auto& e : v)
@@ -133,7 +136,7 @@ struct Reader {
             return "a string";
         else if constexpr (std::is_same_v<T, bool>)
             return "true or false";
-        else if constexpr (std::is_same_v<T, json>)
+        else if constexpr (std::is_same_v<T, ReportSource> || std::is_same_v<T, ReportEnvironment>)
             return "an object";
         else if constexpr (std::is_same_v<T, std::map<std::string, std::uint64_t>>)
             return "an object of non-negative integers";
@@ -166,9 +169,12 @@ struct Reader {
             out.clear();
             for (const auto& e : v)
                 read(e, path + "[]", out.emplace_back());
-        } else if constexpr (std::is_same_v<T, json>) {
+        } else if constexpr (std::is_same_v<T, ReportSource>) {
             if (!v.is_object()) return problem(path, "expected " + what<T>());
-            out = v;
+            out = report_source_from_json(v);
+        } else if constexpr (std::is_same_v<T, ReportEnvironment>) {
+            if (!v.is_object()) return problem(path, "expected " + what<T>());
+            out = report_environment_from_json(v);
         } else if constexpr (std::is_same_v<T, std::map<std::string, std::uint64_t>>) {
             for (auto it = v.begin(); v.is_object() && it != v.end(); ++it)
                 if (it->is_number_unsigned()) out[it.key()] = it->get<std::uint64_t>();

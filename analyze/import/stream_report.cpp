@@ -189,8 +189,9 @@ Result<InputReport> report_input(const Input& in, ReportRequest req) {
     }
     if (!rs) return fail(rs.error());
     out.stream = std::move(*rs);
-    out.stream->report().source = {
-        {"kind", "file"}, {"path", in.path}, {"format", std::string(format_name(out.format))}};
+    ReportSource& source = out.stream->report().source;
+    source = {};
+    source.kind = "file", source.path = in.path, source.format = std::string(format_name(out.format));
     return out;
 }
 

@@ -467,10 +467,10 @@ private:
     void from_ioctls() {
         v_.from_ioctls = true;
         std::string why;
-        if (auto mode = r_.source.find("tracer_mode"); mode != r_.source.end() && mode->is_string())
-            why = fmt::format(" (tracer: {})", mode->get<std::string>());
-        else if (auto f = r_.source.find("format"); f != r_.source.end() && f->is_string())
-            why = fmt::format(" (input: {})", f->get<std::string>());
+        if (r_.source.tracer_mode)
+            why = fmt::format(" (tracer: {})", *r_.source.tracer_mode);
+        else if (r_.source.format)
+            why = fmt::format(" (input: {})", *r_.source.format);
         if (r_.ioctls.empty()) {
             v_.before.push_back(fmt::format("no calls and no ioctls in the report{}: nothing to draw", why));
             return;

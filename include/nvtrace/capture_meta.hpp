@@ -23,6 +23,7 @@
 
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
+#include "nvtrace/report_source.hpp"
 
 namespace nvtrace {
 
@@ -92,8 +93,8 @@ struct CaptureMeta {
     std::optional<std::string> instance_left;  // why nvtrace-<pid> could not be removed
     std::vector<std::string> trace_dat;        // --trace-dat files written
     // The report's "source" and "environment" objects (docs/report.md), as the run made them.
-    nlohmann::json report_source = nlohmann::json::object();
-    nlohmann::json environment = nlohmann::json::object();
+    ReportSource report_source;
+    ReportEnvironment environment;
 
     std::set<std::string> absent_keys;  // optional keys the file read did not have (left out when written)
 };

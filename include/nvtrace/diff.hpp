@@ -113,8 +113,8 @@ struct DiffSummary {
 
 struct DiffInput {
     std::string label;  // what was read (path); set by the caller
-    nlohmann::json source = nlohmann::json::object();
-    nlohmann::json environment = nlohmann::json::object();
+    ReportSource source;
+    ReportEnvironment environment;
     bool complete = true;
     std::vector<std::string> reasons;      // why not complete
     std::uint64_t calls = 0;               // calls considered (after --phase)

@@ -64,7 +64,7 @@ Result<std::string> expand_out_pattern(std::string_view pattern, const OutPatter
 // VARIABLES"): {"job_id": SLURM_JOB_ID, "step_id": SLURM_STEP_ID, "node": SLURMD_NODENAME, "task_id": SLURM_PROCID,
 // "local_task_id": SLURM_LOCALID, "node_id": SLURM_NODEID, "job_name": SLURM_JOB_NAME, "cluster":
 // SLURM_CLUSTER_NAME}, each only when set (strings, as Slurm writes them); an empty object when none is.
-nlohmann::json slurm_environment(const EnvLookup& env);
+std::map<std::string, std::string> slurm_environment(const EnvLookup& env);
 
 // ---- the per-node digest ---------------------------------------------------------------------------------------
 
@@ -102,8 +102,8 @@ struct NodeDigest {
     std::map<std::string, FleetIoctlStats> ioctl_requests;  // "DEVICE REQUEST" -> stats
     std::uint64_t calls = 0;
     bool complete = true;
-    std::vector<std::string> incomplete;                    // completeness.reasons
-    nlohmann::json environment = nlohmann::json::object();  // as recorded (small: kernel, modules, driver, slurm)
+    std::vector<std::string> incomplete;  // completeness.reasons
+    ReportEnvironment environment;        // as recorded (small: kernel, modules, driver, slurm)
     NodeSignature signature;
 };
 
@@ -182,7 +182,7 @@ Result<FleetResult> analyze_fleet(const std::vector<std::string>& reports, const
 
 // The groups and comparisons from digests alone (no call-tree diffs): what analyze_fleet does after reading.
 FleetResult group_fleet(std::vector<NodeDigest> nodes);
-std::vector<EnvironmentChange> environment_changes(const nlohmann::json& majority, const nlohmann::json& outlier);
+std::vector<EnvironmentChange> environment_changes(const ReportEnvironment& majority, const ReportEnvironment& outlier);
 std::vector<IoctlChange> ioctl_changes(const NodeDigest& majority, const NodeDigest& outlier);
 
 // {"schema":"nvtrace.fleet/1","nodes":[...],"groups":[...],"majority":..,"outliers":[...]} (docs/fleet.md).

@@ -17,6 +17,7 @@
 
 #include "nvtrace/event.hpp"
 #include "nvtrace/kernel_log.hpp"
+#include "nvtrace/report_source.hpp"
 
 namespace nvtrace {
 
@@ -277,8 +278,8 @@ struct SourceLinks {
 };
 
 struct Report {
-    nlohmann::json source = nlohmann::json::object();       // what was read or run
-    nlohmann::json environment = nlohmann::json::object();  // kernel, driver version and flavour
+    ReportSource source;            // what was read or run (nvtrace/report_source.hpp)
+    ReportEnvironment environment;  // kernel, modules, driver version and flavour
     Completeness completeness;
     std::vector<Call> calls;
     std::vector<GraphNode> graph;

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     s.kmsg.push_back({"6,10,2,-;nvidia-uvm: Loaded the UVM driver, major device number 511."});
     s.kmsg_clock = KmsgClockOffset{"local", 0, 0, "same_clock"};
     Report r = build_report(s);
-    r.source = {{"kind", "example"}};
+    r.source.kind = "example";
     r.source_links = SourceLinks{"/src/open-gpu-kernel-modules",
                                  2,
                                  {{"nvidia_ioctl", "nvidia_ioctl", {{"kernel-open/nvidia/nv.c", 2400}}}},

@@ -83,7 +83,7 @@ TEST(CheckRecorded, LostEventsMakeAbsenceInconclusiveButKeepWhatWasSeen) {
 TEST(CheckRecorded, WithoutFunctionGraphChainsAreInconclusiveAndResultsStillDecide) {
     Report r = recorded();
     r.calls.clear();
-    r.source["tracer_mode"] = "events";
+    r.source.tracer_mode = "events";
     auto m = by_id(check_report(r, expectations("gem-mmap")));
     EXPECT_EQ(m["mmap-path"].result, "inconclusive");
     EXPECT_NE(m["mmap-path"].why.find("no function_graph calls (tracer mode: events)"), std::string::npos)
@@ -180,9 +180,9 @@ struct NvReport {
 
     Report build() const {
         Report r;
-        r.source = {{"kind", "live"}, {"tracer_mode", "function_graph (top level)"}};
-        r.environment = {{"kernel", "6.18.0-1-amd64"}, {"nvidia_driver_flavour", "open"}};
-        if (driver) r.environment["modules"] = {{"nvidia", {{"version", *driver}}}};
+        r.source.kind = "live", r.source.tracer_mode = "function_graph (top level)";
+        r.environment.kernel = "6.18.0-1-amd64", r.environment.nvidia_driver_flavour = "open";
+        if (driver) r.environment.modules.emplace()["nvidia"].version = *driver;
         r.markers = {{1, 10, "nvtrace-phase: cudaHostRegister"},
                      {9, 10, "nvtrace-result: cudaHostRegister=cudaErrorInvalidValue"},
                      {10, 10, "nvtrace-phase-end"}};
@@ -310,10 +310,10 @@ TEST(CheckNvidia, AnInlinedNvidiaIoctlIsInconclusiveOrAnAlternativeNeverAFail) {
     for (Call& c : r.calls)
         if (c.parent == ioctl_id) c.parent = r.calls.front().id;  // its callees hang below nvidia_unlocked_ioctl
     std::erase_if(r.calls, [](const Call& c) { return c.function == "nvidia_ioctl"; });
-    r.environment["not_traceable"] = {
-        {"nvidia_ioctl",
-         "not in available_filter_functions nor /proc/kallsyms: inlined in this driver version, not "
-         "built, or its module is not loaded"}};
+    r.environment.not_traceable = {
+        {{"nvidia_ioctl",
+          "not in available_filter_functions nor /proc/kallsyms: inlined in this driver version, not "
+          "built, or its module is not loaded"}}};
     for (const char* scenario : {"hostregister-bar", "hostregister"}) {
         auto checks = check_report(r, expectations(scenario));
         // The synthetic report is hostregister-bar's run: the result and kernel-log checks judge other things.
@@ -332,7 +332,7 @@ TEST(CheckNvidia, AnInlinedNvidiaIoctlIsInconclusiveOrAnAlternativeNeverAFail) {
     EXPECT_NE(m["io-memory-path"].evidence.find("nvidia_unlocked_ioctl#"), std::string::npos)
         << m["io-memory-path"].evidence;
     // Without the run's record the same report fails: nothing says nvidia_ioctl could not be traced.
-    r.environment.erase("not_traceable");
+    r.environment.not_traceable.reset();
     EXPECT_EQ(by_id(check_report(r, expectations("hostregister-bar")))["rm-ioctl-entry"].result, "fail");
 }
 
@@ -341,8 +341,8 @@ TEST(CheckNvidia, TheRunsReasonForNoGraphIsTheWhyOfTheChainChecks) {
     NvReport n;
     n.with_calls = false;
     Report r = n.build();
-    r.source["tracer_mode"] = "events";
-    r.environment["function_graph"] =
+    r.source.tracer_mode = "events";
+    r.environment.function_graph =
         "function_graph not available: this kernel does not offer it (available_tracers: function nop)";
     auto m = by_id(check_report(r, expectations("hostregister-bar")));
     for (const char* id : {"rm-ioctl-entry", "io-memory-path", "bar-overlap-check"}) {
@@ -374,7 +374,7 @@ TEST(CheckNvidia, EventsOnlyCaptureOnAGpuMachine) {
     NvReport n;
     n.with_calls = false;
     Report r = n.build();
-    r.source["tracer_mode"] = "events";
+    r.source.tracer_mode = "events";
     auto m = by_id(check_report(r, expectations("hostregister-bar")));
     EXPECT_EQ(m["register-fails-invalid-argument"].result, "pass");
     for (const char* id : {"rm-ioctl-entry", "io-memory-path", "bar-overlap-check"}) {
@@ -411,11 +411,10 @@ TEST(CheckNvidia, MissingResultMarkerIsInconclusive) {
 
 TEST(CheckEnvironment, VersionsComeFromModulesTheBannerAndTheKernelRelease) {
     Report r;
-    r.environment = {
-        {"kernel", "6.1.0-56-amd64"},
-        {"nvidia_driver_banner",
-         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22)"},
-        {"nvidia_driver_flavour", "open"}};
+    r.environment.kernel = "6.1.0-56-amd64";
+    r.environment.nvidia_driver_banner =
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22)";
+    r.environment.nvidia_driver_flavour = "open";
     auto env = check_environment(r);
     ASSERT_TRUE(env.kernel && env.driver && env.flavour);
     EXPECT_EQ(*env.kernel, *parse_driver_version("6.1.0"));

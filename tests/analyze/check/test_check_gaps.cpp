@@ -31,7 +31,7 @@ std::map<std::string, Check> checks(const Report& r, std::string_view expect) {
 // CPU 1 and CPU 2 each record an event (sched_switch) in every phase, at 1500/2500/3500 and 1600/2600/3600.
 Report phased_report() {
     Report r;
-    r.source = {{"kind", "file"}};
+    r.source.kind = "file";
     int i = 0;
     for (const char* p : {"one", "two", "three"}) {
         std::uint64_t begin = 1000 * static_cast<std::uint64_t>(++i);

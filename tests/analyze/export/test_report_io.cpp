@@ -90,7 +90,7 @@ TEST(ReportIo, LoadsCaptureDirectoriesAndTraceFiles) {
     auto trace = load_report_input(std::string(NVTRACE_TEST_DATA) + "/cases/fgraph-irq-nested-module-suffix.txt");
     ASSERT_TRUE(trace) << trace.error().message;
     EXPECT_FALSE(trace->calls.empty());
-    EXPECT_EQ(trace->source["kind"], "file");
+    EXPECT_EQ(trace->source.kind, "file");
 
     fs::create_directories(d / "empty");
     auto empty = load_report_input((d / "empty").string());

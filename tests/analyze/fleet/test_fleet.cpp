@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../../analyze/report_head.hpp"
 #include "nvtrace/fleet.hpp"
 #include "nvtrace/report_io.hpp"
 
@@ -122,7 +123,7 @@ TEST(FleetSignature, ApiCallSequencesPerThreadIgnoreTidsTimesAndResults) {
 TEST(FleetDigest, LiveCaptureRowAndNodeName) {
     Report r = load("capture_dir/fionread20/report.json");
     nlohmann::json meta = {{"exit_code", 0}};
-    r.environment["slurm"] = {{"node", "n2"}, {"job_id", "5"}};
+    r.environment.slurm = {{"node", "n2"}, {"job_id", "5"}};
     NodeDigest d = digest_report(r, "runs/5/n2/report.json", &meta, nullptr);
     EXPECT_EQ(d.node, "n2");
     EXPECT_EQ(d.node_from, "slurm");
@@ -132,7 +133,7 @@ TEST(FleetDigest, LiveCaptureRowAndNodeName) {
     EXPECT_EQ(d.ioctls, r.ioctls.size());
     ASSERT_TRUE(d.ioctl_requests.count("fd? FIONREAD")) << to_json(group_fleet({d})).dump();
     // Without slurm or host the directory names the node; without meta.json the result is unknown.
-    r.environment.erase("slurm");
+    r.environment.slurm.reset();
     NodeDigest e = digest_report(r, "runs/gpu7/report.json", nullptr, nullptr);
     EXPECT_EQ(e.node, "gpu7");
     EXPECT_EQ(e.node_from, "directory");
@@ -171,7 +172,7 @@ NodeDigest node(const std::string& name, std::uint64_t hash, nlohmann::json env 
     d.node = name;
     d.report = name + "/report.json";
     d.signature.hash = hash;
-    d.environment = std::move(env);
+    d.environment = report_environment_from_json(env);
     return d;
 }
 
@@ -204,7 +205,7 @@ TEST(FleetGroups, EnvironmentChangesLeaveOutTheNodesIdentity) {
                         {"slurm", {{"node", "n2"}}},
                         {"modules", {{"nvidia", {{"version", "575.57.08"}}}}},
                         {"nvidia_driver_flavour", "open"}};
-    auto ch = environment_changes(a, b);
+    auto ch = environment_changes(report_environment_from_json(a), report_environment_from_json(b));
     ASSERT_EQ(ch.size(), 2u);
     EXPECT_EQ(ch[0].key, "modules.nvidia.version");
     EXPECT_EQ(ch[0].majority, "580.65.06");

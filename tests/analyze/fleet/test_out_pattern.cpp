@@ -107,13 +107,13 @@ TEST(SlurmEnvironment, TakesTheJobStepNodeAndTaskIdsThatAreSet) {
                  {"SLURM_JOB_NAME", "nvtrace"},
                  {"HOME", "/root"}}};
     auto j = slurm_environment(env.lookup());
-    EXPECT_EQ(j, (nlohmann::json{{"job_id", "1"},
-                                 {"step_id", "0"},
-                                 {"node", "n3"},
-                                 {"task_id", "2"},
-                                 {"local_task_id", "0"},
-                                 {"node_id", "2"},
-                                 {"job_name", "nvtrace"}}));
+    EXPECT_EQ(j, (std::map<std::string, std::string>{{"job_id", "1"},
+                                                     {"step_id", "0"},
+                                                     {"node", "n3"},
+                                                     {"task_id", "2"},
+                                                     {"local_task_id", "0"},
+                                                     {"node_id", "2"},
+                                                     {"job_name", "nvtrace"}}));
 }
 
 TEST(SlurmEnvironment, EmptyOutsideSlurm) {

@@ -74,8 +74,8 @@ CaptureMeta full_meta() {
     m.raw.write_error = "raw/top/cpu1: write: No space left on device";
     m.instance_left = "instances/nvtrace-4241: held open by 19 (stuck)";
     m.trace_dat = {"trace.dat", "trace-top.dat"};
-    m.report_source = {{"kind", "live"}, {"scenario", "blk"}};
-    m.environment = {{"kernel", "6.1.0"}};
+    m.report_source.kind = "live", m.report_source.scenario = "blk";
+    m.environment.kernel = "6.1.0";
     return m;
 }
 

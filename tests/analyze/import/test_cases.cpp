@@ -42,7 +42,8 @@ Loaded load(const std::string& name) {
     Loaded l{r ? std::move(*r) : ImportResult{}, {}};
     l.in.stream.file_name = name;  // the goldens name the case, not this checkout's path
     l.report = build_report(l.in.stream);
-    l.report.source = {{"kind", "file"}, {"path", name}, {"format", std::string(format_name(l.in.format))}};
+    l.report.source.kind = "file", l.report.source.path = name;
+    l.report.source.format = std::string(format_name(l.in.format));
     return l;
 }
 

@@ -75,7 +75,7 @@ void expect_same_report(const std::string& path, std::uint64_t min_calls = 0) {
     ASSERT_TRUE(in) << in.error().message;
     ASSERT_EQ(in->format, TraceFormat::fgraph_text);
     Report whole = build_report(in->stream);
-    whole.source = {{"kind", "file"}, {"path", path}, {"format", "fgraph-text"}};  // report_input's
+    whole.source.kind = "file", whole.source.path = path, whole.source.format = "fgraph-text";  // report_input's
     ASSERT_GE(whole.calls.size(), min_calls);
 
     std::ostringstream lines;

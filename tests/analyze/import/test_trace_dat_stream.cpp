@@ -120,7 +120,7 @@ std::string whole_report_json(const std::string& path) {
     EXPECT_TRUE(s) << s.error().message;
     if (!s) return "";
     Report r = build_report(*s);
-    r.source = {{"kind", "file"}, {"path", path}, {"format", "trace-dat"}};
+    r.source.kind = "file", r.source.path = path, r.source.format = "trace-dat";
     std::ostringstream out;
     write_json(r, out);
     return out.str();
@@ -299,7 +299,7 @@ TEST(TraceDatStream, StreamedReportIsTheWholeReportsBytes) {
         ASSERT_TRUE(st) << st.error().message;
         ASSERT_EQ(*st, TraceDatStreamed::done);
         ASSERT_TRUE(r.finish());
-        r.report().source = {{"kind", "file"}, {"path", path}, {"format", "trace-dat"}};
+        r.report().source.kind = "file", r.report().source.path = path, r.report().source.format = "trace-dat";
         auto out = std::filesystem::temp_directory_path() / fmt::format("nvtrace-dat-stream-{}.json", ::getpid());
         ASSERT_TRUE(r.write_to(out.string()));
         std::string whole = whole_report_json(path);
@@ -355,7 +355,7 @@ TEST(TraceDatStream, TraceDatOnStandardInputIsReportedLikeTheFile) {
         auto s = read_trace_dat(path);
         ASSERT_TRUE(s) << s.error().message;
         Report r = build_report(*s);
-        r.source = {{"kind", "file"}, {"path", "-"}, {"format", "trace-dat"}};
+        r.source.kind = "file", r.source.path = "-", r.source.format = "trace-dat";
         std::ostringstream want;
         write_json(r, want);
         const std::string bytes = read_whole(path);
@@ -410,7 +410,7 @@ TEST(TraceDatStream, BuffersWhoseTimesInterleaveAreStreamedInTimeOrder) {
     ASSERT_TRUE(st2);
     ASSERT_EQ(*st2, TraceDatStreamed::done);
     ASSERT_TRUE(r.finish());
-    r.report().source = {{"kind", "file"}, {"path", path}, {"format", "trace-dat"}};
+    r.report().source.kind = "file", r.report().source.path = path, r.report().source.format = "trace-dat";
     FILE* tmp = std::tmpfile();
     ASSERT_TRUE(r.write(::fileno(tmp)));
     std::string got;
