@@ -5,6 +5,8 @@
 #include <type_traits>
 #include <variant>
 
+#include <fmt/format.h>
+
 namespace nvtrace {
 
 namespace {
@@ -144,6 +146,12 @@ std::string command_text(const ReportSource& s) {
     for (const auto& a : std::get<std::vector<std::string>>(*s.command))
         out += (out.empty() ? "" : " ") + a;
     return out;
+}
+
+std::optional<std::string> calls_written_elsewhere(const ReportSource& s, std::uint64_t calls_in_report) {
+    if (calls_in_report != 0 || !s.calls_jsonl || !s.calls_count || *s.calls_count == 0) return std::nullopt;
+    return fmt::format("its {} calls were written to {} (--calls-jsonl), not into the report", *s.calls_count,
+                       *s.calls_jsonl);
 }
 
 json to_json(const ReportSource& s) {

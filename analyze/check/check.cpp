@@ -582,6 +582,8 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
     if (auto early = api_scope_outcome(ctx, f, scope)) return *early;
     if (ctx.report.calls.empty()) {
         // nvtrace run says why it ran a scenario without the graph (environment.function_graph).
+        if (auto elsewhere = calls_written_elsewhere(ctx.report.source, 0))
+            return {Outcome::inconclusive, "", "the report has no calls: " + *elsewhere};
         if (const auto& why = ctx.report.environment.function_graph)
             return {Outcome::inconclusive, "", "the report has no function_graph calls: " + *why};
         return {Outcome::inconclusive, "",

@@ -54,14 +54,18 @@ struct TrieNode {
     std::string name;
     std::map<std::string, std::size_t> children;
     Acc acc;
+    std::size_t depth = 0;  // the virtual root's children are 1
 };
 
 struct Trie {
     std::vector<TrieNode> nodes{TrieNode{}};  // 0: the virtual root
+    std::size_t max_depth = 0;
     std::size_t child(std::size_t parent, const std::string& name) {
         auto it = nodes[parent].children.find(name);
         if (it != nodes[parent].children.end()) return it->second;
-        nodes.push_back(TrieNode{name, {}, {}});
+        const std::size_t depth = nodes[parent].depth + 1;
+        max_depth = std::max(max_depth, depth);
+        nodes.push_back(TrieNode{name, {}, {}, depth});
         std::size_t id = nodes.size() - 1;
         nodes[parent].children.emplace(name, id);
         return id;
@@ -201,6 +205,9 @@ void DiffCalls::add(const Call& call) {
 }
 std::uint64_t DiffCalls::report_calls() const {
     return impl_->calls.size();
+}
+std::size_t DiffCalls::depth() const {
+    return impl_->t.max_depth;
 }
 
 namespace {

@@ -279,6 +279,9 @@ void fill_head(Report& r, const json& j) {
     if (!schema || !schema->is_string() || schema->get<std::string>() != kReportSchema)
         throw FieldError{fmt::format("schema: expected \"{}\", found {}", kReportSchema,
                                      schema ? schema->dump() : std::string("nothing"))};
+    for (const char* key : {"source", "environment"})
+        if (const json* o = field(j, key); o && !o->is_object())
+            throw FieldError{fmt::format("{}: expected an object, found {}", key, o->type_name())};
     if (const json* s = field(j, "source")) r.source = report_source_from_json(*s);
     if (const json* e = field(j, "environment")) r.environment = report_environment_from_json(*e);
     if (const json* k = field(j, "kmsg_clock"); k && k->is_object()) {
@@ -371,9 +374,16 @@ public:
                 ids_.insert(k);
         }
         if (!dense_ && !ids_.insert(id).second) {
-            twice_ = fmt::format("calls[{}]: id {} appears twice", i, id);
+            twice_ = {i, fmt::format("calls[{}]: id {} appears twice", i, id)};
             return;
         }
+        // report.json lists its calls by id (docs/report-format.md): the readers of the calls (the diff's fold, the
+        // exports) find a parent among the calls before it, so a child listed before its parent would be a root.
+        if (i > 0 && id < last_id_ && !out_of_order_)
+            out_of_order_ = {i, fmt::format("calls[{}]: id {} after id {}: the calls must be listed by id, parents "
+                                            "before their children",
+                                            i, id, last_id_)};
+        last_id_ = id;
         // Whether a larger parent is in the report is known at the end; after a call that is its own parent,
         // later calls cannot be the first error.
         if (parent && *parent >= id && !own_parent_) {
@@ -381,17 +391,27 @@ public:
             own_parent_ = *parent == id;
         }
     }
+    // The first problem in the file's order.
     std::optional<std::string> result() const {
-        if (twice_) return twice_;
+        std::optional<Problem> first = twice_;
+        auto earlier = [&](const std::optional<Problem>& p) {
+            if (p && (!first || p->index < first->index)) first = p;
+        };
+        earlier(out_of_order_);
         for (const auto& s : suspects_) {
-            if (s.parent == s.id) return fmt::format("calls[{}]: call {} is its own parent", s.index, s.id);
-            if (dense_ ? s.parent <= n_ : ids_.count(s.parent) > 0)
-                return fmt::format(
-                    "calls[{}]: parent {} of call {} has a larger id (a parent is entered before its "
-                    "children: a cycle?)",
-                    s.index, s.parent, s.id);
+            if (first && first->index < s.index) break;
+            if (s.parent == s.id) {
+                earlier(Problem{s.index, fmt::format("calls[{}]: call {} is its own parent", s.index, s.id)});
+                break;
+            }
+            if (dense_ ? s.parent <= n_ : ids_.count(s.parent) > 0) {
+                earlier(Problem{s.index, fmt::format("calls[{}]: parent {} of call {} has a larger id (a parent is "
+                                                     "entered before its children: a cycle?)",
+                                                     s.index, s.parent, s.id)});
+                break;
+            }
         }
-        return std::nullopt;
+        return first ? std::optional<std::string>(first->message) : std::nullopt;
     }
 
 private:
@@ -403,7 +423,12 @@ private:
     bool dense_ = true;
     bool own_parent_ = false;
     std::unordered_set<std::uint64_t> ids_;
-    std::optional<std::string> twice_;
+    struct Problem {
+        std::size_t index;
+        std::string message;
+    };
+    std::optional<Problem> twice_, out_of_order_;
+    std::uint64_t last_id_ = 0;
     std::vector<Suspect> suspects_;  // calls whose parent id is not smaller than their own, in order
 };
 

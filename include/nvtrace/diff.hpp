@@ -233,6 +233,10 @@ DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& opt
 // children, as every saved report lists them (read_report_file refuses a parent with a larger id that is in the
 // report). diff_reports(a, b, options) above builds one from each report's calls, with the same result.
 // Thread-safety: one builder per thread (the two sides may be fed on two threads at once).
+// Kernel function_graph call trees are shallow (each task's stack of return addresses, kernel/trace/fgraph.c
+// ret_stack, has a fixed size); a saved report nesting deeper than this is another producer's, and not compared.
+inline constexpr std::size_t kDiffMaxDepth = 4096;
+
 class DiffCalls {
 public:
     explicit DiffCalls(const DiffOptions& options);  // copied
@@ -241,6 +245,9 @@ public:
     ~DiffCalls();
     void add(const Call& call);
     std::uint64_t report_calls() const;  // calls added (before --phase/--ignore)
+    // The deepest call path so far, in calls (a root is 1). The comparison walks the paths recursively: callers
+    // refuse reports deeper than kDiffMaxDepth.
+    std::size_t depth() const;
 
 private:
     struct Impl;

@@ -25,6 +25,10 @@ struct ReportSource;
 // The command as one line: argv joined by spaces, or the string as given; "" when there is none.
 std::string command_text(const ReportSource& s);
 
+// A report made with --calls-jsonl holds no calls: its `calls` are in that file. Given the calls a report holds,
+// "its 39 calls were written to F (--calls-jsonl), not into the report" when that is why it holds none; else nullopt.
+std::optional<std::string> calls_written_elsewhere(const ReportSource& s, std::uint64_t calls_in_report);
+
 struct ReportSource {
     std::optional<std::string> kind;  // "live" (nvtrace run), "file" (nvtrace report FILE); other producers' as read
     // kind "file": the input as named ("-" for standard input) and its format (docs/formats.md: "fgraph-text",

@@ -25,3 +25,14 @@ rc=0
 "$nvtrace" report "$dir/capture" --calls-jsonl "$dir/x.jsonl" > /dev/null 2> "$dir/err" || rc=$?
 [ "$rc" = 2 ] || { echo "exit $rc for a directory, expected 2" >&2; exit 1; }
 grep -q -- "--calls-jsonl takes a trace file" "$dir/err" || { cat "$dir/err" >&2; exit 1; }
+# A report made with --calls-jsonl holds none of its calls: diff would show every call as added, a folded export
+# would be empty. Both are refused (exit 2) saying where the calls are.
+for cmd in "diff $dir/streamed.json $dir/whole.json" "export --format folded $dir/streamed.json"; do
+    rc=0
+    $nvtrace $cmd > "$dir/out" 2> "$dir/err" || rc=$?
+    [ "$rc" = 2 ] || { echo "nvtrace $cmd: exit $rc, expected 2" >&2; cat "$dir/err" >&2; exit 1; }
+    grep -q "calls were written to $dir/calls.jsonl (--calls-jsonl), not into the report" "$dir/err" ||
+        { cat "$dir/err" >&2; exit 1; }
+    [ ! -s "$dir/out" ] || { echo "nvtrace $cmd wrote output" >&2; exit 1; }
+done
+"$nvtrace" diff "$dir/whole.json" "$dir/whole.json" > /dev/null

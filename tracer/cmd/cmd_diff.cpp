@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -97,6 +98,17 @@ int do_diff(const DiffArgs& args) {
         rb = ib ? load_report(std::move(*ib), sink_b) : fail(ib.error());
     }
     if (!rb) return usage_error(rb.error());
+    for (auto [label, calls] : {std::pair{&args.a, &ca}, std::pair{&args.b, &cb}})
+        if (calls->depth() > kDiffMaxDepth)
+            return usage_error(
+                Error::usage(fmt::format("{}: its calls nest {} deep: nvtrace diff compares call "
+                                         "trees up to {} calls deep",
+                                         *label, calls->depth(), kDiffMaxDepth)));
+    // A report made with --calls-jsonl holds none of its calls: comparing it would show every call as added.
+    for (auto [label, r, calls] : {std::tuple{&args.a, &*ra, &ca}, std::tuple{&args.b, &*rb, &cb}})
+        if (auto why = calls_written_elsewhere(r->source, calls->report_calls()))
+            return usage_error(Error::usage(fmt::format(
+                "{}: {}: diff the report made without --calls-jsonl (nvtrace report INPUT -o FILE)", *label, *why)));
 
     // Two reports without calls, ioctls or API calls (events-only runs) have nothing to compare: saying "no change"
     // would claim a comparison that did not happen. Without calls, the ioctls and API calls alone are compared.
@@ -139,7 +151,8 @@ void add_diff(CLI::App& app, int& exit_code) {
         "API calls (uprobes) are compared by (api, function): added, removed, count, results by name, total and\n"
         "max latency (--min-delta), the ioctls made inside them. Two reports without calls are compared by their\n"
         "ioctls and API calls alone.\n"
-        "Exit codes: 0 compared (1 with --exit-code when something changed), 2 unreadable input. See docs/diff.md.");
+        "Exit codes: 0 compared (1 with --exit-code when something changed), 2 unreadable input, a report made with\n"
+        "--calls-jsonl (its calls are not in it) or one nesting deeper than 4096 calls. See docs/diff.md.");
     cmd->add_option("a", args->a, "Base: report, capture directory or trace file")->required();
     cmd->add_option("b", args->b, "New: report, capture directory or trace file")->required();
     cmd->add_option("--phase", args->phase, "Only calls in this phase (scenario phase marker)");

@@ -50,6 +50,13 @@ int do_export(const ExportArgs& a) {
         tracer::note("nvtrace export: {}\n", report.error().message);
         return static_cast<int>(report.error().code);
     }
+    if (auto why = calls_written_elsewhere(report->source, report->calls.size())) {
+        if (*f == ExportFormat::folded || (*f == ExportFormat::csv && table == CsvTable::calls)) {
+            tracer::note("nvtrace export: {}: {}: export the report made without --calls-jsonl\n", a.input, *why);
+            return static_cast<int>(ExitCode::usage);
+        }
+        tracer::note("nvtrace export: {}: {}: they are not in this export\n", a.input, *why);
+    }
     Result<void> done;
     auto write = [&](std::ostream& os) -> Result<void> {
         if (*f != ExportFormat::csv) return export_report(*report, *f, os);

@@ -93,6 +93,21 @@ TEST(CheckRecorded, WithoutFunctionGraphChainsAreInconclusiveAndResultsStillDeci
     EXPECT_EQ(m["phases-in-order"].result, "pass");
 }
 
+// A report made with --calls-jsonl: its calls are in that file, and the chain checks say so (they said the function
+// tracer was not used).
+TEST(CheckRecorded, ReportWhoseCallsWentToCallsJsonlSaysWhereTheyAre) {
+    Report r = recorded();
+    r.source.calls_jsonl = "calls.jsonl";
+    r.source.calls_count = r.calls.size();
+    r.calls.clear();
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["mmap-path"].result, "inconclusive");
+    EXPECT_NE(m["mmap-path"].why.find("no calls: its "), std::string::npos) << m["mmap-path"].why;
+    EXPECT_NE(m["mmap-path"].why.find(" calls were written to calls.jsonl (--calls-jsonl), not into the report"),
+              std::string::npos)
+        << m["mmap-path"].why;
+}
+
 TEST(CheckRecorded, AWrongResultFailsWithWhatWasSeen) {
     Report r = recorded();
     int changed = 0;

@@ -368,6 +368,50 @@ TEST(ReportIo, CallThatIsItsOwnParentOrInACycleIsRefusedByBothReaders) {
     fs::remove_all(d);
 }
 
+// report.json lists its calls by id: a child listed before its parent was read, and the diff and the exports (which
+// find a parent among the calls before it) made it a root while tree and check did not. Both readers refuse it, and
+// a source or environment that is not an object (it was read as {} and written back so).
+TEST(ReportIo, ChildListedBeforeItsParentOrAHeadThatIsNotAnObjectIsRefusedByBothReaders) {
+    const nlohmann::json base = parse_file(std::string(NVTRACE_TEST_DATA) + "/reports/baseline.json");
+    fs::path d = temp_dir("order");
+    auto both = [&](const nlohmann::json& j) {
+        auto dom = report_from_json(j);
+        const fs::path f = d / "r.json";
+        std::ofstream(f) << j.dump();
+        auto streamed = read_report_file(f.string());
+        auto sunk = read_report_file(f.string(), [](Call&&) {});
+        EXPECT_FALSE(streamed || sunk);
+        if (!dom && !streamed && !sunk) {
+            EXPECT_EQ(f.string() + ": " + dom.error().message, streamed.error().message);
+            EXPECT_EQ(sunk.error().message, streamed.error().message);
+        }
+        return dom ? std::string("<read>") : dom.error().message;
+    };
+    nlohmann::json swapped = base;
+    ASSERT_EQ(swapped["calls"][4]["parent"], swapped["calls"][3]["id"]);
+    std::swap(swapped["calls"][3], swapped["calls"][4]);
+    EXPECT_EQ(both(swapped),
+              "calls[4]: id 4 after id 5: the calls must be listed by id, parents before their children");
+    nlohmann::json reversed = base;
+    std::reverse(reversed["calls"].begin(), reversed["calls"].end());
+    EXPECT_EQ(both(reversed).rfind("calls[", 0), 0u);
+    for (const char* key : {"source", "environment"}) {
+        nlohmann::json j = base;
+        j[key] = "hello";
+        EXPECT_EQ(both(j), std::string(key) + ": expected an object, found string");
+        j[key] = nlohmann::json::array({"a"});
+        EXPECT_EQ(both(j), std::string(key) + ": expected an object, found array");
+    }
+    // Sparse ids in increasing order still read (ids need not be 1..N).
+    nlohmann::json sparse = base;
+    for (auto& c : sparse["calls"]) {
+        c["id"] = c["id"].get<std::uint64_t>() * 10;
+        if (!c["parent"].is_null()) c["parent"] = c["parent"].get<std::uint64_t>() * 10;
+    }
+    EXPECT_TRUE(report_from_json(sparse));
+    fs::remove_all(d);
+}
+
 // read_report_file with a call sink (what nvtrace diff reads through) gives the calls one by one in file order,
 // holds none, and refuses every bad file the held reader refuses with the same message naming the file and the
 // call: wrong field types, a call that is its own parent, a cycle, an id listed twice (also after the ids stop being
