@@ -95,6 +95,21 @@ struct Painter {
     }
 };
 
+// A name as the text form shows it: control bytes (a newline would start a row of its own, an escape sequence would
+// drive the terminal) as \xNN. Names come from the traces and reports compared, which anyone may have written.
+std::string visible(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out += ch;
+    }
+    return out;
+}
+
 struct TextWriter {
     explicit TextWriter(const DiffTextOptions& opts) : o(opts), p{opts.colour} {}
     const DiffTextOptions& o;
@@ -134,7 +149,7 @@ struct TextWriter {
         if (n.count_changed) tags.push_back(fmt::format("calls {:+}", n.delta_count));
         if (n.retval_changed) tags.push_back("retval");
         if (n.time_changed) tags.push_back("time");
-        std::string name = std::string(static_cast<std::size_t>(depth) * 2, ' ') + n.function;
+        std::string name = std::string(static_cast<std::size_t>(depth) * 2, ' ') + visible(n.function);
         if (!tags.empty()) name += "  [" + fmt::format("{}", fmt::join(tags, ", ")) + "]";
         std::string line = fmt::format("{} {} {:>12} {:>12} {:>22}  {}", mark, calls, ta, tb, delta, name);
         out += colour.empty() ? line : p.paint(line, colour);
@@ -159,13 +174,13 @@ std::string describe_input(const DiffInput& in) {
     if (auto c = command_text(in.source); !c.empty()) bits.push_back("command: " + c);
     bits.push_back(fmt::format("{} calls", in.calls));
     if (!in.complete) bits.push_back("INCOMPLETE");
-    return fmt::format("{}", fmt::join(bits, ", "));
+    return visible(fmt::format("{}", fmt::join(bits, ", ")));
 }
 
 std::string request_text(const IoctlDiffRow& r) {
     std::string dev = r.device ? *r.device : fmt::format("fd{}", r.fd.value_or(-1));
     if (dev.rfind("/dev/", 0) == 0) dev.erase(0, 5);
-    return dev + " " + (r.name ? *r.name : fmt::format("0x{:x}", r.cmd));
+    return visible(dev + " " + (r.name ? *r.name : fmt::format("0x{:x}", r.cmd)));
 }
 
 json opt_json(const std::optional<std::uint64_t>& v) {

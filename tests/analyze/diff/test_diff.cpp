@@ -458,3 +458,17 @@ TEST(Diff, IdsThatStopBeingPositionsPartWayGiveTheSameDiff) {
     EXPECT_EQ(to_json(sparse), to_json(dense));
     EXPECT_GT(sparse.summary.count_changes, 0u);
 }
+
+// A function name holding a newline started a row of its own in the text form ("+ - -> 9 FAKE ROW" looked like an
+// added path), and an escape sequence reached the terminal: control bytes are shown as \xNN.
+TEST(Diff, ControlBytesInNamesCannotForgeRowsOfTheText) {
+    Report a = fixture("baseline");
+    Report b = a;
+    b.calls.back().function = "evil\n+      - -> 9      FAKE ROW\x1b[2J";
+    b.environment.kernel = "6.1\nWARNING";
+    const std::string text = format_diff_text(diff_reports(a, b, {}));
+    EXPECT_EQ(text.find("\n+      - -> 9      FAKE"), std::string::npos) << text;
+    EXPECT_EQ(text.find('\x1b'), std::string::npos);
+    EXPECT_NE(text.find("evil\\x0a+      - -> 9      FAKE ROW\\x1b[2J"), std::string::npos) << text;
+    EXPECT_NE(text.find("kernel 6.1\\x0aWARNING"), std::string::npos) << text;
+}
