@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "member_traits.hpp"
+
 namespace nvtrace {
 
 namespace {
@@ -36,22 +38,7 @@ concept Object = requires(T& t) {
     fields(t, [](const char*, auto&) {});
 };
 
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-template <class T>
-struct IsVariant : std::false_type {};
-template <class... T>
-struct IsVariant<std::variant<T...>> : std::true_type {};
-template <class T>
-struct IsVector : std::false_type {};
-template <class T>
-struct IsVector<std::vector<T>> : std::true_type {};
-template <class T>
-struct IsMap : std::false_type {};
-template <class T>
-struct IsMap<std::map<std::string, T>> : std::true_type {};
+using namespace member_traits;
 
 // A member's value (never an unset top-level optional: those are left out).
 template <class T>

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "../member_traits.hpp"
 #include "../report_head.hpp"
 #include "nvtrace/capture_dir.hpp"
 
@@ -71,20 +72,7 @@ concept Record = requires(T& t) {
     fields(t, [](const char*, auto&) {});
 };
 
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-template <class T>
-struct IsOptional<Omitted<T>> : std::true_type {};
-template <class T>
-struct IsOmitted : std::false_type {};
-template <class T>
-struct IsOmitted<Omitted<T>> : std::true_type {};
-template <class T>
-struct IsVector : std::false_type {};
-template <class T>
-struct IsVector<std::vector<T>> : std::true_type {};
+using namespace member_traits;
 
 template <class T>
 json write(const T& v) {
