@@ -136,30 +136,51 @@ private:
             cursor = layout(root, cursor);
     }
 
-    // Places call i no earlier than `cursor` and returns its end. Every B is at or after the previous event
-    // of the track and every E at or after its children's, so the track stays nested and monotonic.
-    std::uint64_t layout(std::size_t i, std::uint64_t cursor) {
-        const Call& c = r_.calls[i];
-        std::uint64_t start = cursor;
-        if (c.entry_ns) {
-            if (*c.entry_ns < cursor) ++stats_.adjusted_slices;
-            start = std::max(*c.entry_ns, cursor);
-        } else {
-            ++stats_.synthetic_slices;
+    // Places the tree of call `root` no earlier than `cursor` and returns its end. Every B is at or after the
+    // previous event of the track and every E at or after its children's, so the track stays nested and monotonic.
+    // Depth first with an explicit stack: a saved report may nest calls far deeper than the C++ stack allows.
+    std::uint64_t layout(std::size_t root, std::uint64_t cursor) {
+        struct Frame {
+            std::size_t call;
+            std::uint64_t start;
+            std::uint64_t cur;  // where the next child may start: the end of the previous one
+            std::size_t next_kid = 0;
+        };
+        std::vector<Frame> stack;
+        auto open = [&](std::size_t i, std::uint64_t at) {
+            const Call& c = r_.calls[i];
+            std::uint64_t start = at;
+            if (c.entry_ns) {
+                if (*c.entry_ns < at) ++stats_.adjusted_slices;
+                start = std::max(*c.entry_ns, at);
+            } else {
+                ++stats_.synthetic_slices;
+            }
+            current_->events.push_back({start, 'B', i});
+            stack.push_back({i, start, start});
+        };
+        open(root, cursor);
+        std::uint64_t end = cursor;
+        while (!stack.empty()) {
+            Frame& f = stack.back();
+            if (f.next_kid < kids_[f.call].size()) {
+                const std::size_t k = kids_[f.call][f.next_kid++];
+                open(k, f.cur);  // `f` is not used after this
+                continue;
+            }
+            const Call& c = r_.calls[f.call];
+            end = c.duration_ns ? f.start + *c.duration_ns : f.cur;
+            if (end < f.cur) {
+                end = f.cur;
+                ++stats_.adjusted_slices;
+            }
+            current_->events.push_back({end, 'E', f.call});
+            start_[f.call] = f.start;
+            end_[f.call] = end;
+            ++stats_.slices;
+            stack.pop_back();
+            if (!stack.empty()) stack.back().cur = end;
         }
-        current_->events.push_back({start, 'B', i});
-        std::uint64_t cur = start;
-        for (std::size_t k : kids_[i])
-            cur = layout(k, cur);
-        std::uint64_t end = c.duration_ns ? start + *c.duration_ns : cur;
-        if (end < cur) {
-            end = cur;
-            ++stats_.adjusted_slices;
-        }
-        current_->events.push_back({end, 'E', i});
-        start_[i] = start;
-        end_[i] = end;
-        ++stats_.slices;
         return end;
     }
 

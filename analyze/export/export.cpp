@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "../record_fields.hpp"
+#include "../visible_text.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/ioctl.hpp"
@@ -10,22 +11,17 @@ namespace nvtrace {
 
 namespace {
 
-// A frame of a folded stack cannot hold ';' (the separator) or white space (the count follows a space).
+// A frame of a folded stack cannot hold ';' (the separator) or white space (the count follows a space); control
+// bytes are written as \xNN (visible_text.hpp), so that a newline in a name cannot start a stack of its own.
 std::string folded_frame(std::string_view f) {
-    std::string s(f);
+    std::string s = visible(f);
     for (char& c : s)
-        if (c == ';' || c == ' ' || c == '\t' || c == '\n' || c == '\r') c = '_';
+        if (c == ';' || c == ' ') c = '_';
     return s.empty() ? std::string("[unknown]") : s;
 }
 
 std::string csv_cell(std::string_view s) {
-    if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
-    std::string q = "\"";
-    for (char c : s) {
-        if (c == '"') q += '"';
-        q += c;
-    }
-    return q + '"';
+    return csv_text_cell(s);
 }
 
 // A cell by the field's type: null an empty cell, booleans true/false.

@@ -268,7 +268,8 @@ const Section* section(std::string_view key) {
 
 void add_element(Report& r, const Section& s, const json& o, std::size_t index) {
     const Where where{s.key, index};
-    if (!o.is_object()) throw FieldError{fmt::format("{}[{}]: expected an object", s.key, index)};
+    if (!o.is_object())
+        throw FieldError{fmt::format("{}[{}]: expected an object, found {}", s.key, index, o.type_name())};
     s.add(r, o, where);
 }
 
@@ -554,6 +555,28 @@ constexpr std::array<bool, 256> kStopOutside = byte_class(false), kStopInside = 
 
 #endif
 
+// "line L, column C" (from 1) of byte `n` of `in` (the last of those read when an error was met), as nlohmann's
+// syntax errors say it. Read in blocks: only an error's path reads the file again.
+std::string line_column(std::istream& in, std::size_t n) {
+    std::size_t line = 1, col = 0;
+    std::array<char, 1 << 16> buf{};
+    while (n > 0 && in) {
+        in.read(buf.data(), static_cast<std::streamsize>(std::min(n, buf.size())));
+        const auto got = static_cast<std::size_t>(in.gcount());
+        for (std::size_t i = 0; i < got; ++i) {
+            if (buf[i] == '\n') {
+                ++line;
+                col = 0;
+            } else {
+                ++col;
+            }
+        }
+        n -= std::min(n, got);
+        if (got == 0) break;
+    }
+    return fmt::format("line {}, column {}", line, std::max<std::size_t>(col, 1));
+}
+
 class ReportSax {
 public:
     // With `sink`, each call goes to it as it is read instead of into r.calls, but for the first `skip` calls
@@ -568,9 +591,11 @@ public:
     std::size_t calls_given = 0;
 
     // The results: the first field error of a section element, a parse error, and the head (every top-level
-    // key but the array sections, which hold only their elements that are not objects).
+    // key; an array section is there as an empty array).
     std::optional<std::string> field_error;
     std::optional<std::string> parse_error_text;
+    std::size_t parse_error_at = 0;           // bytes read when it was met, the token included
+    std::optional<std::string> out_of_range;  // the number, when that was the error
     json head;
     CallTreeCheck call_tree;  // of every call read
 
@@ -732,15 +757,19 @@ public:
                 return true;
         }
     }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& e) {
         parse_error_text = e.what();
+        // A number out of range (out_of_range.406: "1e400", valid JSON that no double holds): nlohmann's text
+        // names no position, a syntax error's does. The caller adds it.
+        if (e.id == 406) out_of_range = token;
+        parse_error_at = position;
         return false;
     }
 
 private:
     enum class State { top, head, section, call, dom, done };
     // Where a DOM value goes once complete: the top (not an object), head[key], a section element to convert,
-    // or a section element that is not an object (kept in head[key] for the "array of objects" error).
+    // or a section element that is not an object (an error naming it).
     enum class Dest { top, head_key, element, non_object };
 
     Report& r_;
@@ -1093,8 +1122,10 @@ private:
                 return true;
             }
             case Dest::non_object:
+                // Named here, in the order of the elements, as add_element names it for report_from_json.
+                if (!field_error)
+                    field_error = fmt::format("{}[{}]: expected an object, found {}", key_, index_, dom_.type_name());
                 ++index_;
-                head[key_].push_back(std::move(dom_));
                 state_ = State::section;
                 return true;
         }
@@ -1126,6 +1157,13 @@ Result<Report> read_report_once(const std::string& path, const CallSink* sink, s
         if (*gave_up) return fail(Error::usage(""));
     }
     if (!reader.error().empty()) return fail(Error::usage(fmt::format("{}: cannot read: {}", path, reader.error())));
+    if (sax.out_of_range) {
+        std::ifstream again(path, std::ios::binary);
+        return fail(
+            Error::usage(fmt::format("{}: not valid JSON: the number {} at {} is out of the range of a double "
+                                     "(numbers are read as 64-bit integers or doubles)",
+                                     path, *sax.out_of_range, line_column(again, sax.parse_error_at))));
+    }
     if (sax.parse_error_text)
         return fail(Error::usage(fmt::format("{}: not valid JSON: {}", path, *sax.parse_error_text)));
     if (sax.field_error) return fail(Error::usage(fmt::format("{}: {}", path, *sax.field_error)));
@@ -1136,8 +1174,6 @@ Result<Report> read_report_once(const std::string& path, const CallSink* sink, s
             const json* a = field(sax.head, s.key);
             if (!a) continue;
             if (!a->is_array()) throw FieldError{fmt::format("{}: expected an array", s.key)};
-            // Elements that are not objects were kept in the head: they are errors.
-            if (!a->empty()) throw FieldError{fmt::format("{}: expected an array of objects", s.key)};
         }
     } catch (const FieldError& e) {
         return fail(Error::usage(fmt::format("{}: {}", path, e.where)));
@@ -1170,7 +1206,9 @@ bool is_saved_report_input(const std::string& path) {
 }
 
 std::optional<Result<Report>> saved_report_from_text(std::string_view text, const std::string& name) {
-    auto first = text.find_first_not_of(" \t\r\n");
+    // A UTF-8 byte order mark before the '{' is skipped, as by read_report_file (nlohmann's lexer skips it).
+    const std::size_t bom = text.substr(0, 3) == "\xef\xbb\xbf" ? 3 : 0;
+    auto first = text.find_first_not_of(" \t\r\n", bom);
     if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
     auto j = json::parse(text, nullptr, false);
     if (j.is_discarded()) return Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")));

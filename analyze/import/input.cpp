@@ -79,6 +79,9 @@ Result<std::string> read_whole(int fd, const std::string& name) {
 }
 
 bool starts_with_brace(std::string_view bytes) {
+    // A UTF-8 byte order mark (EF BB BF), which Windows editors write: RFC 8259 section 8.1 lets a parser ignore
+    // it, and nlohmann's lexer does.
+    if (bytes.substr(0, 3) == "\xef\xbb\xbf") bytes.remove_prefix(3);
     std::size_t first = bytes.find_first_not_of(" \t\r\n");
     return first != std::string_view::npos && bytes[first] == '{';
 }

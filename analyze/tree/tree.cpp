@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "../visible_text.hpp"
 #include "nvtrace/ioctl.hpp"
 
 namespace nvtrace {
@@ -614,7 +615,7 @@ public:
 
     void run(const Report& r) {
         for (const auto& line : v_.before)
-            out_ << line << '\n';
+            out_ << visible(line) << '\n';
         if (!v_.tops.empty()) {
             out_ << paint_(fmt::format("{:>{}} {:>{}} {:>{}} {:>9}  {}", "TOTAL us", kCol, "SELF us", kCol, "MAX us",
                                        kCol, "CALLS", v_.from_ioctls ? "IOCTL REQUEST" : "CALL PATH"),
@@ -623,8 +624,8 @@ public:
             tree();
         }
         for (const auto& line : v_.after)
-            out_ << paint_(line, "33") << '\n';
-        out_ << completeness_line(r.completeness) << '\n';
+            out_ << paint_(visible(line), "33") << '\n';
+        out_ << visible(completeness_line(r.completeness)) << '\n';
     }
 
 private:
@@ -714,9 +715,10 @@ private:
     void line(const TreeNode& n, const std::string& branch, std::uint32_t depth) {
         std::string self =
             n.kind == TreeNode::Kind::group ? fmt::format("{:>{}}", "-", kCol) : cell(n.self_timed, n.self_ns);
-        std::string label = n.kind == TreeNode::Kind::group ? paint_("[" + n.label + "]", "1;36")
-                            : depth == 1                    ? paint_(n.label, "1")
-                                                            : n.label;
+        // Labels and notes hold the report's names and kernel-log text: control bytes as \xNN.
+        std::string label = n.kind == TreeNode::Kind::group ? paint_("[" + visible(n.label) + "]", "1;36")
+                            : depth == 1                    ? paint_(visible(n.label), "1")
+                                                            : visible(n.label);
         std::vector<std::string> notes = n.notes;
         if (n.timed != 0 && n.timed < n.count)
             notes.push_back(fmt::format("{} without a duration", thousands(n.count - n.timed)));
@@ -731,7 +733,7 @@ private:
         }
         std::string tail;
         for (const auto& note : notes)
-            tail += "  " + paint_("(" + note + ")", n.error ? "31" : "2");
+            tail += "  " + paint_("(" + visible(note) + ")", n.error ? "31" : "2");
         out_ << fmt::format("{} {} {} {:>8}x  {}{}{}\n", cell(n.timed, n.total_ns), self, cell(n.timed, n.max_ns),
                             thousands(n.count), branch, label, tail);
     }

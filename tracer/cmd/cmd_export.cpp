@@ -98,6 +98,8 @@ void add_export(CLI::App& app, int& exit_code) {
         "folded (flamegraph.pl, speedscope; self ns), csv (--table calls, ioctls or ioctl-stats), html (one "
         "self-contained page:\n"
         "icicle of the call tree, timeline per thread, checks, completeness; opens without a network).\n"
+        "In folded and csv, control bytes of names are written as \\xNN; a csv text cell starting with = + - @\n"
+        "is quoted behind a ' (spreadsheet formulas).\n"
         "Exit codes: 0 ok, 2 bad input or\n"
         "format, or -o onto the input or into a capture directory, 3 cannot write. See docs/export.md.");
     cmd->add_option("input", args->input, "Report, capture directory or trace file")->required();

@@ -80,7 +80,8 @@ void add_tree(CLI::App& app, int& exit_code) {
         "One line per call path: TOTAL, SELF and MAX in microseconds ('unknown' when the data has no duration),\n"
         "CALLS, the path; children sorted by total time. Notes: the ioctl and RM status a tree's top ran under,\n"
         "its phase or API call, kernel-log lines printed inside a call. Without calls (no function tracing): the\n"
-        "ioctl requests with counts, outcomes and latency. Exit codes: 0 ok, 2 bad input or option. See docs/tree.md.");
+        "ioctl requests with counts, outcomes and latency. Control bytes from the input (a newline or ESC in a\n"
+        "name) are shown as \\xNN. Exit codes: 0 ok, 2 bad input or option. See docs/tree.md.");
     cmd->add_option("input", args->input, "Trace file, capture directory or report")->required();
     cmd->add_option("-d,--depth", args->depth, "Levels shown from each top (1: the tops alone)")
         ->check(non_negative_integer);

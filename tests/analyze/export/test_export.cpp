@@ -563,6 +563,90 @@ TEST(ExportCsv, OneRowPerCallWithQuoting) {
     EXPECT_NE(s.find("\n1,,2,4242,"), std::string::npos) << s.substr(0, 300);
 }
 
+// A saved report whose calls nest 100,000 deep (each the parent of the next; another producer's, or made to
+// crash a reader): the Chrome trace's layout walked the tree recursively and overflowed the stack (SIGSEGV). Each
+// call i spans [i, 2N + 1 - i], so every slice nests exactly in its parent and none is adjusted.
+TEST(ExportChrome, CallChain100000DeepIsLaidOutWithoutRecursion) {
+    constexpr std::uint64_t kDepth = 100000;
+    Report r;
+    r.calls.reserve(kDepth);
+    for (std::uint64_t i = 1; i <= kDepth; ++i) {
+        Call c;
+        c.id = i;
+        if (i > 1) c.parent = i - 1;
+        c.pid = 7;
+        c.comm = "deep";
+        c.function = i % 2 ? "f_odd" : "f_even";
+        c.entry_ns = i;
+        c.duration_ns = 2 * (kDepth - i) + 1;
+        r.calls.push_back(std::move(c));
+    }
+    std::ostringstream out;
+    ChromeTraceStats stats = write_chrome_trace(r, out);
+    EXPECT_EQ(stats.slices, kDepth);
+    EXPECT_EQ(stats.adjusted_slices, 0u);
+    EXPECT_EQ(stats.tracks, 1u);
+    ChromeCheck c = check_chrome(out.str());
+    EXPECT_EQ(c.slices, kDepth);
+    // The innermost call begins at 100,000 ns and ends 1 ns later; the outermost ends last.
+    const std::string text = out.str();
+    EXPECT_NE(text.find("\"ph\":\"B\",\"ts\":100.000,\"pid\":7,\"tid\":7,\"name\":\"f_even\""), std::string::npos);
+    EXPECT_NE(text.find("\"ph\":\"E\",\"ts\":200.000,\"pid\":7,\"tid\":7,\"name\":\"f_odd\""), std::string::npos);
+}
+
+// Names from a saved report (function, comm, module) holding a newline, ESC, DEL or a leading '=': in the calls CSV a
+// newline started a forged row and ESC reached the terminal; a cell starting with = + - @ is run by spreadsheets as a
+// formula. Control bytes are \xNN (one record per line), such a cell is quoted behind a '.
+TEST(ExportCsv, ControlBytesAndFormulaStartsCannotForgeRowsOrFormulas) {
+    Report r = fixture("baseline");
+    r.calls[0].function = "evil\n1,,0,1,x,0,forged_row,,1,1,,false,true,true,";
+    r.calls[1].comm = "\x1b]0;title\x07\x7f";
+    r.calls[2].function = "=HYPERLINK(\"http://x\")";
+    r.calls[3].comm = "-bash";  // a login shell's comm: kept, as text
+    r.calls[4].function = "@SUM(A1)";
+    std::ostringstream out;
+    write_calls_csv(r, out);
+    const std::string s = out.str();
+    EXPECT_EQ(static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')), r.calls.size() + 1);
+    EXPECT_EQ(s.find("\nforged_row"), std::string::npos);
+    EXPECT_EQ(s.find('\x1b'), std::string::npos);
+    EXPECT_EQ(s.find('\x7f'), std::string::npos);
+    EXPECT_NE(s.find(",\"evil\\x0a1,,0,1,x,0,forged_row,,1,1,,false,true,true,\","), std::string::npos)
+        << s.substr(0, 400);
+    EXPECT_NE(s.find(",\\x1b]0;title\\x07\\x7f,"), std::string::npos);
+    EXPECT_NE(s.find(",\"'=HYPERLINK(\"\"http://x\"\")\","), std::string::npos);
+    EXPECT_NE(s.find(",\"'-bash\","), std::string::npos);
+    EXPECT_NE(s.find(",\"'@SUM(A1)\","), std::string::npos);
+    // The ioctls table goes through the same cells: a device path with a newline stays in its row.
+    Report io = fixture("baseline");
+    ASSERT_FALSE(io.ioctls.empty());
+    io.ioctls[0].fd_path = "/dev/nvidia0\nforged";
+    std::ostringstream ios;
+    write_csv(io, CsvTable::ioctls, ios);
+    const std::string t = ios.str();
+    EXPECT_EQ(static_cast<std::size_t>(std::count(t.begin(), t.end(), '\n')), io.ioctls.size() + 1);
+    EXPECT_NE(t.find(",/dev/nvidia0\\x0aforged,"), std::string::npos) << t.substr(0, 400);
+}
+
+// A newline in a function name started a stack of its own in the folded output (a forged line with its own count).
+TEST(ExportFolded, ControlBytesInFramesCannotForgeStacks) {
+    Report r = fixture("baseline");
+    r.graph.clear();
+    for (Call& c : r.calls)
+        c.function = "f\n" + c.function + " 999\x1b[2J";
+    std::ostringstream out;
+    write_folded_stacks(r, out);
+    const std::string s = out.str();
+    ASSERT_FALSE(s.empty());
+    EXPECT_EQ(s.find('\x1b'), std::string::npos);
+    std::istringstream lines(s);
+    for (std::string line; std::getline(lines, line);) {
+        EXPECT_EQ(line.rfind("f\\x0a", 0), 0u) << line;
+        // One space: the one before the count.
+        EXPECT_EQ(std::count(line.begin(), line.end(), ' '), 1) << line;
+    }
+}
+
 TEST(ExportFormats, Names) {
     EXPECT_EQ(parse_export_format("perfetto"), ExportFormat::chrome);
     EXPECT_EQ(parse_export_format("flamegraph"), ExportFormat::folded);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "nvtrace/report_io.hpp"
@@ -255,9 +256,10 @@ TEST(ReportIo, SectionsOfTheWrongShapeAreErrors) {
     ioctl_bad["ioctls"][1]["cmd"] = "0x1";
     nlohmann::json no_schema = j;
     no_schema.erase("schema");
+    const std::string last = std::to_string(j["calls"].size());
     const std::vector<Case> cases = {
-        {non_object.dump(), "calls: expected an array of objects"},
-        {nested.dump(), "calls: expected an array of objects"},
+        {non_object.dump(), "calls[" + last + "]: expected an object, found number"},
+        {nested.dump(), "calls[" + last + "]: expected an object, found array"},
         {object_calls.dump(), "calls: expected an array"},
         {ioctl_bad.dump(), "ioctls[1].cmd: expected an unsigned integer"},
         {no_schema.dump(), "schema: expected \"nvtrace.report/1\", found nothing"},
@@ -269,8 +271,10 @@ TEST(ReportIo, SectionsOfTheWrongShapeAreErrors) {
         auto r = read_text(d, "shape.json", c.text);
         ASSERT_FALSE(r);
         EXPECT_EQ(r.error().message, (d / "shape.json").string() + ": " + c.message);
-        // The DOM reader fails too (it names the element that is not an object: "calls[24]: expected an object").
-        EXPECT_FALSE(report_from_json(nlohmann::json::parse(c.text)));
+        // The DOM reader fails too, with the same message.
+        auto dom = report_from_json(nlohmann::json::parse(c.text));
+        ASSERT_FALSE(dom);
+        EXPECT_EQ(dom.error().message, c.message);
     }
     auto empty = read_text(d, "empty.json", "");
     ASSERT_FALSE(empty);
@@ -409,6 +413,80 @@ TEST(ReportIo, ChildListedBeforeItsParentOrAHeadThatIsNotAnObjectIsRefusedByBoth
         if (!c["parent"].is_null()) c["parent"] = c["parent"].get<std::uint64_t>() * 10;
     }
     EXPECT_TRUE(report_from_json(sparse));
+    fs::remove_all(d);
+}
+
+// Three shapes of a hostile but valid (or nearly valid) report, each read alike by the held reader, the sink's
+// reader (nvtrace diff's, through simdjson) and the DOM reader of stdin: an element of an array section that is
+// not an object is named by its index ("calls: expected an array of objects" named none); a number no double holds
+// (JSON's grammar, RFC 8259 section 6, has no bound; nlohmann refuses 1e400 with out_of_range.406 and no position)
+// is named with its line and column; a UTF-8 byte order mark before the '{' (written by Windows editors; RFC 8259
+// section 8.1 lets a parser ignore it) is skipped.
+TEST(ReportIo, ElementThatIsNotAnObjectANumberOutOfRangeAndAByteOrderMarkAreReadAlikeByEveryReader) {
+    const nlohmann::json base = parse_file(std::string(NVTRACE_TEST_DATA) + "/reports/baseline.json");
+    fs::path d = temp_dir("hostile");
+    const fs::path f = d / "r.json";
+    // The message of the file readers (the same for both), or "" when they read it; the stdin reader must agree.
+    auto both = [&](const std::string& text) {
+        std::ofstream(f, std::ios::binary) << text;
+        auto held = read_report_file(f.string());
+        auto sunk = read_report_file(f.string(), [](Call&&) {});
+        EXPECT_EQ(bool(held), bool(sunk));
+        auto in = saved_report_from_text(text, f.string());
+        EXPECT_TRUE(in);
+        if (in) {
+            EXPECT_EQ(bool(*in), bool(held));
+        }
+        if (held || sunk) return std::string();
+        EXPECT_EQ(sunk.error().message, held.error().message);
+        return held.error().message;
+    };
+    const std::vector<std::pair<nlohmann::json, std::string>> not_objects = {
+        {7, "number"}, {"x", "string"}, {nullptr, "null"}, {nlohmann::json::array(), "array"}};
+    for (const char* section : {"calls", "ioctls", "kernel_log", "markers"}) {
+        for (const auto& [bad, type] : not_objects) {
+            nlohmann::json j = base;
+            j[section] = nlohmann::json::array();
+            j[section].push_back(bad);
+            EXPECT_EQ(both(j.dump(1)), f.string() + ": " + section + "[0]: expected an object, found " + type);
+        }
+    }
+    // The third call replaced: the two before it were read (and given to the sink) first.
+    nlohmann::json third = base;
+    third["calls"][2] = true;
+    EXPECT_EQ(both(third.dump()), f.string() + ": calls[2]: expected an object, found boolean");
+
+    // 1e400 where no field reads it, and as a call's duration: on line 3 of the one-space dump, after `"calls": [`.
+    nlohmann::json head = base;
+    head["zz"] = "QQ";
+    std::string text = head.dump();
+    text.replace(text.find("\"QQ\""), 4, "1e400");
+    EXPECT_EQ(both(text).rfind(f.string() + ": not valid JSON: the number 1e400 at line 1, column ", 0), 0u)
+        << both(text);
+    std::string in_call = base.dump(1);
+    const std::size_t at = in_call.find("\"duration_ns\": ");
+    ASSERT_NE(at, std::string::npos);
+    const std::size_t line = static_cast<std::size_t>(std::count(in_call.begin(), in_call.begin() + at, '\n')) + 1;
+    const std::size_t col = at - in_call.rfind('\n', at) + std::string("\"duration_ns\": 1e400").size() - 1;
+    in_call.replace(at, in_call.find_first_of(",\n", at) - at, "\"duration_ns\": 1e400");
+    EXPECT_EQ(both(in_call), fmt::format("{}: not valid JSON: the number 1e400 at line {}, column {} is out of the "
+                                         "range of a double (numbers are read as 64-bit integers or doubles)",
+                                         f.string(), line, col));
+    // A double that fits is read.
+    std::string fits = in_call;
+    fits.replace(fits.find("1e400"), 5, "1e300");
+    EXPECT_NE(both(fits), "");  // a float is not an unsigned duration: a field error, not a JSON one
+    EXPECT_EQ(both(fits).find("not valid JSON"), std::string::npos);
+
+    // A byte order mark before the '{': read as without it, by every reader, and told apart from a trace file.
+    EXPECT_EQ(both("\xef\xbb\xbf" + base.dump(1)), "");
+    auto with_bom = read_report_file(f.string());
+    ASSERT_TRUE(with_bom);
+    EXPECT_EQ(to_json(*with_bom), to_json(*report_from_json(base)));
+    EXPECT_TRUE(is_saved_report_input(f.string()));
+    auto loaded = load_report_input(f.string());
+    ASSERT_TRUE(loaded) << loaded.error().message;
+    EXPECT_EQ(loaded->calls.size(), base["calls"].size());
     fs::remove_all(d);
 }
 

@@ -491,6 +491,59 @@ TEST(Tree, AVeryDeepChainDoesNotOverflowTheStack) {
     EXPECT_GT(out.str().size(), kDepth);
 }
 
+// A saved report is anyone's file: a newline in a function name started a line of its own (a forged tree row with
+// its own times), ESC and other C0 bytes or DEL in a name, a comm, a device path or kernel-log text reached the
+// terminal. They are shown as \xNN; the tree's own colours (--color) are the only escape sequences left.
+TEST(Tree, ControlBytesInNamesAndLogTextCannotForgeLinesOrDriveTheTerminal) {
+    Report r;
+    r.calls = {call(1, std::nullopt, "nvidia_ioctl\n      99.000       99.000       99.000        1x  forged", 80'000),
+               call(2, 1, "nv_printf\x1b[2J\x7f", 3'000)};
+    r.calls[0].comm = "evil\x1b[31m\tcomm";
+    KernelLogMessage m;
+    m.text = "NVRM: line\x1b]0;owned\x07 end";
+    m.kind = "other";
+    m.call = 2;
+    r.kernel_log = {m};
+    IoctlRecord io;
+    io.name = "NV_ESC\rRM";
+    io.fd_path = "/dev/nvidia0\nforged";
+    io.ret = 0;
+    io.call = 1;
+    io.calls = {1};
+    r.ioctls = {io};
+    r.completeness.complete = false;
+    r.completeness.reasons = {"lost\nforged: yes"};
+    for (const TreeGroupBy g : {TreeGroupBy::none, TreeGroupBy::ioctl, TreeGroupBy::thread}) {
+        TreeOptions o;
+        o.group_by = g;
+        const std::string text = tree_text(r, o);
+        SCOPED_TRACE(text);
+        for (char c = 0; c < 0x20; ++c)
+            if (c != '\n') {
+                EXPECT_EQ(text.find(c), std::string::npos) << int(c);
+            }
+        EXPECT_EQ(text.find('\x7f'), std::string::npos);
+        EXPECT_EQ(text.find("\nforged"), std::string::npos);
+        EXPECT_EQ(text.find("\n      99.000"), std::string::npos);
+        EXPECT_NE(text.find("nvidia_ioctl\\x0a      99.000"), std::string::npos);
+    }
+    const std::string text = tree_text(r);
+    EXPECT_NE(text.find("nv_printf\\x1b[2J\\x7f"), std::string::npos) << text;
+    EXPECT_NE(text.find("NVRM: line\\x1b]0;owned\\x07 end"), std::string::npos) << text;
+    EXPECT_NE(text.find("lost\\x0aforged: yes"), std::string::npos) << text;
+    // With colours the escape sequences are the tree's own SGR ones only.
+    TreeOptions coloured;
+    coloured.color = true;
+    const std::string painted = tree_text(r, coloured);
+    for (std::size_t at = painted.find('\x1b'); at != std::string::npos; at = painted.find('\x1b', at + 1)) {
+        ASSERT_LT(at + 1, painted.size());
+        EXPECT_EQ(painted[at + 1], '[') << painted.substr(at, 10);
+        const std::size_t m_at = painted.find_first_not_of("0123456789;", at + 2);
+        ASSERT_NE(m_at, std::string::npos);
+        EXPECT_EQ(painted[m_at], 'm') << painted.substr(at, 10);
+    }
+}
+
 TEST(Tree, ParseDuration) {
     EXPECT_EQ(parse_duration_ns("10us"), 10'000u);
     EXPECT_EQ(parse_duration_ns("10"), 10'000u);
