@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "../report_head.hpp"
+#include "../visible_text.hpp"
 #include "api_diff.hpp"
 #include "nvtrace/diff.hpp"
 
@@ -94,21 +95,6 @@ struct Painter {
         return on ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : std::string(s);
     }
 };
-
-// A name as the text form shows it: control bytes (a newline would start a row of its own, an escape sequence would
-// drive the terminal) as \xNN. Names come from the traces and reports compared, which anyone may have written.
-std::string visible(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c < 0x20 || c == 0x7f)
-            out += fmt::format("\\x{:02x}", c);
-        else
-            out += ch;
-    }
-    return out;
-}
 
 struct TextWriter {
     explicit TextWriter(const DiffTextOptions& opts) : o(opts), p{opts.colour} {}

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -80,58 +81,140 @@ std::string program_result(const Report& r, const nlohmann::json* meta) {
     return s;
 }
 
-// The call paths with their counts: path text -> calls. Paths are interned as (parent path, frame) so that a deep
-// tree costs one map entry per distinct path, not a string per call.
-std::map<std::string, std::uint64_t> call_paths(const std::vector<Call>& calls) {
-    std::unordered_map<std::uint64_t, std::size_t> by_id;
-    by_id.reserve(calls.size());
-    for (std::size_t i = 0; i < calls.size(); ++i)
-        by_id.emplace(calls[i].id, i);
-    constexpr std::uint32_t kNone = 0xffffffffu;
-    constexpr std::uint32_t kIrqRoot = 0;  // the "[irq]" pseudo-root
-    std::vector<std::string> path_text{"[irq]"};
-    std::vector<std::uint64_t> path_calls{0};
-    std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> interned;
-    std::vector<std::uint32_t> path_of(calls.size(), kNone);
-    auto intern = [&](std::uint32_t parent, std::string frame) {
-        auto [it, added] = interned.try_emplace({parent, frame}, static_cast<std::uint32_t>(path_text.size()));
-        if (added) {
-            path_text.push_back(parent == kNone ? frame : path_text[parent] + " > " + frame);
-            path_calls.push_back(0);
+// The call paths with their counts, in the order of their texts ("f > g > h", std::string's order), each path
+// once (two nodes with one text, a root named "[irq]" and the "[irq]" pseudo-root, are counted together). Paths are
+// interned as (parent path, frame) so that a deep tree costs one node per distinct path, and a path's text is made
+// only when it is given to `fn`: a tree nesting N calls deep holds N frames, not N paths of up to N frames each.
+class CallPaths {
+public:
+    explicit CallPaths(const std::vector<Call>& calls) {
+        std::unordered_map<std::uint64_t, std::size_t> by_id;
+        by_id.reserve(calls.size());
+        for (std::size_t i = 0; i < calls.size(); ++i)
+            by_id.emplace(calls[i].id, i);
+        std::map<std::pair<std::uint32_t, std::string>, std::uint32_t> interned;
+        std::vector<std::uint32_t> path_of(calls.size(), kNone);
+        auto intern = [&](std::uint32_t parent, std::string frame) {
+            auto [it, added] = interned.try_emplace({parent, frame}, static_cast<std::uint32_t>(nodes_.size()));
+            if (added) nodes_.push_back({parent, std::move(frame), parent == kNone ? 1u : nodes_[parent].depth + 1, 0});
+            return it->second;
+        };
+        std::vector<std::size_t> chain;
+        for (std::size_t i = 0; i < calls.size(); ++i) {
+            // Resolve the unresolved ancestors first, outermost first (parents need not come before children).
+            chain.clear();
+            for (std::size_t k = i; path_of[k] == kNone;) {
+                chain.push_back(k);
+                const Call& c = calls[k];
+                if (!c.parent) break;
+                auto p = by_id.find(*c.parent);
+                if (p == by_id.end() || std::find(chain.begin(), chain.end(), p->second) != chain.end()) break;
+                k = p->second;
+            }
+            for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+                const Call& c = calls[*it];
+                std::uint32_t parent = kNone;
+                if (c.parent)
+                    if (auto p = by_id.find(*c.parent); p != by_id.end() && path_of[p->second] != kNone)
+                        parent = path_of[p->second];
+                const bool parent_irq = c.parent && by_id.count(*c.parent) && calls[by_id.at(*c.parent)].irq;
+                // An interrupt nests under whatever it arrived in: its subtree goes under "[irq]" (as diff lifts it).
+                if (c.irq && !parent_irq) parent = kIrqRoot;
+                path_of[*it] = intern(parent, normalise_symbol(c.function));
+            }
         }
-        return it->second;
-    };
-    std::vector<std::size_t> chain;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        // Resolve the unresolved ancestors first, outermost first (parents need not come before children).
-        chain.clear();
-        for (std::size_t k = i; path_of[k] == kNone;) {
-            chain.push_back(k);
-            const Call& c = calls[k];
-            if (!c.parent) break;
-            auto p = by_id.find(*c.parent);
-            if (p == by_id.end() || std::find(chain.begin(), chain.end(), p->second) != chain.end()) break;
-            k = p->second;
-        }
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-            const Call& c = calls[*it];
-            std::uint32_t parent = kNone;
-            if (c.parent)
-                if (auto p = by_id.find(*c.parent); p != by_id.end() && path_of[p->second] != kNone)
-                    parent = path_of[p->second];
-            const bool parent_irq = c.parent && by_id.count(*c.parent) && calls[by_id.at(*c.parent)].irq;
-            // An interrupt nests under whatever it arrived in: its subtree goes under "[irq]" (as diff lifts it).
-            if (c.irq && !parent_irq) parent = kIrqRoot;
-            path_of[*it] = intern(parent, normalise_symbol(c.function));
+        for (std::uint32_t p : path_of)
+            if (p != kNone) ++nodes_[p].calls;
+        for (std::uint32_t p = 1; p < nodes_.size(); ++p)
+            if (nodes_[p].calls) order_.push_back(p);
+        std::sort(order_.begin(), order_.end(), [this](std::uint32_t a, std::uint32_t b) { return compare(a, b) < 0; });
+    }
+
+    // fn(text, calls) for each path in order.
+    template <class Fn>
+    void for_each(Fn&& fn) const {
+        std::string text;
+        for (std::size_t k = 0; k < order_.size();) {
+            std::uint64_t n = 0;
+            std::size_t same = k;
+            for (; same < order_.size() && (same == k || compare(order_[k], order_[same]) == 0); ++same)
+                n += nodes_[order_[same]].calls;
+            text.clear();
+            append_text(order_[k], text);
+            fn(text, n);
+            k = same;
         }
     }
-    for (std::uint32_t p : path_of)
-        if (p != kNone) ++path_calls[p];
-    std::map<std::string, std::uint64_t> out;
-    for (std::size_t p = 1; p < path_text.size(); ++p)
-        if (path_calls[p]) out[path_text[p]] += path_calls[p];
-    return out;
-}
+
+private:
+    static constexpr std::uint32_t kNone = 0xffffffffu;
+    static constexpr std::uint32_t kIrqRoot = 0;  // the "[irq]" pseudo-root
+    struct Node {
+        std::uint32_t parent;
+        std::string frame;
+        std::uint32_t depth;  // a root is 1
+        std::uint64_t calls;
+    };
+    std::vector<Node> nodes_{Node{kNone, "[irq]", 1, 0}};
+    std::vector<std::uint32_t> order_;  // the paths with calls, by text
+    mutable std::vector<std::uint32_t> chain_a_, chain_b_;
+
+    void append_text(std::uint32_t n, std::string& out) const {
+        std::vector<std::uint32_t> up;
+        for (std::uint32_t k = n; k != kNone; k = nodes_[k].parent)
+            up.push_back(k);
+        for (auto it = up.rbegin(); it != up.rend(); ++it) {
+            if (it != up.rbegin()) out += " > ";
+            out += nodes_[*it].frame;
+        }
+    }
+
+    // The texts of a and b compared as std::string compares them (bytes as unsigned char), without making them:
+    // below the deepest node the two share, each text goes on with its frames joined by " > ".
+    int compare(std::uint32_t a, std::uint32_t b) const {
+        if (a == b) return 0;
+        std::vector<std::uint32_t>& ca = chain_a_;
+        std::vector<std::uint32_t>& cb = chain_b_;
+        ca.clear();
+        cb.clear();
+        while (nodes_[a].depth > nodes_[b].depth) {
+            ca.push_back(a);
+            a = nodes_[a].parent;
+        }
+        while (nodes_[b].depth > nodes_[a].depth) {
+            cb.push_back(b);
+            b = nodes_[b].parent;
+        }
+        while (a != b) {
+            ca.push_back(a);
+            cb.push_back(b);
+            a = nodes_[a].parent;
+            b = nodes_[b].parent;
+            if (a == kNone || b == kNone) break;  // two roots: nothing shared
+        }
+        // ca and cb hold, innermost first, the frames after the shared part (empty for an ancestor's side).
+        if (ca.empty()) return cb.empty() ? 0 : -1;
+        if (cb.empty()) return 1;
+        std::size_t fa = ca.size(), fb = cb.size(), ia = 0, ib = 0;  // frame (counting down) and byte in it
+        auto next = [this](const std::vector<std::uint32_t>& c, std::size_t& f, std::size_t& i) -> int {
+            static constexpr std::string_view kSep = " > ";
+            for (;;) {
+                if (f == 0) return -1;
+                const std::string& frame = nodes_[c[f - 1]].frame;
+                if (i < frame.size()) return static_cast<unsigned char>(frame[i++]);
+                if (f == 1) return -1;
+                if (i < frame.size() + kSep.size()) return static_cast<unsigned char>(kSep[i++ - frame.size()]);
+                --f;
+                i = 0;
+            }
+        };
+        for (;;) {
+            const int x = next(ca, fa, ia), y = next(cb, fb, ib);
+            if (x != y) return x < y ? -1 : 1;
+            if (x < 0) return 0;
+        }
+    }
+};
 
 // Each thread's requests in its order, run-length counted; the threads' sequences sorted.
 std::vector<std::string> ioctl_sequences(const std::vector<IoctlRecord>& ioctls) {
@@ -223,8 +306,9 @@ std::string fleet_ioctl_key(const IoctlRecord& io) {
 
 std::string node_signature_text(const Report& report) {
     std::string text;
-    for (const auto& [path, n] : call_paths(report.calls))
+    CallPaths(report.calls).for_each([&](const std::string& path, std::uint64_t n) {
         text += fmt::format("call {} x{}\n", path, n);
+    });
     for (const auto& seq : ioctl_sequences(report.ioctls))
         text += fmt::format("thread {}\n", seq);
     for (const auto& seq : api_sequences(report.api_calls))
@@ -234,22 +318,31 @@ std::string node_signature_text(const Report& report) {
 
 NodeSignature node_signature(const Report& report) {
     NodeSignature s;
-    std::string text;
-    auto paths = call_paths(report.calls);
-    for (const auto& [path, n] : paths) {
-        text += fmt::format("call {} x{}\n", path, n);
+    // The hash of node_signature_text's text, fed line by line (XXH3's streaming form gives the one-shot hash):
+    // the text of a deep tree's paths is never held whole.
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+    if (!state) throw std::bad_alloc();
+    XXH3_64bits_reset(state.get());
+    std::string line;
+    auto add = [&](std::string_view kind, std::string_view text, std::string_view tail) {
+        line.clear();
+        line.append(kind).append(" ").append(text).append(tail).append("\n");
+        XXH3_64bits_update(state.get(), line.data(), line.size());
+    };
+    CallPaths(report.calls).for_each([&](const std::string& path, std::uint64_t n) {
+        add("call", path, fmt::format(" x{}", n));
         s.calls += n;
-    }
-    s.call_paths = paths.size();
+        ++s.call_paths;
+    });
     auto seqs = ioctl_sequences(report.ioctls);
     for (const auto& seq : seqs)
-        text += fmt::format("thread {}\n", seq);
+        add("thread", seq, "");
     s.threads = seqs.size();
     s.ioctls = report.ioctls.size();
     // A report without API calls adds nothing: its hash is the one it had before API calls were part of it.
     for (const auto& seq : api_sequences(report.api_calls))
-        text += fmt::format("api {}\n", seq);
-    s.hash = XXH3_64bits(text.data(), text.size());
+        add("api", seq, "");
+    s.hash = XXH3_64bits_digest(state.get());
     return s;
 }
 

@@ -6,12 +6,14 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "../report_head.hpp"
+#include "../visible_text.hpp"
 #include "nvtrace/fleet.hpp"
 #include "nvtrace/report_io.hpp"
 
@@ -50,6 +52,22 @@ void flatten(const json& j, const std::string& prefix, std::map<std::string, jso
         return;
     }
     out[prefix] = j;
+}
+
+// The deepest call path, in calls (a root is 1). A saved report lists a parent before its children
+// (read_report_file refuses one that does not); a parent not in the report makes its child a root.
+std::size_t call_depth(const std::vector<Call>& calls) {
+    std::unordered_map<std::uint64_t, std::size_t> depth_of;
+    depth_of.reserve(calls.size());
+    std::size_t deepest = 0;
+    for (const Call& c : calls) {
+        std::size_t d = 1;
+        if (c.parent)
+            if (auto it = depth_of.find(*c.parent); it != depth_of.end()) d = it->second + 1;
+        depth_of[c.id] = d;
+        deepest = std::max(deepest, d);
+    }
+    return deepest;
 }
 
 // A node's identity, not a difference between nodes.
@@ -241,6 +259,12 @@ Result<FleetResult> analyze_fleet(const std::vector<std::string>& reports, const
         // One report at a time: it is dropped at the end of this block, once digested.
         auto r = read_report_file(path);
         if (!r) return fail(r.error());
+        // The outlier comparison is nvtrace diff's, which walks the call paths recursively (nvtrace/diff.hpp).
+        if (std::size_t depth = call_depth(r->calls); depth > kDiffMaxDepth)
+            return fail(
+                Error::usage(fmt::format("{}: its calls nest {} deep: nvtrace fleet compares call trees up to "
+                                         "{} calls deep",
+                                         path, depth, kDiffMaxDepth)));
         nodes.push_back(digest_report(*r, path, *meta ? &**meta : nullptr, options.expectations));
     }
     FleetResult f = group_fleet(std::move(nodes));
@@ -333,10 +357,13 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
                     "errors", "complete", "ioctls by request"});
     for (std::size_t i = 0; i < f.nodes.size(); ++i) {
         const NodeDigest& d = f.nodes[i];
-        rows.push_back({d.node, group_of[i], driver_text(d), d.kernel ? *d.kernel : "unknown", d.result,
+        // Every cell but the counts comes from the reports (host names, driver strings, device paths, error
+        // names): control bytes as \xNN, so that none starts a row of its own or drives the terminal.
+        rows.push_back({visible(d.node), group_of[i], visible(driver_text(d)),
+                        visible(d.kernel ? *d.kernel : "unknown"), visible(d.result),
                         fmt::format("{}/{}/{}", d.checks.pass, d.checks.fail, d.checks.inconclusive),
-                        counts_text(d.xids), counts_text(d.nvrm_errors), std::to_string(d.ioctls),
-                        std::to_string(d.ioctl_errors), d.complete ? "yes" : "no", requests_text(d, 4)});
+                        visible(counts_text(d.xids)), visible(counts_text(d.nvrm_errors)), std::to_string(d.ioctls),
+                        std::to_string(d.ioctl_errors), d.complete ? "yes" : "no", visible(requests_text(d, 4))});
     }
     std::vector<std::size_t> width(rows[0].size(), 0);
     for (const auto& r : rows)
@@ -355,9 +382,10 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
         out += "\nincomplete reports (what is missing):\n";
         for (const auto& d : f.nodes)
             if (!d.complete)
-                out += fmt::format("  {}: {}\n", d.node,
-                                   d.incomplete.empty() ? std::string("no reason given")
-                                                        : fmt::format("{}", fmt::join(d.incomplete, "; ")));
+                out += visible(fmt::format("  {}: {}", d.node,
+                                           d.incomplete.empty() ? std::string("no reason given")
+                                                                : fmt::format("{}", fmt::join(d.incomplete, "; ")))) +
+                       "\n";
     }
     bool from_expect = !f.nodes.empty() && f.nodes[0].checks_from_expect;
     if (from_expect) {
@@ -365,8 +393,8 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
         for (const auto& d : f.nodes)
             if (d.checks.fail)
                 failed += fmt::format("{}{} ({})", failed.empty() ? "" : ", ", d.node, fmt::join(d.failed_checks, " "));
-        out +=
-            fmt::format("\nchecks (--expect): {}\n", failed.empty() ? "no node failed a check" : "failed on " + failed);
+        out += fmt::format("\nchecks (--expect): {}\n",
+                           failed.empty() ? "no node failed a check" : "failed on " + visible(failed));
     }
     out +=
         "\ngroups (signature: call paths with counts, per-thread ioctl request and API call sequences; no "
@@ -379,7 +407,7 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
                 names += fmt::format(", ... {} more", gr.nodes.size() - k);
                 break;
             }
-            names += (k ? ", " : "") + f.nodes[gr.nodes[k]].node;
+            names += (k ? ", " : "") + visible(f.nodes[gr.nodes[k]].node);
         }
         const char* role =
             g == 0 ? (f.majority ? "majority" : "reference (no majority: the largest groups tie)") : "outlier";
@@ -393,32 +421,33 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
         const FleetGroup& gr = f.groups[c.group];
         const NodeDigest& rep = f.nodes[gr.representative];
         const NodeDigest& ref = f.nodes[f.groups[0].representative];
-        out += fmt::format("\n## outlier group {} ({}) against {} ({}): {} vs {}\n", gr.id, rep.node, f.groups[0].id,
-                           ref.node, rep.report, ref.report);
+        out += fmt::format("\n## outlier group {} ({}) against {} ({}): {} vs {}\n", gr.id, visible(rep.node),
+                           f.groups[0].id, visible(ref.node), visible(rep.report), visible(ref.report));
         if (c.environment.empty()) {
             out += "environment: no difference (host and slurm.* left out)\n";
         } else {
             out += "environment:\n";
             for (const auto& e : c.environment)
-                out += fmt::format("  ~ {}: {} -> {}\n", e.key, e.majority.dump(), e.outlier.dump());
+                out += fmt::format("  ~ {}: {} -> {}\n", visible(e.key), e.majority.dump(), e.outlier.dump());
         }
         if (c.ioctls.empty()) {
             out += "ioctls: same requests and counts (the order differs)\n";
         } else {
-            out += fmt::format("ioctls (calls {} -> {}):\n", ref.node, rep.node);
+            out += fmt::format("ioctls (calls {} -> {}):\n", visible(ref.node), visible(rep.node));
             for (const auto& x : c.ioctls) {
                 char mark = x.majority_count == 0 ? '+' : x.outlier_count == 0 ? '-' : '~';
                 std::string errs = x.majority_errors != x.outlier_errors
                                        ? fmt::format("  errors {} -> {}", x.majority_errors, x.outlier_errors)
                                        : "";
-                out += fmt::format("  {} {}: {} -> {}{}\n", mark, x.request, x.majority_count, x.outlier_count, errs);
+                out += fmt::format("  {} {}: {} -> {}{}\n", mark, visible(x.request), x.majority_count, x.outlier_count,
+                                   errs);
             }
         }
         if (c.diff) {
             DiffTextOptions t;
             t.colour = options.colour;
             t.max_rows = options.max_diff_rows;
-            out += "call tree (nvtrace diff " + ref.report + " " + rep.report + "):\n";
+            out += "call tree (nvtrace diff " + visible(ref.report) + " " + visible(rep.report) + "):\n";
             std::string text = format_diff_text(*c.diff, t);
             // The diff's own "--max-rows N" hint is fleet's --max-diff-rows here.
             if (auto at = text.rfind("(--max-rows "); at != std::string::npos)

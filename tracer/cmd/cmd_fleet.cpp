@@ -72,9 +72,10 @@ void add_fleet(CLI::App& app, int& exit_code) {
         "signature without timing: call paths (normalised frames, interrupts under [irq]) with their counts, and\n"
         "each thread's ioctl request sequence (threads sorted). The largest group is the majority; every other\n"
         "group's first node is compared with the majority's: environment values, ioctl requests and counts, and the\n"
-        "call trees with `nvtrace diff`.\n"
+        "call trees with `nvtrace diff`. Control bytes from the reports (a newline in a host name) are shown as\n"
+        "\\xNN.\n"
         "Exit codes: 0 read and compared, 1 with --expect when a check fails on any node, 2 bad input (the file is\n"
-        "named). See docs/fleet.md.");
+        "named; also a report nesting calls deeper than the 4096 levels nvtrace diff compares). See docs/fleet.md.");
     cmd->add_option("paths", args->paths, "report.json files or directories holding them (searched recursively)")
         ->required()
         ->expected(-1);

@@ -299,5 +299,71 @@ TEST(FleetAnalyze, BadInputNamesTheFile) {
     EXPECT_FALSE(find_fleet_reports({(t.path / "missing").string()}));
 }
 
+// A node's host name, driver string, kernel, ioctl device path and completeness reasons come from its report,
+// which anyone may have written: a newline in one started a forged row of the node table, ESC reached the terminal.
+TEST(FleetText, ControlBytesFromTheReportsCannotForgeRowsOrDriveTheTerminal) {
+    Report r = load("capture_dir/fionread20/report.json");
+    r.environment.host = "n1\nevil      A      575.57.08  6.1  exit 0";
+    r.environment.kernel = "6.1\x1b[2J";
+    r.completeness.complete = false;
+    r.completeness.reasons = {"lost\rforged"};
+    r.ioctls.push_back(ioctl(1, 5, "FIONREAD\x7f", "/dev/nvidia0\nforged"));
+    NodeDigest d = digest_report(r, "runs/a/report.json", nullptr, nullptr);
+    Report other = load("capture_dir/fionread20/report.json");
+    other.environment.host = "n2\x1b]0;t\x07";
+    NodeDigest e = digest_report(other, "runs/b\n/report.json", nullptr, nullptr);
+    const std::string text = format_fleet_text(group_fleet({d, e}));
+    for (char c = 0; c < 0x20; ++c)
+        if (c != '\n') {
+            EXPECT_EQ(text.find(c), std::string::npos) << int(c) << text;
+        }
+    EXPECT_EQ(text.find('\x7f'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\nevil"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\nforged"), std::string::npos) << text;
+    EXPECT_NE(text.find("n1\\x0aevil      A"), std::string::npos) << text;
+    EXPECT_NE(text.find("6.1\\x1b[2J"), std::string::npos) << text;
+    EXPECT_NE(text.find("lost\\x0dforged"), std::string::npos) << text;
+    EXPECT_NE(text.find("nvidia0\\x0aforged FIONREAD\\x7f"), std::string::npos) << text;
+    EXPECT_NE(text.find("n2\\x1b]0;t\\x07"), std::string::npos) << text;
+    EXPECT_NE(text.find("runs/b\\x0a/report.json"), std::string::npos) << text;
+}
+
+// The outlier comparison is nvtrace diff's, which walks the call paths recursively: a report nesting deeper than
+// kDiffMaxDepth (another producer's, or made to crash it) is refused naming the report, its depth and the bound;
+// one at the bound is compared.
+TEST(FleetDigest, ReportNestingDeeperThanTheDiffComparesIsRefused) {
+    TempDir t;
+    auto write = [&](const std::string& node, std::size_t depth) {
+        nlohmann::json j =
+            nlohmann::json::parse(std::ifstream(std::string(NVTRACE_TEST_DATA) + "/reports/baseline.json"));
+        j["calls"] = nlohmann::json::array();
+        for (std::size_t i = 1; i <= depth; ++i)
+            j["calls"].push_back({{"id", i},
+                                  {"parent", i > 1 ? nlohmann::json(i - 1) : nlohmann::json(nullptr)},
+                                  {"cpu", 0},
+                                  {"pid", 1},
+                                  {"comm", "x"},
+                                  {"depth", i - 1},
+                                  {"function", "f" + std::to_string(i % 7)},
+                                  {"entry_ns", i},
+                                  {"duration_ns", 1}});
+        j["graph"] = nlohmann::json::array();
+        fs::create_directories(t.path / node);
+        std::ofstream(t.path / node / "report.json") << j.dump();
+        return (t.path / node / "report.json").string();
+    };
+    const std::string ok = write("ok", kDiffMaxDepth), deep = write("deep", kDiffMaxDepth + 1);
+    const std::string base = (t.path / "base" / "report.json").string();
+    copy_report("reports/baseline.json", t.path / "base");
+    auto compared = analyze_fleet({base, ok}, {});
+    ASSERT_TRUE(compared) << compared.error().message;
+    ASSERT_EQ(compared->outliers.size(), 1u);
+    EXPECT_TRUE(compared->outliers[0].diff);
+    auto refused = analyze_fleet({base, deep}, {});
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message,
+              deep + ": its calls nest 4097 deep: nvtrace fleet compares call trees up to 4096 calls deep");
+}
+
 }  // namespace
 }  // namespace nvtrace
