@@ -32,6 +32,7 @@ void find_missing_parents(std::string_view text, std::size_t from, int cpu, int 
     out.clear();
     int level = depth - 1;
     FgraphLine L;
+    TaskColumnCache tasks;  // the lines looked at are read like the reader's own
     std::size_t pos = from;
     for (std::size_t n = 0; n < kParentLookahead && pos < text.size() && level >= 0; ++n) {
         std::size_t nl = text.find('\n', pos);
@@ -39,7 +40,7 @@ void find_missing_parents(std::string_view text, std::size_t from, int cpu, int 
         std::string_view line = text.substr(pos, nl - pos);
         stop = line.data();
         pos = nl + 1;
-        tokenize_fgraph_line(line, L);
+        tokenize_fgraph_line(line, L, &tasks);
         if (L.kind == FgraphLine::Kind::elided) return;  // what the gap held is not known
         if (L.cpu != cpu) continue;
         if (L.kind == FgraphLine::Kind::banner || L.kind == FgraphLine::Kind::lost ||

@@ -4,6 +4,10 @@
 #include <bit>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace nvtrace::import {
 
 namespace {
@@ -61,6 +65,90 @@ inline std::size_t digit_run(std::string_view s, std::size_t i, std::uint64_t& v
     while (i < s.size() && is_digit(s[i]))
         v = v * 10 + static_cast<std::uint64_t>(s[i++] - '0');
     return i;
+}
+
+// memcmp(a, b, n) == 0 for n <= TaskColumn::kMax, without a call: two fixed-size compares that may overlap.
+inline bool same_bytes(const char* a, const char* b, std::size_t n) {
+    if (n >= 16) return std::memcmp(a, b, 16) == 0 && std::memcmp(a + n - 16, b + n - 16, 16) == 0;
+    if (n >= 8) return std::memcmp(a, b, 8) == 0 && std::memcmp(a + n - 8, b + n - 8, 8) == 0;
+    if (n >= 4) return std::memcmp(a, b, 4) == 0 && std::memcmp(a + n - 4, b + n - 4, 4) == 0;
+    for (std::size_t i = 0; i < n; ++i)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+
+// The length of the function name that starts `body`: up to the first byte of kNameStop, or all of it. 16 bytes
+// at a time with SSE2 (x86-64's baseline) while 16 remain, the last ones in a block that overlaps the one before;
+// a byte at a time elsewhere.
+inline std::size_t name_length(std::string_view body) {
+    const char* d = body.data();
+    const std::size_t n = body.size();
+#if defined(__SSE2__)
+    if (n >= 16) {
+        auto stops = [](const char* p) {
+            __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+            __m128i m = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('(')), _mm_cmpeq_epi8(v, _mm_set1_epi8(' '))),
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')), _mm_cmpeq_epi8(v, _mm_set1_epi8('{'))));
+            m = _mm_or_si128(
+                m, _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(';')), _mm_cmpeq_epi8(v, _mm_set1_epi8('}'))));
+            return static_cast<unsigned>(_mm_movemask_epi8(m));
+        };
+        std::size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            if (unsigned bits = stops(d + i)) return i + static_cast<std::size_t>(std::countr_zero(bits));
+        if (i == n) return n;
+        // The bytes before i in this block hold no stop: its first stop is at or past i.
+        if (unsigned bits = stops(d + n - 16)) return n - 16 + static_cast<std::size_t>(std::countr_zero(bits));
+        return n;
+    }
+#endif
+    std::size_t i = 0;
+    while (i < n && !kNameStop[static_cast<unsigned char>(d[i])])
+        ++i;
+    return i;
+}
+
+// The DURATION column as print_graph_duration prints it (kernel/trace/trace_functions_graph.c: the overhead
+// mark or a space, then "%*llu.%s us" padded with spaces, then "|  "; all spaces for an entry that is not a
+// leaf): the first bytes the general reading below would look at and what it would find in them, read in one
+// pass. Accepted from rest[from]: spaces, then the '|' (no duration) or [mark, spaces] <1-15 digits>[.<digits>]
+// spaces "us" spaces '|'. Returns the position of that '|' with the duration in `ns`; npos for anything else
+// (tabs, no unit, another column, a longer integer part), which the general reading takes.
+std::size_t kernel_duration_column(std::string_view rest, std::size_t from, std::optional<std::uint64_t>& ns) {
+    constexpr std::size_t npos = std::string_view::npos;
+    const char* d = rest.data();
+    const std::size_t n = rest.size();
+    std::size_t i = from + space_run(rest, from);
+    if (i >= n) return npos;
+    if (d[i] == '|') {
+        ns.reset();
+        return i;
+    }
+    if (is_overhead_mark(d[i])) {
+        ++i;
+        i += space_run(rest, i);
+    }
+    std::uint64_t iv = 0;
+    std::size_t q = digit_run(rest, i, iv);
+    if (q == i || q - i > 15) return npos;  // 15 digits of us: no overflow of the ns in 64 bits
+    std::uint64_t f = 0;
+    if (q < n && d[q] == '.') {
+        std::uint64_t all = 0;
+        std::size_t r = digit_run(rest, q + 1, all);
+        std::size_t nf = r - q - 1;
+        if (nf == 0) return npos;
+        for (std::size_t k = 0; k < 3; ++k)  // ns: the first 3 fraction digits, the rest dropped
+            f = f * 10 + (k < nf ? static_cast<std::uint64_t>(d[q + 1 + k] - '0') : 0);
+        q = r;
+    }
+    q += space_run(rest, q);
+    if (q + 2 > n || d[q] != 'u' || d[q + 1] != 's') return npos;
+    q += 2;
+    q += space_run(rest, q);
+    if (q >= n || d[q] != '|') return npos;
+    ns.emplace(iv * 1000 + f);
+    return q;
 }
 
 // "<digits>.<digits>" seconds, already split and checked to be digits: parse_decimal_ns(s, 1e9) without
@@ -151,7 +239,7 @@ void parse_graph_body(std::string_view body, GraphBody& out) {
     }
     if (body[0] == '}') {
         out.kind = GraphBody::Kind::exit;
-        parse_suffixes(body.substr(1), out, true);
+        if (body.size() > 1) parse_suffixes(body.substr(1), out, true);  // a bare "}": nothing to look at
         return;
     }
     if (starts_with(body, kIrqEnter)) {
@@ -162,9 +250,7 @@ void parse_graph_body(std::string_view body, GraphBody& out) {
         out.kind = GraphBody::Kind::irq_exit;
         return;
     }
-    std::size_t i = 0;
-    while (i < body.size() && !kNameStop[static_cast<unsigned char>(body[i])])
-        ++i;
+    std::size_t i = name_length(body);
     if (i == 0) {
         out.kind = GraphBody::Kind::malformed;
         out.expected = "a function name";
@@ -213,7 +299,7 @@ void parse_graph_body(std::string_view body, GraphBody& out) {
         out.expected = "'{' or ';' after the function's parentheses";
         return;
     }
-    parse_suffixes(r.substr(1), out, false);
+    if (r.size() > 1) parse_suffixes(r.substr(1), out, false);
 }
 
 GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<std::size_t> first_bar) {
@@ -222,8 +308,8 @@ GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<
     return c;
 }
 
-void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c,
-                         TaskColumnCache* tasks) {
+void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c, TaskColumn* tasks,
+                         bool kernel_layout) {
     // Field by field: cheaper than zeroing the whole struct.
     c.task.reset();
     c.lat_flags = {};
@@ -240,16 +326,29 @@ void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar,
     b.expected = {};
     std::size_t body_start = 0;
     for (int col = 0; col < 3; ++col) {
+        if (col == 0) {
+            if (first_bar == std::string_view::npos) break;
+            // What the first column is depends on its bytes alone: the same bytes as the cached TASK/PID column
+            // are that task again.
+            if (tasks && first_bar != 0 && first_bar == tasks->size &&
+                same_bytes(rest.data(), tasks->bytes, first_bar)) {
+                c.task.emplace(CommPid{rest.substr(tasks->comm_at, tasks->comm_size), tasks->pid});
+                body_start = first_bar + 1;
+                base = 1;
+                continue;
+            }
+        }
+        // The kernel's DURATION column, read in one pass; anything else goes on to the general reading.
+        if (kernel_layout) {
+            std::size_t end = kernel_duration_column(rest, body_start, b.duration_ns);
+            if (end != std::string_view::npos) {
+                body_start = end + 1;
+                base = 2;
+                break;
+            }
+        }
         std::size_t bar = col == 0 ? first_bar : rest.find('|', body_start);
         if (bar == std::string_view::npos) break;
-        // What the first column is depends on its bytes alone: the same bytes as the cached TASK/PID column
-        // are that task again.
-        if (col == 0 && tasks && bar != 0 && bar == tasks->size && std::memcmp(rest.data(), tasks->bytes, bar) == 0) {
-            c.task.emplace(CommPid{rest.substr(tasks->comm_at, tasks->comm_size), tasks->pid});
-            body_start = bar + 1;
-            base = 1;
-            continue;
-        }
         std::string_view seg = trim(rest.substr(body_start, bar - body_start));
         std::optional<std::uint64_t> duration;
         if (!seg.empty() && seg.back() == 's') duration = parse_duration_column(seg);
@@ -272,7 +371,7 @@ void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar,
                 c.task = cp;
                 if (col == 0 && tasks) {
                     tasks->size = 0;
-                    if (bar <= TaskColumnCache::kMax) {
+                    if (bar <= TaskColumn::kMax) {
                         std::memcpy(tasks->bytes, rest.data(), bar);
                         tasks->size = bar;
                         tasks->comm_at = static_cast<std::size_t>(cp->comm.data() - rest.data());
@@ -306,7 +405,7 @@ FgraphLine tokenize_fgraph_line(std::string_view s) {
     return L;
 }
 
-void tokenize_fgraph_line(std::string_view s, FgraphLine& L, TaskColumnCache* tasks) {
+void tokenize_fgraph_line(std::string_view s, FgraphLine& L, TaskColumnCache* tasks, bool kernel_layout) {
     L.kind = FgraphLine::Kind::malformed;
     L.ts_ns.reset();
     L.cpu = -1;
@@ -445,7 +544,7 @@ void tokenize_fgraph_line(std::string_view s, FgraphLine& L, TaskColumnCache* ta
             }
         }
     }
-    parse_graph_columns(rest, base, first_bar, L.cols, tasks);
+    parse_graph_columns(rest, base, first_bar, L.cols, tasks ? &tasks->slot(L.cpu) : nullptr, kernel_layout);
     if (L.cols.body.kind == GraphBody::Kind::malformed) {
         L.kind = FgraphLine::Kind::malformed;
         L.expected = L.cols.body.expected;

@@ -43,19 +43,29 @@ GraphColumns parse_graph_columns(std::string_view rest, int base, std::optional<
 // The TASK/PID column of the last line that had one, kept by a reader across its lines: funcgraph-proc prints
 // it on every line and a task's lines come in runs, so a column with the same bytes as last time gives the same
 // comm and pid without being parsed again. It holds a copy of the bytes (no view into an earlier line).
-struct TaskColumnCache {
+struct TaskColumn {
     static constexpr std::size_t kMax = 32;  // longer columns are parsed every time
     char bytes[kMax] = {};
     std::size_t size = 0;  // 0: nothing cached
     std::size_t comm_at = 0, comm_size = 0;
     int pid = -1;
 };
+// One TaskColumn per CPU (by CPU number modulo kCpus): each CPU runs one task at a time while the lines of the
+// CPUs interleave, so the column a line is compared with is the one its CPU printed last. Which slot a line
+// uses never changes what it gives (a hit needs the same bytes), only how often the column is parsed.
+struct TaskColumnCache {
+    static constexpr std::size_t kCpus = 8;
+    TaskColumn by_cpu[kCpus];
+    TaskColumn& slot(int cpu) { return by_cpu[static_cast<unsigned>(cpu) % kCpus]; }
+};
 
 // The same into `c`, whatever it held before (a reader reuses one per-line struct: no zeroing, no copy);
-// `first_bar` is rest.find('|'), already looked for. `tasks`, when given, is looked at and updated for the
-// first column.
+// `first_bar` is rest.find('|'), already looked for. `task`, when given, is looked at and updated for the
+// first column. `kernel_layout`: a DURATION column as the kernel prints it is read in one pass (the same
+// result as the general reading, which takes every other column); false: the general reading alone, for tests
+// that compare the two.
 void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar, GraphColumns& c,
-                         TaskColumnCache* tasks = nullptr);
+                         TaskColumn* task = nullptr, bool kernel_layout = true);
 
 // The body itself ("func() {", "f [mod](a=1);", "} /* f = -22 */", "/* text */", "==========>").
 void parse_graph_body(std::string_view body, GraphBody& out);
@@ -77,6 +87,8 @@ struct FgraphLine {
 FgraphLine tokenize_fgraph_line(std::string_view line);
 // The same into `L`, whatever it held before: the fields the resulting kind uses are all set (prev and
 // next are set for a banner only, count for lost and overruns only, header for header and annotation only).
-void tokenize_fgraph_line(std::string_view line, FgraphLine& L, TaskColumnCache* tasks = nullptr);
+// `tasks`: the reader's cache, the slot of the line's CPU used. `kernel_layout` as for parse_graph_columns.
+void tokenize_fgraph_line(std::string_view line, FgraphLine& L, TaskColumnCache* tasks = nullptr,
+                          bool kernel_layout = true);
 
 }  // namespace nvtrace::import

@@ -3,7 +3,11 @@
 #include "graph_line.hpp"
 #include "text_util.hpp"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -341,9 +345,9 @@ TEST(GraphLine, ReusedLineStructHoldsNothingOver) {
     EXPECT_EQ(l.expected, "')' closing the argument list");
 }
 
-// A reader's TaskColumnCache skips parsing a TASK/PID column with the same bytes as the last one: every line
-// tokenized with the cache, one after the other, gives what it gives alone. The lines: funcgraph-proc's column
-// (print_graph_proc: comm cut to 7 characters, "comm-pid" centred) repeated, a pid or a comm that differs in one
+// A reader's TaskColumnCache skips parsing a TASK/PID column with the same bytes as the last one of the line's
+// CPU: every line tokenized with the cache, one after the other, gives what it gives alone. The lines: funcgraph-proc's
+// column (print_graph_proc: comm cut to 7 characters, "comm-pid" centred) repeated, a pid or a comm that differs in one
 // byte at the same width, a wider one, one over the cache's 32 bytes, lines without the column in between
 // (plain, latency flags only, a duration where the column was), a banner and a comment.
 TEST(GraphLine, TaskColumnCacheGivesWhatEachLineGivesAlone) {
@@ -351,6 +355,9 @@ TEST(GraphLine, TaskColumnCacheGivesWhatEachLineGivesAlone) {
     const std::vector<std::string> lines = {
         " 0)    sh-4802     |   0.616 us    |    rcu_process_gp_end();",
         " 0)    sh-4802     |               |    f() {",
+        " 1)  kworke-10374  |   2.000 us    |  other_cpu();",
+        " 9)    sh-4802     |   2.000 us    |  same_slot_as_cpu_1();",
+        " 1)  kworke-10374  |   2.000 us    |  other_cpu();",
         " 0)    sh-4802     |   1.000 us    |    }",
         " 0)    sh-4803     |   0.616 us    |    g();",
         " 0)    sz-4803     |   0.616 us    |    g();",
@@ -373,9 +380,9 @@ TEST(GraphLine, TaskColumnCacheGivesWhatEachLineGivesAlone) {
     int hits = 0;
     for (const std::string& s : lines) {
         SCOPED_TRACE(s);
-        const std::size_t before = cache.size;
-        tokenize_fgraph_line(s, cached, &cache);
         FgraphLine alone = tokenize_fgraph_line(s);
+        const std::size_t before = cache.slot(alone.cpu).size;
+        tokenize_fgraph_line(s, cached, &cache);
         ASSERT_EQ(cached.kind, alone.kind);
         EXPECT_EQ(cached.cpu, alone.cpu);
         EXPECT_EQ(cached.ts_ns, alone.ts_ns);
@@ -385,7 +392,7 @@ TEST(GraphLine, TaskColumnCacheGivesWhatEachLineGivesAlone) {
             EXPECT_EQ(cached.cols.task->comm, alone.cols.task->comm);
             EXPECT_EQ(cached.cols.task->comm.data(), alone.cols.task->comm.data());  // a view into this line
             EXPECT_EQ(cached.cols.task->pid, alone.cols.task->pid);
-            hits += before != 0 && cache.size == before;
+            hits += before != 0 && cache.slot(alone.cpu).size == before;
         }
         EXPECT_EQ(cached.cols.lat_flags, alone.cols.lat_flags);
         EXPECT_EQ(cached.cols.body.kind, alone.cols.body.kind);
@@ -419,4 +426,187 @@ TEST(GraphLine, AbstimeOfEveryLengthIsReadAsParseDecimalNs) {
                 }
             }
     EXPECT_EQ(checked, 12 * 12 * 10 * 2);
+}
+
+namespace {
+
+// Every field of two tokenizations of one line, the views compared by their bytes and by where they point.
+void expect_same_line(const FgraphLine& a, const FgraphLine& b) {
+    ASSERT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.ts_ns, b.ts_ns);
+    EXPECT_EQ(a.cpu, b.cpu);
+    EXPECT_EQ(a.expected, b.expected);
+    if (a.kind != L::graph) return;  // the columns are set for graph lines only (malformed: `expected`)
+    ASSERT_EQ(a.cols.task.has_value(), b.cols.task.has_value());
+    if (a.cols.task) {
+        EXPECT_EQ(a.cols.task->comm.data(), b.cols.task->comm.data());
+        EXPECT_EQ(a.cols.task->comm.size(), b.cols.task->comm.size());
+        EXPECT_EQ(a.cols.task->pid, b.cols.task->pid);
+    }
+    EXPECT_EQ(a.cols.lat_flags.data(), b.cols.lat_flags.data());
+    EXPECT_EQ(a.cols.lat_flags.size(), b.cols.lat_flags.size());
+    const GraphBody &x = a.cols.body, &y = b.cols.body;
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.duration_ns, y.duration_ns);
+    EXPECT_EQ(x.depth, y.depth);
+    for (auto [u, v] : {std::pair{x.function, y.function},
+                        {x.module, y.module},
+                        {x.args, y.args},
+                        {x.retaddr, y.retaddr},
+                        {x.comment, y.comment},
+                        {x.expected, y.expected}}) {
+        EXPECT_EQ(u.data(), v.data());
+        EXPECT_EQ(u.size(), v.size());
+    }
+    EXPECT_EQ(x.retval, y.retval);
+}
+
+}  // namespace
+
+// The DURATION column in the kernel's layout is read in one pass (kernel_layout on, what the readers use); every
+// other column goes through the general reading. Both must give the same line, whatever the layout: each
+// DURATION column below, in each place a column may sit, through both, one line after the other (a
+// TaskColumnCache per path). The shapes: print_graph_duration (kernel/trace/trace_functions_graph.c: the mark
+// of trace_find_mark '+ ! # * @ $' or a space, "%*llu.%s us" padded to the column, all spaces for a nested
+// entry), the columns print_graph_prologue puts before it (abstime "%5lu.%06lu |  ", CPU "%*d) ", funcgraph-proc
+// "comm-pid |", latency flags "d..1 |"), irq markers in its place (print_graph_irq), and variants no kernel
+// prints that the general reading still takes or refuses: tabs, no space before "us", an integer duration,
+// a dot with no fraction, 12 fraction digits, 15-20 integer digits (past 64 bits of ns), another unit, a
+// carriage return, no closing '|', a second duration, bytes >= 0x80.
+TEST(GraphLine, KernelLayoutDurationGivesWhatTheGeneralReadingGives) {
+    const std::vector<std::string> durations = {
+        "   0.907 us    |  ",
+        "               |  ",
+        " ! 940.409 us  |  ",
+        " + 12.345 us   |  ",
+        " # 1234.567 us |  ",
+        " * 12345.678 us |  ",
+        " @ 123456.789 us |  ",
+        " $ 1234567.890 us |  ",
+        "!940.409 us|",
+        "   0.907us     |  ",
+        "   5 us        |  ",
+        "   5. us       |  ",
+        "   .5 us       |  ",
+        "   0.123456789012 us |  ",
+        "   123456789012345.1 us |  ",
+        "   1234567890123456.1 us |  ",
+        "   18446744073709551.615 us |  ",
+        "   99999999999999999999.1 us |  ",
+        "   0.907 ms    |  ",
+        "   0.907 u     |  ",
+        "   0.907 us\r  |  ",
+        "\t0.907 us\t|  ",
+        "   0.907\tus   |  ",
+        "   0.907 us    ",
+        "   0.907 us  0.1 us  |  ",
+        " ! !940.409 us |  ",
+        "  \xC3\xA9 0.907 us |  ",
+        " ==========> |  ",
+        " <========== |  ",
+        "  d..1 |   0.907 us    |  ",
+        "  sh-4802  |   0.907 us    |  ",
+        "  12-34 us  |  ",
+        "",
+    };
+    const std::vector<std::string> prefixes = {
+        "",
+        " 0) ",
+        "  3) ",
+        "7238523.140208 |   2) ",
+        "7238523.140208 | ",
+        " 0)    sh-4802     |",
+        "7238523.140208 |   2)  nvidia--1074  |",
+        " 1)  d..1 |",
+        " 0)    sh-4802     | d.h2 |",
+    };
+    const std::vector<std::string> bodies = {
+        "  drm_insert_va341();", "  f [nvidia]() {", "  } /* f = -22 */", "  /* text */", "  }", "", "  ==========>",
+    };
+    TaskColumnCache fast_cache, general_cache;
+    FgraphLine fast, general;
+    int checked = 0, with_duration = 0;
+    for (const std::string& pre : prefixes)
+        for (const std::string& dur : durations)
+            for (const std::string& body : bodies) {
+                const std::string line = pre + dur + body;
+                SCOPED_TRACE(line);
+                tokenize_fgraph_line(line, fast, &fast_cache, true);
+                tokenize_fgraph_line(line, general, &general_cache, false);
+                expect_same_line(fast, general);
+                expect_same_line(fast, tokenize_fgraph_line(line));  // the default is the readers' path
+                ++checked;
+                with_duration += general.kind == L::graph && general.cols.body.duration_ns.has_value();
+            }
+    EXPECT_EQ(checked, 9 * 33 * 7);
+    EXPECT_GT(with_duration, 9 * 7 * 10);  // most kernel shapes did reach the DURATION column
+}
+
+// The same through both paths for every line of every .txt input under tests/data (real traces from bug reports
+// and the kernel's documentation, ftrace-formats.md's examples; the other formats' lines too, which must not
+// change either).
+TEST(GraphLine, KernelLayoutDurationGivesWhatTheGeneralReadingGivesOnTheTestInputs) {
+    namespace fs = std::filesystem;
+    int files = 0, lines = 0;
+    {
+        for (const auto& e : fs::recursive_directory_iterator(fs::path(NVTRACE_TEST_DATA))) {
+            if (e.path().extension() != ".txt") continue;
+            std::ifstream in(e.path(), std::ios::binary);
+            std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            ++files;
+            TaskColumnCache fast_cache, general_cache;
+            FgraphLine fast, general;
+            std::size_t pos = 0;
+            while (pos < text.size()) {
+                std::size_t nl = text.find('\n', pos);
+                if (nl == std::string::npos) nl = text.size();
+                std::string_view line(text.data() + pos, nl - pos);
+                pos = nl + 1;
+                SCOPED_TRACE(e.path().string() + ": " + std::string(line));
+                tokenize_fgraph_line(line, fast, &fast_cache, true);
+                tokenize_fgraph_line(line, general, &general_cache, false);
+                expect_same_line(fast, general);
+                ++lines;
+            }
+        }
+    }
+    EXPECT_GT(files, 15);
+    EXPECT_GT(lines, 600);
+}
+
+// The function name's end is found 16 bytes at a time where SSE2 is there: every stop byte ('(', ' ', '\t',
+// '{', ';', '}') at every position 0-40, in bodies of every length around the 16-byte blocks, gives the name a
+// byte-by-byte scan gives.
+TEST(GraphLine, FunctionNameEndsAtItsFirstStopByteWhateverItsLength) {
+    int checked = 0;
+    for (std::size_t name = 0; name <= 40; ++name)
+        for (char stop : std::string_view("( \t{;}"))
+            for (std::size_t tail = 0; tail <= 20; ++tail) {
+                std::string body;
+                for (std::size_t i = 0; i < name; ++i)
+                    body += static_cast<char>('a' + i % 26);
+                body += stop;
+                for (std::size_t i = 0; i < tail; ++i)
+                    body += i % 3 == 0 ? ')' : 'x';  // bytes after the stop, stops among them
+                body += "x";                         // not a space: rtrim keeps the stop byte
+                GraphBody b;
+                parse_graph_body(body, b);
+                SCOPED_TRACE(body);
+                if (name == 0) {
+                    EXPECT_EQ(b.kind, stop == '}' ? K::exit : K::malformed);  // "}" is a return, not a name
+                } else {
+                    EXPECT_EQ(b.function, body.substr(0, name));
+                }
+                ++checked;
+            }
+    // Names with no stop byte at all, to the end of the body.
+    for (std::size_t name = 1; name <= 40; ++name) {
+        GraphBody b;
+        std::string body(name, 'n');
+        parse_graph_body(body, b);
+        EXPECT_EQ(b.function, body);
+        EXPECT_EQ(b.kind, K::malformed);
+        ++checked;
+    }
+    EXPECT_EQ(checked, 41 * 6 * 21 + 40);
 }
