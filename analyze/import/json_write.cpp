@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../record_fields.hpp"
+#include "printable_ascii.hpp"
 
 namespace nvtrace::import {
 
@@ -52,15 +53,17 @@ HOT char* pair(char* p, std::uint32_t v) {  // v < 100: two digits
     return p + 2;
 }
 // v < 10^8 as eight ASCII digits in a register, the first digit in the lowest byte (little-endian order):
-// stored with one 8-byte write, not built in memory and read back (a store-forwarding stall).
+// stored with one 8-byte write, not built in memory and read back (a store-forwarding stall). No table: the
+// two 4-digit halves sit in 32-bit lanes, split into 2-digit values in 16-bit lanes, then digits in bytes, each
+// lane divided at once by a multiplication (x * 10486 >> 20 is x / 100 for x < 10^4, x * 103 >> 10 is x / 10
+// for x < 100; no product reaches the next lane).
 HOT std::uint64_t digits8(std::uint32_t v) {
-    std::uint32_t hi = v / 10000, lo = v % 10000;
-    std::uint16_t a, b, c, d;
-    std::memcpy(&a, kPairs + 2 * (hi / 100), 2);
-    std::memcpy(&b, kPairs + 2 * (hi % 100), 2);
-    std::memcpy(&c, kPairs + 2 * (lo / 100), 2);
-    std::memcpy(&d, kPairs + 2 * (lo % 100), 2);
-    return std::uint64_t(a) | std::uint64_t(b) << 16 | std::uint64_t(c) << 32 | std::uint64_t(d) << 48;
+    std::uint64_t x = (v / 10000) | std::uint64_t(v % 10000) << 32;
+    std::uint64_t y = ((x * 10486) >> 20) & 0x0000007F0000007FULL;
+    x = y | (x - y * 100) << 16;
+    y = ((x * 103) >> 10) & 0x000F000F000F000FULL;
+    x = y | (x - y * 10) << 8;
+    return x | 0x3030303030303030ULL;
 }
 HOT char* eight(char* p, std::uint32_t v) {  // v < 10^8: exactly eight digits
     if constexpr (std::endian::native == std::endian::little) {
@@ -113,40 +116,7 @@ constexpr std::size_t kNumberBound = 24;
 
 // True when `s` needs no escaping: printable ASCII without '"' and '\\' (8 bytes at a time).
 HOT bool plain(std::string_view s) {
-    constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-    auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & high; };
-    // A byte >= 0x80, below 0x20 (subtracting 0x20 borrows into its high bit), '"' or '\\'.
-    auto bad = [&](std::uint64_t w) {
-        return (w & high) | ((w - 0x20 * ones) & ~w & high) | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\'));
-    };
-    const char* d = s.data();
-    const std::size_t n = s.size();
-    std::uint64_t w;
-    if (n >= 8) {
-        std::size_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            std::memcpy(&w, d + i, 8);
-            if (bad(w)) return false;
-        }
-        if (i == n) return true;
-        std::memcpy(&w, d + n - 8, 8);  // the last bytes in a word that overlaps the one before (no byte loop)
-        return !bad(w);
-    }
-    // Shorter: the bytes gathered into one word by overlapping loads, the rest of it spaces (which pass).
-    if (n >= 4) {
-        std::uint32_t a, b;
-        std::memcpy(&a, d, 4);
-        std::memcpy(&b, d + n - 4, 4);
-        w = std::uint64_t(a) | std::uint64_t(b) << 32;
-    } else if (n > 0) {
-        w = ones * ' ';
-        w = (w & ~std::uint64_t(0xffffff)) | static_cast<unsigned char>(d[0]) |
-            std::uint64_t(static_cast<unsigned char>(d[n / 2])) << 8 |
-            std::uint64_t(static_cast<unsigned char>(d[n - 1])) << 16;
-    } else {
-        return true;
-    }
-    return !bad(w);
+    return printable_ascii<true>(s);
 }
 
 // memcpy of a name without a call for up to 32 bytes: two fixed-size copies that may overlap (never reading

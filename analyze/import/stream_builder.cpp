@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "printable_ascii.hpp"
+
 namespace nvtrace::import {
 
 EventBody comment_event(std::string_view text) {
@@ -42,37 +44,8 @@ bool StreamBuilder::in_irq(const LineCtx& ctx, TaskState& t, int depth, bool ent
 namespace {
 
 // True when clean() would return `s` unchanged (printable ASCII).
-bool plain_ascii(std::string_view s) {
-    constexpr std::uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-    // 8 bytes at a time: a byte >= 0x80, or below 0x20 (borrows).
-    auto bad = [](std::uint64_t w) { return (w & high) | ((w - 0x20 * ones) & ~w & high); };
-    const char* d = s.data();
-    const std::size_t n = s.size();
-    std::uint64_t w;
-    if (n >= 8) {
-        std::size_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            std::memcpy(&w, d + i, 8);
-            if (bad(w)) return false;
-        }
-        if (i == n) return true;
-        std::memcpy(&w, d + n - 8, 8);  // the last bytes in a word that overlaps the one before (no byte loop)
-        return !bad(w);
-    }
-    // Shorter: the bytes gathered into one word by overlapping loads, the rest of it spaces (which pass).
-    if (n >= 4) {
-        std::uint32_t a, b;
-        std::memcpy(&a, d, 4);
-        std::memcpy(&b, d + n - 4, 4);
-        w = std::uint64_t(a) | std::uint64_t(b) << 32;
-    } else if (n > 0) {
-        w = (ones * ' ' & ~std::uint64_t(0xffffff)) | static_cast<unsigned char>(d[0]) |
-            std::uint64_t(static_cast<unsigned char>(d[n / 2])) << 8 |
-            std::uint64_t(static_cast<unsigned char>(d[n - 1])) << 16;
-    } else {
-        return true;
-    }
-    return !bad(w);
+[[gnu::always_inline]] inline bool plain_ascii(std::string_view s) {
+    return printable_ascii<false>(s);
 }
 
 }  // namespace

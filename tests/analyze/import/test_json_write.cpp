@@ -243,3 +243,54 @@ TEST(JsonWrite, EveryLengthAndPositionOfAByteToEscapeIsFound) {
     }
     EXPECT_EQ(checked, 41 + 6 * (40 * 41 / 2));
 }
+
+// The number writer (8 digits at a time, split by multiplications in the lanes of one register) prints what
+// std::to_string prints: every value below 10^5, a stride through 10^8 (where the 8-digit groups start), each
+// length from 1 to 20 digits at its ends and with every digit value in every position, the unsigned and the
+// signed limits; as a call's id (unsigned) and its retval (signed, negated too).
+TEST(JsonWrite, NumbersOfEveryLengthArePrintedAsToString) {
+    std::vector<std::uint64_t> values;
+    for (std::uint64_t v = 0; v < 100000; ++v)
+        values.push_back(v);
+    for (std::uint64_t v = 100000; v < 300000000; v += 9973)
+        values.push_back(v);
+    std::uint64_t p = 1;
+    for (int k = 1; k <= 20; ++k) {
+        values.push_back(p - 1);
+        values.push_back(p);
+        values.push_back(p + 1);
+        for (int digit = 0; digit <= 9; ++digit) {
+            std::uint64_t v = 0;
+            for (int i = 0; i < k; ++i)
+                v = v * 10 + static_cast<std::uint64_t>((i * 7 + digit * 3 + k) % 10);
+            values.push_back(v);
+        }
+        if (k < 20) p *= 10;
+    }
+    values.push_back(UINT64_MAX);
+    values.push_back(static_cast<std::uint64_t>(INT64_MAX));
+    std::size_t checked = 0;
+    for (std::uint64_t v : values) {
+        Call c;
+        c.id = v;
+        c.retval = static_cast<std::int64_t>(v);
+        std::string got;
+        import::append_call_json(got, c);
+        ASSERT_NE(got.find("\"id\":" + std::to_string(v) + ","), std::string::npos) << v << ": " << got;
+        ASSERT_NE(got.find("\"retval\":" + std::to_string(static_cast<std::int64_t>(v)) + "}"), std::string::npos)
+            << v << ": " << got;
+        c.retval = -static_cast<std::int64_t>(v & 0x7fffffffffffffffULL);
+        got.clear();
+        import::append_call_json(got, c);
+        ASSERT_NE(got.find("\"retval\":" + std::to_string(*c.retval) + "}"), std::string::npos) << v << ": " << got;
+        ++checked;
+    }
+    {
+        Call c;
+        c.retval = INT64_MIN;
+        std::string got;
+        import::append_call_json(got, c);
+        EXPECT_NE(got.find("\"retval\":-9223372036854775808}"), std::string::npos) << got;
+    }
+    EXPECT_GT(checked, 130000u);
+}
