@@ -11,6 +11,8 @@
 #include "nvtrace/report_stream.hpp"
 #include "nvtrace/source_links.hpp"
 #include "stderr_note.hpp"
+// visible(): the one rule of the text outputs for control bytes from the input (\xNN), header only.
+#include "../analyze/visible_text.hpp"
 
 namespace nvtrace::cli {
 
@@ -182,17 +184,19 @@ void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& cal
         std::string note = known != 0 && known < top[i]->count
                                ? fmt::format(" ({} without a duration)", top[i]->count - known)
                                : std::string();
-        fmt::print("  {:>6}x  {:>12}  {}{}\n", top[i]->count, total, top[i]->path, note);
+        fmt::print("  {:>6}x  {:>12}  {}{}\n", top[i]->count, total, visible(top[i]->path), note);
     }
     fmt::print("ioctls: {}\n", rec.ioctls);
+    // Names, device paths and messages come from the input, which anyone may have written: a newline in one would
+    // start a line of its own, an escape sequence would drive the terminal.
     for (const auto& line : rec.ioctl_lines)
-        fmt::print("  {}\n", line);
+        fmt::print("  {}\n", visible(line));
     for (const auto& line : ioctl_stats_table(r.ioctl_stats, verbose))
-        fmt::print("{}\n", line);
+        fmt::print("{}\n", visible(line));
     ApiSummaryOptions api_options;  // API calls with their ioctls (nvtrace/api_calls.hpp)
     api_options.verbose = verbose;
     for (const auto& line : api_call_summary(r.api_calls, api_options))
-        fmt::print("{}\n", line);
+        fmt::print("{}\n", visible(line));
     if (markers) fmt::print("markers: {}\n", rec.markers);
     fmt::print("kernel log: {} message(s)\n", r.kernel_log.size());
     for (std::size_t i = 0; i < r.kernel_log.size() && (verbose || i < 5); ++i) {
@@ -200,10 +204,15 @@ void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& cal
         std::string where;
         if (const std::string* f = m.call && calls.function_of ? calls.function_of(*m.call) : nullptr)
             where = fmt::format(" (in {}, by {})", *f, m.attached.empty() ? "console" : m.attached);
-        std::string text = m.text;  // continuation lines indented under the first
-        for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1))
-            text.insert(nl + 1, "      ");
-        fmt::print("  [{}] {}{}\n", m.kind, text, where);
+        std::string text;  // continuation lines indented under the first, each with its control bytes as \xNN
+        for (std::size_t from = 0;;) {
+            const std::size_t nl = m.text.find('\n', from);
+            text += visible(std::string_view(m.text).substr(from, nl == std::string::npos ? nl : nl - from));
+            if (nl == std::string::npos) break;
+            text += "\n      ";
+            from = nl + 1;
+        }
+        fmt::print("  [{}] {}{}\n", visible(m.kind), text, visible(where));
     }
     if (!verbose && r.kernel_log.size() > 5) fmt::print("  ... {} more; -v prints them all\n", r.kernel_log.size() - 5);
     if (r.source_links) {
@@ -216,29 +225,30 @@ void print_body(const Report& r, const RecordLines& rec, const SummaryCalls& cal
             std::vector<std::string> where;
             for (const auto& c : l.candidates)
                 where.push_back(fmt::format("{}:{}", c.file, c.line));
-            fmt::print("  ambiguous: {} ({})\n", l.function, fmt::join(where, ", "));
+            fmt::print("  ambiguous: {} ({})\n", visible(l.function),
+                       visible(fmt::format("{}", fmt::join(where, ", "))));
         }
         shown = 0;
         for (const auto& f : sl.missing) {
             if (!verbose && shown++ == 5) break;
-            fmt::print("  missing: {}\n", f);
+            fmt::print("  missing: {}\n", visible(f));
         }
         if (verbose)
             for (const auto& l : sl.found)
-                fmt::print("  {}: {}:{}\n", l.function, l.candidates[0].file, l.candidates[0].line);
+                fmt::print("  {}: {}:{}\n", visible(l.function), visible(l.candidates[0].file), l.candidates[0].line);
     }
     if (rec.events > 0) {
         const auto& names = rec.event_names;
         fmt::print("events: {}\n", rec.events);
         for (std::size_t i = 0; i < names.size() && (verbose || i < 10); ++i)
-            fmt::print("  {:>6}x  {}\n", names[i].second, names[i].first);
+            fmt::print("  {:>6}x  {}\n", names[i].second, visible(names[i].first));
         if (!verbose && names.size() > 10) fmt::print("  ... {} more names; -v prints them all\n", names.size() - 10);
     }
     if (diagnostics)
         for (const auto& d : r.completeness.diagnostics)
             fmt::print("diagnostic: {} ({}) x{}{}{}\n", d.name, d.severity, d.count,
-                       d.first_example.empty() ? "" : ": ", d.first_example);
-    fmt::print("{}\n", completeness_line(r.completeness));
+                       d.first_example.empty() ? "" : ": ", visible(d.first_example));
+    fmt::print("{}\n", visible(completeness_line(r.completeness)));
 }
 
 }  // namespace
