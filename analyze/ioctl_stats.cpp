@@ -52,25 +52,35 @@ IoctlStat with_mean(IoctlStat s) {
 }  // namespace
 
 void IoctlStats::add(const IoctlRecord& io) {
-    Key key{io.fd_path, io.fd_path ? -1 : io.fd, io.cmd};
-    auto [it, fresh] = groups_.try_emplace(std::move(key));
-    Group& g = it->second;
-    if (fresh) {
-        g.all.device = io.fd_path;
-        if (!io.fd_path) g.all.fd = io.fd;
-        g.all.cmd = io.cmd;
+    Group* g = last_.group;
+    if (!g || g->all.cmd != io.cmd || g->all.device != io.fd_path || (!io.fd_path && g->all.fd != io.fd)) {
+        Key key{io.fd_path, io.fd_path ? -1 : io.fd, io.cmd};
+        auto [it, fresh] = groups_.try_emplace(std::move(key));
+        g = &it->second;
+        if (fresh) {
+            g->all.device = io.fd_path;
+            if (!io.fd_path) g->all.fd = io.fd;
+            g->all.cmd = io.cmd;
+        }
+        last_.group = g;
+        last_.task = nullptr;
     }
     const std::optional<std::string> error = ioctl_error_name(io);
-    count(g.all, io, error);
-    auto [t, new_task] = g.tasks.try_emplace({io.pid, io.comm});
-    if (new_task) {
-        t->second.device = g.all.device;
-        t->second.fd = g.all.fd;
-        t->second.cmd = io.cmd;
-        t->second.pid = io.pid;
-        t->second.comm = io.comm;
+    count(g->all, io, error);
+    IoctlStat* t = last_.task;
+    if (!t || *t->pid != io.pid || *t->comm != io.comm) {
+        auto [it, new_task] = g->tasks.try_emplace({io.pid, io.comm});
+        t = &it->second;
+        if (new_task) {
+            t->device = g->all.device;
+            t->fd = g->all.fd;
+            t->cmd = io.cmd;
+            t->pid = io.pid;
+            t->comm = io.comm;
+        }
+        last_.task = t;
     }
-    count(t->second, io, error);
+    count(*t, io, error);
 }
 
 std::vector<IoctlStat> IoctlStats::rows() const {

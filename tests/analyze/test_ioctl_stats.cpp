@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "../../analyze/json_values.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report_io.hpp"
@@ -143,6 +146,44 @@ TEST(IoctlStats, UnknownDeviceIsGroupedByFd) {
     EXPECT_FALSE(rows[0].device);
     EXPECT_EQ(rows[0].fd, 5);
     EXPECT_EQ(rows[1].fd, 9);
+}
+
+// IoctlStats::add keeps the rows the previous record went to: a record that differs from it only in the comm
+// (the same pid after an execve), only in the fd of an unknown device, or only in the device being known, goes to
+// rows of its own; a copy taken midway counts on without touching the original's rows.
+TEST(IoctlStats, ARecordThatDiffersFromThePreviousOneInOneKeyGetsItsOwnRow) {
+    IoctlStats s;
+    s.add(io(7, "loader", "/dev/nvidiactl", 0x2a, 0, 10));
+    s.add(io(7, "worker", "/dev/nvidiactl", 0x2a, 0, 20));  // same pid, renamed by an execve
+    IoctlRecord unknown_fd5 = io(7, "worker", "", 0x2a, 0, 1), unknown_fd9 = unknown_fd5;
+    unknown_fd5.fd_path.reset();
+    unknown_fd9.fd_path.reset();
+    unknown_fd9.fd = 9;
+    s.add(unknown_fd5);
+    s.add(unknown_fd9);
+    IoctlStats copy = s;
+    s.add(io(7, "worker", "/dev/nvidiactl", 0x2a, -22, 30));
+    copy.add(unknown_fd9);
+    const auto rows = s.rows();
+    ASSERT_EQ(rows.size(), 5u);  // fd 5, fd 9, then nvidiactl and its two tasks
+    EXPECT_EQ(rows[0].fd, 5);
+    EXPECT_EQ(rows[0].count, 1u);
+    EXPECT_EQ(rows[1].fd, 9);
+    EXPECT_EQ(rows[1].count, 1u);
+    EXPECT_EQ(rows[2].device, "/dev/nvidiactl");
+    EXPECT_EQ(rows[2].count, 3u);
+    EXPECT_EQ(rows[2].errors, 1u);
+    EXPECT_EQ(rows[3].comm, "loader");
+    EXPECT_EQ(rows[3].count, 1u);
+    EXPECT_EQ(rows[4].comm, "worker");
+    EXPECT_EQ(rows[4].count, 2u);
+    EXPECT_EQ(rows[4].max_ns, 30u);
+    const auto copied = copy.rows();
+    ASSERT_EQ(copied.size(), 5u);
+    EXPECT_EQ(copied[1].fd, 9);
+    EXPECT_EQ(copied[1].count, 2u);
+    EXPECT_EQ(copied[2].count, 2u);
+    EXPECT_EQ(copied[2].errors, 0u);
 }
 
 // gVisor strace (google/gvisor#9846): 2 complete E/X pairs of 20.731 and 22.494 us, an orphan X of 21.883 us first
