@@ -25,6 +25,8 @@
 #include <tuple>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "nvtrace/kernel_log.hpp"
 #include "nvtrace/report.hpp"
 

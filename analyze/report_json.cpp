@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "import/json_write.hpp"
+#include "json_values.hpp"
 #include "nvtrace/report.hpp"
 #include "record_fields.hpp"
 #include "report_head.hpp"

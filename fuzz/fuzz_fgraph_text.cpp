@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "../analyze/json_values.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"
 

@@ -29,6 +29,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cleanup.hpp"
 #include "clock_offset.hpp"
 #include "kmsg_reader.hpp"

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cleanup.hpp"
 #include "procfs.hpp"
 #include "scenario.hpp"

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <nlohmann/json.hpp>
+
 #include "capture.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/expect.hpp"
@@ -162,7 +164,9 @@ int reemit_report_json(const std::string& dir, const ReportSinks& sinks, std::ve
     if (!extra_log.empty()) {
         Report only_log;
         only_log.kernel_log = std::move(extra_log);
-        nlohmann::json added = to_json(only_log);
+        std::ostringstream only_log_json;
+        write_json(only_log, only_log_json);
+        nlohmann::json added = nlohmann::json::parse(only_log_json.str());
         if (!j.contains("kernel_log") || !j["kernel_log"].is_array()) j["kernel_log"] = nlohmann::json::array();
         for (auto& m : added["kernel_log"])
             j["kernel_log"].push_back(m);

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "stderr_note.hpp"
 #include "summary.hpp"
 

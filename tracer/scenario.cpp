@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "nvtrace/expect.hpp"
 #include "nvtrace/fleet.hpp"
 #include "procfs.hpp"

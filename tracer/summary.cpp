@@ -12,7 +12,7 @@
 #include "nvtrace/source_links.hpp"
 #include "stderr_note.hpp"
 // visible(): the one rule of the text outputs for control bytes from the input (\xNN), header only.
-#include "../analyze/visible_text.hpp"
+#include "nvtrace/visible_text.hpp"
 
 namespace nvtrace::cli {
 

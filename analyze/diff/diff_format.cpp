@@ -5,10 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "../json_values.hpp"
 #include "../report_head.hpp"
-#include "../visible_text.hpp"
 #include "api_diff.hpp"
 #include "nvtrace/diff.hpp"
+#include "nvtrace/visible_text.hpp"
 
 namespace nvtrace {
 
@@ -322,6 +323,10 @@ json to_json(const DiffResult& d) {
             {"changes", std::move(changes)},
             {"ioctls", ioctls_json(d)},
             {"api_calls", detail::api_calls_json(d)}};
+}
+
+std::string to_json_text(const DiffResult& d) {
+    return to_json(d).dump(1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options) {

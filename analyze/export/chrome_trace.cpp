@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "../report_head.hpp"
 #include "nvtrace/export.hpp"
 

@@ -2,17 +2,17 @@
 #include <fmt/format.h>
 
 #include "../record_fields.hpp"
-#include "../visible_text.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/ioctl.hpp"
+#include "nvtrace/visible_text.hpp"
 
 namespace nvtrace {
 
 namespace {
 
 // A frame of a folded stack cannot hold ';' (the separator) or white space (the count follows a space); control
-// bytes are written as \xNN (visible_text.hpp), so that a newline in a name cannot start a stack of its own.
+// bytes are written as \xNN (nvtrace/visible_text.hpp), so that a newline in a name cannot start a stack of its own.
 std::string folded_frame(std::string_view f) {
     std::string s = visible(f);
     for (char& c : s)

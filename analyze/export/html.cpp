@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/export.hpp"
 

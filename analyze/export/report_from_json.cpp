@@ -17,6 +17,7 @@
 #include <simdjson.h>
 #endif
 
+#include "../json_values.hpp"
 #include "../record_fields.hpp"
 #include "../report_head.hpp"
 #include "nvtrace/import.hpp"

@@ -69,15 +69,15 @@ std::string slurm_or_host(const ReportEnvironment& env, std::string& from, const
     return dir.empty() ? p.filename().string() : dir;
 }
 
-std::string program_result(const Report& r, const nlohmann::json* meta) {
+std::string program_result(const Report& r, const ProgramEnd* program) {
     if (r.source.cannot_run) return "cannot run: " + *r.source.cannot_run;
-    if (!meta || !meta->is_object()) return "unknown (no meta.json beside the report)";
+    if (!program) return "unknown (no meta.json beside the report)";
     std::string s = "unknown";
-    if (auto e = meta->find("exit_code"); e != meta->end() && e->is_number_integer())
-        s = fmt::format("exit {}", e->get<int>());
-    else if (auto g = meta->find("signal"); g != meta->end() && g->is_number_integer())
-        s = fmt::format("signal {}", g->get<int>());
-    if (auto t = meta->find("timed_out"); t != meta->end() && t->is_boolean() && t->get<bool>()) s += ", timed out";
+    if (program->exit_code)
+        s = fmt::format("exit {}", *program->exit_code);
+    else if (program->signal)
+        s = fmt::format("signal {}", *program->signal);
+    if (program->timed_out) s += ", timed out";
     return s;
 }
 
@@ -346,7 +346,7 @@ NodeSignature node_signature(const Report& report) {
     return s;
 }
 
-NodeDigest digest_report(const Report& report, const std::string& report_path, const nlohmann::json* meta,
+NodeDigest digest_report(const Report& report, const std::string& report_path, const ProgramEnd* program,
                          const ExpectFile* expectations) {
     NodeDigest d;
     d.report = report_path;
@@ -356,7 +356,7 @@ NodeDigest digest_report(const Report& report, const std::string& report_path, c
     if (env.driver) d.driver = to_string(*env.driver);
     d.flavour = env.flavour;
     if (d.environment.kernel) d.kernel = *d.environment.kernel;
-    d.result = program_result(report, meta);
+    d.result = program_result(report, program);
     std::vector<Check> checks;
     if (expectations) {
         checks = check_report(report, *expectations);

@@ -12,10 +12,11 @@
 
 #include <fmt/format.h>
 
+#include "../json_values.hpp"
 #include "../report_head.hpp"
-#include "../visible_text.hpp"
 #include "nvtrace/fleet.hpp"
 #include "nvtrace/report_io.hpp"
+#include "nvtrace/visible_text.hpp"
 
 namespace nvtrace {
 
@@ -32,17 +33,25 @@ std::string group_id(std::size_t i) {
 }
 
 // The meta.json beside a report.json: nullopt when there is none; an error when it is there but unreadable.
-Result<std::optional<json>> read_meta_beside(const std::string& report) {
+Result<std::optional<ProgramEnd>> read_meta_beside(const std::string& report) {
     fs::path meta = fs::path(report).parent_path() / "meta.json";
     std::error_code ec;
-    if (!fs::is_regular_file(meta, ec)) return std::optional<json>();
+    if (!fs::is_regular_file(meta, ec)) return std::optional<ProgramEnd>();
     std::ifstream in(meta, std::ios::binary);
     if (!in) return fail(Error::usage(fmt::format("{}: cannot open", meta.string())));
     json j = json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.is_object())
         return fail(
             Error::usage(fmt::format("{}: not valid JSON (expected the capture's meta.json object)", meta.string())));
-    return std::optional<json>(std::move(j));
+    ProgramEnd end;
+    if (auto e = j.find("exit_code"); e != j.end() && e->is_number_integer()) end.exit_code = e->get<std::int64_t>();
+    if (auto g = j.find("signal"); g != j.end() && g->is_number_integer()) end.signal = g->get<std::int64_t>();
+    if (auto t = j.find("timed_out"); t != j.end() && t->is_boolean()) end.timed_out = t->get<bool>();
+    return std::optional<ProgramEnd>(end);
+}
+
+std::string value_text(const json& v) {
+    return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
@@ -193,7 +202,7 @@ std::vector<EnvironmentChange> environment_changes(const ReportEnvironment& majo
     for (const auto& k : keys) {
         if (k.empty() || identity_key(k)) continue;
         json va = a.count(k) ? a[k] : json(nullptr), vb = b.count(k) ? b[k] : json(nullptr);
-        if (va != vb) out.push_back({k, va, vb});
+        if (va != vb) out.push_back({k, value_text(va), value_text(vb)});
     }
     return out;
 }
@@ -314,7 +323,7 @@ json to_json(const FleetResult& f) {
     for (const auto& c : f.outliers) {
         json env = json::array();
         for (const auto& e : c.environment)
-            env.push_back({{"key", e.key}, {"majority", e.majority}, {"outlier", e.outlier}});
+            env.push_back({{"key", e.key}, {"majority", json::parse(e.majority)}, {"outlier", json::parse(e.outlier)}});
         json io = json::array();
         for (const auto& x : c.ioctls)
             io.push_back({{"request", x.request},
@@ -342,6 +351,10 @@ json to_json(const FleetResult& f) {
             {"majority", f.majority ? json(f.groups[*f.majority].id) : json(nullptr)},
             {"outliers", outliers},
             {"expect_failed", f.expect_failed}};
+}
+
+std::string to_json_text(const FleetResult& f) {
+    return to_json(f).dump(1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& options) {
@@ -428,7 +441,7 @@ std::string format_fleet_text(const FleetResult& f, const FleetTextOptions& opti
         } else {
             out += "environment:\n";
             for (const auto& e : c.environment)
-                out += fmt::format("  ~ {}: {} -> {}\n", visible(e.key), e.majority.dump(), e.outlier.dump());
+                out += fmt::format("  ~ {}: {} -> {}\n", visible(e.key), e.majority, e.outlier);
         }
         if (c.ioctls.empty()) {
             out += "ioctls: same requests and counts (the order differs)\n";

@@ -21,6 +21,7 @@ extern "C" {  // kbuffer.h (libtraceevent 1.7) has no extern "C" guard of its ow
 #include <kbuffer.h>
 }
 
+#include "../json_values.hpp"
 #include "../raw_event_decoder.hpp"
 #include "nvtrace/symbols.hpp"
 

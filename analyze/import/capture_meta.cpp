@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "../json_values.hpp"
 #include "../member_traits.hpp"
 #include "../report_head.hpp"
 #include "nvtrace/capture_dir.hpp"

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "nvtrace/kernel_log.hpp"
 #include "nvtrace/report.hpp"
 

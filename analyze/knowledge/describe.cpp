@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "../json_values.hpp"
 #include "table.hpp"
 
 namespace nvtrace {
@@ -423,6 +424,10 @@ nlohmann::json to_json(const IoctlDescription& d) {
         j["param_size"] = d.drm->size;
     }
     return j;
+}
+
+std::string to_json_text(const IoctlDescription& d) {
+    return to_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::optional<std::uint64_t> ioctl_number_by_name(std::string_view name) {

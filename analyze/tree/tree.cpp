@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "../visible_text.hpp"
 #include "nvtrace/ioctl.hpp"
+#include "nvtrace/visible_text.hpp"
 
 namespace nvtrace {
 

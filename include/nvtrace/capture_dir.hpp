@@ -20,8 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/capture_meta.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"

@@ -19,8 +19,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/error.hpp"
 #include "nvtrace/event.hpp"
 #include "nvtrace/report_source.hpp"
@@ -99,11 +97,8 @@ struct CaptureMeta {
     std::set<std::string> absent_keys;  // optional keys the file read did not have (left out when written)
 };
 
-nlohmann::json to_json(const CaptureMeta& m);
-// meta.json's bytes: to_json(m) indented by one space, invalid UTF-8 replaced, and a final newline.
+// meta.json's bytes: the object indented by one space, invalid UTF-8 replaced, and a final newline. Read back by
+// CaptureDirReader::open (nvtrace/capture_dir.hpp).
 std::string dump_capture_meta(const CaptureMeta& m);
-// `file` names the file in errors. Error::usage when a needed key is missing or any key has the wrong type, when
-// capture_format is not kCaptureDirFormat, or raw describes no buffer nvtrace can decode.
-Result<CaptureMeta> capture_meta_from_json(const nlohmann::json& j, const std::string& file);
 
 }  // namespace nvtrace

@@ -29,8 +29,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/error.hpp"
 #include "nvtrace/report.hpp"
 
@@ -263,8 +261,9 @@ DiffResult diff_reports(const Report& a, DiffCalls a_calls, const Report& b, Dif
 
 // {"schema":"nvtrace.diff/1","a":...,"b":...,"options":...,"summary":...,"tree":[...],"changes":[...],
 //  "ioctls":{...},"api_calls":{...}}
-// (docs/diff.md). "changes" lists every changed node flat, by impact.
-nlohmann::json to_json(const DiffResult& d);
+// (docs/diff.md). "changes" lists every changed node flat, by impact. Indented by one space, invalid UTF-8
+// replaced, no final newline.
+std::string to_json_text(const DiffResult& d);
 
 struct DiffTextOptions {
     bool colour = false;

@@ -32,8 +32,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/diff.hpp"
 #include "nvtrace/error.hpp"
 #include "nvtrace/expect.hpp"
@@ -118,9 +116,17 @@ NodeSignature node_signature(const Report& report);
 // thread, sorted. For tests and `fleet --signature-text` style debugging; as large as the report's distinct paths.
 std::string node_signature_text(const Report& report);
 
-// The digest of one report. `meta`: the meta.json beside it, when there is one (exit code, signal, timed_out).
-// `expectations`: when given, the checks are run on the report (check_report) and replace the report's own.
-NodeDigest digest_report(const Report& report, const std::string& report_path, const nlohmann::json* meta,
+// How the program ended, as the meta.json beside a report says (docs/formats.md "Capture directory": exit_code,
+// signal, timed_out); a member is nullopt (false) where meta.json does not say, or says it with another type.
+struct ProgramEnd {
+    std::optional<std::int64_t> exit_code;
+    std::optional<std::int64_t> signal;  // the signal number that ended it, when no exit code is given
+    bool timed_out = false;              // nvtrace ended it at --timeout
+};
+
+// The digest of one report. `program`: from the meta.json beside it, nullptr when there is none. `expectations`:
+// when given, the checks are run on the report (check_report) and replace the report's own.
+NodeDigest digest_report(const Report& report, const std::string& report_path, const ProgramEnd* program,
                          const ExpectFile* expectations);
 
 // ---- the fleet ------------------------------------------------------------------------------------------------
@@ -147,7 +153,8 @@ struct FleetGroup {
 // "slurm.*" are left out: they name the node). Keys are flattened with '.' ("modules.nvidia.version").
 struct EnvironmentChange {
     std::string key;
-    nlohmann::json majority, outlier;  // null where absent
+    // Each value as JSON text ("\"550.54.15\"", "8", "null" where absent), invalid UTF-8 replaced by U+FFFD.
+    std::string majority, outlier;
 };
 
 // One request whose count or errors differ between two digests.
@@ -186,7 +193,8 @@ std::vector<EnvironmentChange> environment_changes(const ReportEnvironment& majo
 std::vector<IoctlChange> ioctl_changes(const NodeDigest& majority, const NodeDigest& outlier);
 
 // {"schema":"nvtrace.fleet/1","nodes":[...],"groups":[...],"majority":..,"outliers":[...]} (docs/fleet.md).
-nlohmann::json to_json(const FleetResult& f);
+// Indented by one space, invalid UTF-8 replaced, no final newline.
+std::string to_json_text(const FleetResult& f);
 
 struct FleetTextOptions {
     bool colour = false;

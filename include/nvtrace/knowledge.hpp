@@ -27,8 +27,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/event.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report.hpp"
@@ -289,7 +287,8 @@ struct IoctlDescription {
 // device path, when given, decides between families where numbers could collide (NVIDIA type 'F', UVM plain
 // numbers, DRM type 'd'); without one the number is named only when exactly one family claims it.
 IoctlDescription describe_ioctl(std::uint64_t cmd, std::optional<std::string_view> device_path = std::nullopt);
-nlohmann::json to_json(const IoctlDescription& d);
+// `nvtrace decode --json` (docs/decode.md): indented by two spaces, invalid UTF-8 replaced, no final newline.
+std::string to_json_text(const IoctlDescription& d);
 
 // The request number of a name nvtrace knows ("NV_ESC_RM_ALLOC" -> the cmd of its newest entry with the
 // recorded size, "UVM_FREE" -> 34, "DRM_IOCTL_GEM_CLOSE", "TCGETS"); nullopt otherwise.

@@ -13,8 +13,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/event.hpp"
 #include "nvtrace/kernel_log.hpp"
 #include "nvtrace/report_source.hpp"
@@ -304,11 +302,8 @@ std::string thousands(std::uint64_t n);
 // the data become diagnostics and make `completeness.complete` false.
 Report build_report(const EventStream& stream);
 
-// The whole report as one JSON value (small reports, tests).
-nlohmann::json to_json(const Report& report);
-
-// The same JSON written to `out` element by element: memory stays bounded by the largest element rather
-// than the report (a DOM of a million calls takes about 1 GB). Parses to exactly to_json(report).
+// The report's JSON (docs/report-format.md) written to `out` element by element: memory stays bounded by the
+// largest element rather than the report (a DOM of a million calls takes about 1 GB).
 void write_json(const Report& report, std::ostream& out);
 
 }  // namespace nvtrace

@@ -1,4 +1,4 @@
-// nvtrace/report_io.hpp: reading a report back (the inverse of to_json in report.hpp).
+// nvtrace/report_io.hpp: reading a report back (the inverse of write_json in report.hpp).
 //
 // Format: docs/report-format.md, schema "nvtrace.report/1" (docs/report.schema.json). Every consumer that
 // works on a saved report (check, diff, export) reads it through here, so they all see the same Report.
@@ -13,17 +13,11 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "nvtrace/error.hpp"
 #include "nvtrace/input.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace {
-
-// A report from its JSON. Errors (ExitCode::usage): not an object, a schema other than "nvtrace.report/1",
-// no completeness, a field of the wrong type.
-Result<Report> report_from_json(const nlohmann::json& j);
 
 // A saved report given as text (standard input or a pipe, read whole): nullopt when the text does not start
 // with '{' (after blanks), so it is a trace; else the report, or Error::usage naming `name` ("<stdin>: starts with

@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../analyze/json_values.hpp"
 #include "api_calls.hpp"
 #include "event_builders.hpp"
 #include "nvtrace/api_calls.hpp"

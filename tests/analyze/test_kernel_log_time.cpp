@@ -1,6 +1,7 @@
 // Kernel-log correlation by time (attach_kernel_log_by_time) and through build_report.
 #include <gtest/gtest.h>
 
+#include "../../analyze/json_values.hpp"
 #include "nvtrace/kernel_log.hpp"
 #include "nvtrace/report.hpp"
 

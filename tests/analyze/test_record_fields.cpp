@@ -13,8 +13,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "../../analyze/import/calls_jsonl.hpp"
 #include "../../analyze/import/json_write.hpp"
+#include "../../analyze/json_values.hpp"
 #include "../../analyze/record_fields.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/report_io.hpp"

@@ -1,3 +1,6 @@
+#include <nlohmann/json.hpp>
+#include "../../analyze/json_values.hpp"
+
 #include "nvtrace/report.hpp"
 
 #include <sstream>

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../analyze/json_values.hpp"
 #include "nvtrace/diff.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/report_io.hpp"

@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "event_builders.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/import.hpp"

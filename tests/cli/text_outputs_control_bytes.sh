@@ -2,7 +2,7 @@
 # The text outputs of the offline commands on a saved report whose strings hold control bytes (anyone may write a
 # report.json): a function name, a device path, a kernel-log line, a comm and the host with a newline followed by a
 # forged line, ESC sequences and DEL. No output may hold a line that starts with the forged text or a raw ESC/DEL:
-# they are shown as \xNN (analyze/visible_text.hpp; docs/tree.md, docs/fleet.md, docs/export.md, docs/report.md).
+# they are shown as \xNN (include/nvtrace/visible_text.hpp; docs/tree.md, docs/fleet.md, docs/export.md, docs/report.md).
 set -eu
 nvtrace=$1 base=$2 dir=$3
 rm -rf "$dir"

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "live_util.hpp"
 #include "uprobe_util.hpp"
 

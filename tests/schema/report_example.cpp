@@ -6,6 +6,9 @@
 #include <cstring>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
+#include "../../analyze/json_values.hpp"
 #include "nvtrace/report.hpp"
 
 using namespace nvtrace;

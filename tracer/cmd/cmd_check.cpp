@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "nvtrace/expect.hpp"
 #include "nvtrace/report_io.hpp"

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "nvtrace/knowledge.hpp"
 #include "stderr_note.hpp"
@@ -71,7 +73,7 @@ int do_ioctl(const DecodeArgs& a) {
     if (!a.device.empty()) dev = a.device;
     IoctlDescription d = describe_ioctl(*n, dev);
     if (a.json) {
-        print_json(to_json(d));
+        fmt::print("{}\n", to_json_text(d));
         return 0;
     }
     fmt::print("0x{:08x} ({})\n", d.cmd, d.cmd);

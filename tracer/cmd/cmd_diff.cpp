@@ -130,7 +130,7 @@ int do_diff(const DiffArgs& args) {
     if (!no_calls && d.a.calls == 0 && d.b.calls == 0)
         return usage_error(Error::usage("--ignore left no call in either report: nothing to compare"));
     if (args.json) {
-        fmt::print("{}\n", to_json(d).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+        fmt::print("{}\n", to_json_text(d));
     } else {
         DiffTextOptions t;
         t.colour = isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");

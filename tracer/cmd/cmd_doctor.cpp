@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "doctor.hpp"
 #include "nvtrace/error.hpp"

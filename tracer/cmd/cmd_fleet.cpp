@@ -50,7 +50,7 @@ int do_fleet(const FleetArgs& args) {
     auto f = analyze_fleet(*reports, o);
     if (!f) return fleet_error(f.error());
     if (args.json) {
-        fmt::print("{}\n", to_json(*f).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+        fmt::print("{}\n", to_json_text(*f));
     } else {
         FleetTextOptions t;
         t.colour = ::isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");

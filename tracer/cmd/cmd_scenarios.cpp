@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "nvtrace/expect.hpp"
 #include "scenario.hpp"

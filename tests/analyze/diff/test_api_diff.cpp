@@ -2,6 +2,9 @@
 // count, result, latency and in the ioctls made inside them; reports without API calls have no API section.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/diff.hpp"
 #include "nvtrace/report_io.hpp"
 

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/diff.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"

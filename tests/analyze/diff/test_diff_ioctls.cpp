@@ -2,6 +2,7 @@
 // ioctl_stats rows: added / removed requests, count changes, latency changes past the threshold, new errors.
 #include <gtest/gtest.h>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/diff.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/report_io.hpp"

@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/export.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report_io.hpp"

@@ -10,6 +10,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/report_io.hpp"
 
 using namespace nvtrace;

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "../../../analyze/report_head.hpp"
 #include "nvtrace/fleet.hpp"
 #include "nvtrace/report_io.hpp"
@@ -122,16 +124,17 @@ TEST(FleetSignature, ApiCallSequencesPerThreadIgnoreTidsTimesAndResults) {
 
 TEST(FleetDigest, LiveCaptureRowAndNodeName) {
     Report r = load("capture_dir/fionread20/report.json");
-    nlohmann::json meta = {{"exit_code", 0}};
+    ProgramEnd exit0;
+    exit0.exit_code = 0;
     r.environment.slurm = {{"node", "n2"}, {"job_id", "5"}};
-    NodeDigest d = digest_report(r, "runs/5/n2/report.json", &meta, nullptr);
+    NodeDigest d = digest_report(r, "runs/5/n2/report.json", &exit0, nullptr);
     EXPECT_EQ(d.node, "n2");
     EXPECT_EQ(d.node_from, "slurm");
     EXPECT_EQ(d.result, "exit 0");
     EXPECT_EQ(d.kernel, "6.18.44-fc-v669");
     EXPECT_FALSE(d.driver);  // no NVIDIA driver on the CI machine: unknown, not guessed
     EXPECT_EQ(d.ioctls, r.ioctls.size());
-    ASSERT_TRUE(d.ioctl_requests.count("fd? FIONREAD")) << to_json(group_fleet({d})).dump();
+    ASSERT_TRUE(d.ioctl_requests.count("fd? FIONREAD")) << to_json_text(group_fleet({d}));
     // Without slurm or host the directory names the node; without meta.json the result is unknown.
     r.environment.slurm.reset();
     NodeDigest e = digest_report(r, "runs/gpu7/report.json", nullptr, nullptr);
@@ -208,10 +211,37 @@ TEST(FleetGroups, EnvironmentChangesLeaveOutTheNodesIdentity) {
     auto ch = environment_changes(report_environment_from_json(a), report_environment_from_json(b));
     ASSERT_EQ(ch.size(), 2u);
     EXPECT_EQ(ch[0].key, "modules.nvidia.version");
-    EXPECT_EQ(ch[0].majority, "580.65.06");
-    EXPECT_EQ(ch[0].outlier, "575.57.08");
+    EXPECT_EQ(ch[0].majority, "\"580.65.06\"");
+    EXPECT_EQ(ch[0].outlier, "\"575.57.08\"");
     EXPECT_EQ(ch[1].key, "nvidia_driver_flavour");
-    EXPECT_TRUE(ch[1].majority.is_null());
+    EXPECT_EQ(ch[1].majority, "null");
+    EXPECT_EQ(ch[1].outlier, "\"open\"");
+}
+
+// A value that is not UTF-8 (a kernel release or module version read from the host as bytes) reached the fleet
+// text as nlohmann::json and was dumped there with the strict handler, which throws: the table was never printed.
+TEST(FleetEnvironment, ValueThatIsNotUtf8IsShownReplacedInTextAndJson) {
+    ReportEnvironment a, b;
+    a.kernel = "6.1.0";
+    b.kernel = std::string("6.1.0-\xff");
+    auto ch = environment_changes(a, b);
+    ASSERT_EQ(ch.size(), 1u);
+    EXPECT_EQ(ch[0].outlier, "\"6.1.0-\xef\xbf\xbd\"");  // U+FFFD
+    FleetResult f;
+    f.nodes.resize(2);
+    f.nodes[0].node = "n1";
+    f.nodes[1].node = "n2";
+    f.groups = {{"A", 1, {0}, 0}, {"B", 2, {1}, 1}};
+    OutlierComparison c;
+    c.group = 1;
+    c.environment = ch;
+    f.outliers.push_back(c);
+    std::string text;
+    ASSERT_NO_THROW(text = format_fleet_text(f));
+    EXPECT_NE(text.find("~ kernel: \"6.1.0\" -> \"6.1.0-\xef\xbf\xbd\""), std::string::npos) << text;
+    std::string j;
+    ASSERT_NO_THROW(j = to_json_text(f));
+    EXPECT_NE(j.find("6.1.0-\xef\xbf\xbd"), std::string::npos) << j;
 }
 
 struct TempDir {
@@ -251,7 +281,7 @@ TEST(FleetAnalyze, OutlierGetsTheCallTreeDiffAgainstTheMajority) {
     EXPECT_EQ(f->outliers[0].diff->summary.removed_paths, 0u);
     std::string text = format_fleet_text(*f);
     EXPECT_NE(text.find("outlier group B (n3) against A (n1)"), std::string::npos) << text;
-    nlohmann::json j = to_json(*f);
+    nlohmann::json j = nlohmann::json::parse(to_json_text(*f));
     EXPECT_EQ(j["schema"], kFleetSchema);
     EXPECT_EQ(j["majority"], "A");
     EXPECT_EQ(j["outliers"][0]["representative"], "n3");

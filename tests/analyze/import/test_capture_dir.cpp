@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../../../analyze/json_values.hpp"
 #include "../../../analyze/raw_event_decoder.hpp"
 #include "ioctl_formats.hpp"
 #include "nvtrace/capture_dir.hpp"

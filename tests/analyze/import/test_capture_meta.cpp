@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/capture_meta.hpp"
 

@@ -2,6 +2,7 @@
 // CPUs, loss marks, overruns, irq markers, comments, banners, bad lines.
 #include <gtest/gtest.h>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/report.hpp"
 

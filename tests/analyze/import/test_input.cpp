@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/input.hpp"
 #include "nvtrace/report_io.hpp"
 

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../../analyze/json_values.hpp"
 #include "json_write.hpp"
 #include "nvtrace/report.hpp"
 

@@ -2,6 +2,7 @@
 // each test says where its lines' shape comes from.
 #include <gtest/gtest.h>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/import.hpp"
 #include "nvtrace/knowledge.hpp"
 #include "nvtrace/report.hpp"

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "../../../analyze/json_values.hpp"
 #include "calls_jsonl.hpp"
 #include "json_write.hpp"
 #include "nvtrace/call_stream.hpp"

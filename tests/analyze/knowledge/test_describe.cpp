@@ -1,6 +1,7 @@
 // describe_ioctl: naming by number and by device path, and the encoding explained.
 #include <gtest/gtest.h>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "nvtrace/knowledge.hpp"
 

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "../../../analyze/json_values.hpp"
 #include "nvtrace/report_io.hpp"
 #include "nvtrace/tree.hpp"
 

@@ -1,7 +1,8 @@
 // Text from a trace or a saved report as the text outputs show it (docs/diff.md, docs/tree.md, docs/fleet.md,
 // docs/export.md "CSV"). Function names, comms, device paths, kernel-log lines and host strings come from files
 // anyone may have written: a newline in one would start a row of its own in a table (a forged row), an escape
-// sequence would drive the terminal. Private to analyze/ (header only: every area that prints text links core).
+// sequence would drive the terminal. Used by every command that prints such text (analyze/ and tracer/summary.cpp);
+// header only.
 #pragma once
 
 #include <string>
