@@ -147,8 +147,12 @@ Result<Stream> fgraph_text(const Input& in, const ReportRequest& req, std::optio
     auto s = read_fgraph_text_into(text, b);
     if (!s) return fail(s.error());
     if (auto bad = unusable_text(good_lines, s->diagnostics, name, TraceFormat::fgraph_text)) return fail(*bad);
-    records.side().diagnostics = std::move(s->diagnostics);
-    records.side().file_name = s->file_name;
+    // Everything the reader found beside the events (the comms went over with the events above).
+    EventStream& found = records.side();
+    found.diagnostics = std::move(s->diagnostics);
+    found.file_name = s->file_name;
+    found.entries_in_buffer = s->entries_in_buffer;  // the `trace` file header: B - A overwritten
+    found.entries_written = s->entries_written;
     if (auto f = finish(records, req, w); !f) return fail(f.error());
     return std::move(*rs);
 }

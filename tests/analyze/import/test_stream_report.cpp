@@ -152,6 +152,35 @@ TEST(StreamReport, SameReportAsWholeFileOnEveryFgraphCase) {
     }
 }
 
+// The `trace` file's "# entries-in-buffer/entries-written: A/B" header (kernel/trace/trace.c print_event_info)
+// says B - A entries were overwritten. The streamed route handed the reader's diagnostics on but not this header:
+// a function_graph text whose buffer had wrapped read as complete. On every case, with the header as the kernel
+// prints it (after "# tracer:") and with fewer in the buffer than written, the report is the whole file's and says
+// the entries were overwritten.
+TEST(StreamReport, EntriesOverwrittenHeaderOfFunctionGraphTextMakesTheReportIncomplete) {
+    auto cases = fgraph_cases();
+    ASSERT_GE(cases.size(), 5u);
+    for (const auto& c : cases) {
+        std::string text = slurp(c);
+        std::string header = "# entries-in-buffer/entries-written: 10/25   #P:4\n#\n";
+        std::size_t at = text.rfind("# tracer:", 0) == 0 ? text.find('\n') + 1 : 0;
+        std::string path = temp_file("entries.txt", text.substr(0, at) + header + text.substr(at));
+        auto in = import_file(path);
+        ASSERT_TRUE(in) << in.error().message;
+        if (has_diag(build_report(in->stream), "unsorted_timestamps")) continue;  // sorted only when whole
+        expect_same_report(path);
+        auto st = stream_file(path, nullptr);
+        ASSERT_TRUE(st) << st.error().message;
+        json r = report_of(*st->stream);
+        SCOPED_TRACE(c);
+        EXPECT_EQ(r["completeness"]["entries_in_buffer"], 10);
+        EXPECT_EQ(r["completeness"]["entries_written"], 25);
+        EXPECT_GE(r["completeness"]["overruns"].get<std::uint64_t>(), 15u);
+        EXPECT_FALSE(r["completeness"]["complete"].get<bool>());
+        std::filesystem::remove(path);
+    }
+}
+
 // Repeated until the reader drains (64 Ki events a chunk) several times: frames, paths and pids that
 // banners give to earlier lines must survive the drains.
 TEST(StreamReport, SameReportAcrossDrains) {
