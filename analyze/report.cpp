@@ -547,16 +547,22 @@ Report ReportBuilder::finish() {
     add_diag(cm, Diag::starts_mid_tree, g.starts_mid_tree, describe_place(g.first_starts_mid_tree, stream.file_name));
     if (g.depth_gaps)
         cm.reasons.push_back(fmt::format("{} calls whose parent entries are missing (depth gaps)", g.depth_gaps));
-    add_diag(cm, Diag::malformed_kmsg_record, bad_kmsg, first_bad_kmsg);
+    // A line or record that could not be read may have held anything: what it held is missing.
+    auto unreadable_reason = [&cm](const Diagnostic& d) {
+        const bool records = d.name == diagnostic_info(Diag::malformed_kmsg_record).name ||
+                             d.name == diagnostic_info(Diag::undecodable_record).name;
+        cm.reasons.push_back(fmt::format("{} {}{} could not be read (first: {})", thousands(d.count),
+                                         records ? "record" : "line", d.count == 1 ? "" : "s", d.first_example));
+    };
+    if (bad_kmsg) {
+        add_diag(cm, Diag::malformed_kmsg_record, bad_kmsg, first_bad_kmsg);
+        unreadable_reason(cm.diagnostics.back());
+    }
     for (const auto& d : stream.diagnostics) {
         cm.diagnostics.push_back(d);
         if (d.severity == "data_loss")
             cm.reasons.push_back(fmt::format("{}: {} ({})", d.name, d.count, d.first_example));
-        // A line that could not be read may have held anything: what it held is missing.
-        if (const DiagnosticInfo* info = find_diagnostic(d.name); info && info->unreadable) {
-            cm.reasons.push_back(fmt::format("{} line{} could not be read (first: {})", thousands(d.count),
-                                             d.count == 1 ? "" : "s", d.first_example));
-        }
+        if (const DiagnosticInfo* info = find_diagnostic(d.name); info && info->unreadable) unreadable_reason(d);
     }
     cm.complete = cm.reasons.empty();
 

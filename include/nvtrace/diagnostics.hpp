@@ -91,8 +91,9 @@ struct DiagnosticInfo {
     Diag id;
     std::string_view name;  // as written in report.json
     Severity severity;
-    // The lines it counts are unreadable: counted in completeness.unreadable_lines, with their own reason
-    // ("K lines could not be read"), so the report is incomplete although the severity is error.
+    // The lines (or records) it counts are unreadable: counted in completeness.unreadable_lines, with their own
+    // reason ("K lines could not be read"), so the report is incomplete although the severity is error: what they
+    // held is missing.
     bool unreadable;
     std::string_view meaning;  // one line, what a count of it means
 };
@@ -136,7 +137,7 @@ inline constexpr std::array kDiagnostics{
         "a CPU of function_graph text without a context-switch banner for 262,144 events: they keep pid -1"},
     DiagnosticInfo{Diag::unreadable_instance, "unreadable_instance", Severity::data_loss, false,
         "a buffer instance of a trace.dat that could not be opened: its events are missing"},
-    DiagnosticInfo{Diag::undecodable_record, "undecodable_record", Severity::error, false,
+    DiagnosticInfo{Diag::undecodable_record, "undecodable_record", Severity::error, true,
         "trace.dat funcgraph/ioctl records whose format nvtrace does not understand"},
     DiagnosticInfo{Diag::damaged_page, "damaged_page", Severity::data_loss, false,
         "ring-buffer pages of a capture whose event chain cannot be decoded: their events are lost"},
@@ -176,7 +177,7 @@ inline constexpr std::array kDiagnostics{
         "text before a kernel message's start, kept as the field `line_prefix`"},
     DiagnosticInfo{Diag::invalid_utf8, "invalid_utf8", Severity::info, false,
         "bytes that are not UTF-8 (kept; replaced by U+FFFD in JSON)"},
-    DiagnosticInfo{Diag::malformed_kmsg_record, "malformed_kmsg_record", Severity::error, false,
+    DiagnosticInfo{Diag::malformed_kmsg_record, "malformed_kmsg_record", Severity::error, true,
         "/dev/kmsg records that are not `<prio>,<seq>,<ts_usec>,<flags>;<msg>`"},
 };
 // clang-format on

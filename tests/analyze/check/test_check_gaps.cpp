@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "nvtrace/expect.hpp"
+#include "nvtrace/report.hpp"
 
 namespace nvtrace {
 namespace {
@@ -207,6 +208,33 @@ TEST(Check, OverwrittenKernelLogMakesOnlyLogAbsenceInconclusive) {
     EXPECT_EQ(m["no-xid"].result, "inconclusive") << m["no-xid"].why;
     EXPECT_NE(m["no-xid"].why.find("kernel log records were overwritten"), std::string::npos) << m["no-xid"].why;
     EXPECT_EQ(m["one-none"].result, "pass") << m["one-none"].why;
+}
+
+// A capture's /dev/kmsg record that is not `<prio>,<seq>,<ts_usec>,<flags>;<msg>` (kernel/printk/printk.c
+// devkmsg_read's layout: a sequence number that is not a number, no ';', a record cut short) may have been any
+// message, an Xid included: the report is incomplete and `absent log` cannot pass. It was counted as an error that
+// left the report complete, so `absent log xid` passed over the record it could not read.
+TEST(Check, KmsgRecordThatCannotBeReadMakesAbsentLogInconclusive) {
+    for (const char* bad : {"6,1,notanumber,-;NVRM: Xid (PCI:0000:01:00): 79", "6,2,1000,-", "6,", "4;x"}) {
+        SCOPED_TRACE(bad);
+        EventStream st;
+        st.kmsg = {KmsgRecordText{"6,1,1000,-;nvidia-uvm: Loaded the UVM driver"}, KmsgRecordText{bad}};
+        Report r = build_report(st);
+        EXPECT_FALSE(r.completeness.complete);
+        EXPECT_EQ(r.completeness.diagnostic_count(Diag::malformed_kmsg_record), 1u);
+        EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
+        ASSERT_FALSE(r.completeness.reasons.empty());
+        EXPECT_NE(r.completeness.reasons.back().find("1 record could not be read"), std::string::npos)
+            << r.completeness.reasons.back();
+        auto m = checks(r, "check no-xid\n  absent log xid\n");
+        EXPECT_EQ(m["no-xid"].result, "inconclusive") << m["no-xid"].why;
+    }
+    // Every record readable: complete, and the absence passes.
+    EventStream ok;
+    ok.kmsg = {KmsgRecordText{"6,1,1000,-;nvidia-uvm: Loaded the UVM driver"}};
+    Report r = build_report(ok);
+    EXPECT_TRUE(r.completeness.complete);
+    EXPECT_EQ(checks(r, "check no-xid\n  absent log xid\n")["no-xid"].result, "pass");
 }
 
 // A live capture that read its kernel log from /dev/kmsg (kmsg_clock recorded, no printk:console line): lost
