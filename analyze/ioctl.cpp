@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "nvtrace/knowledge.hpp"
+#include "slot_ring.hpp"
 
 namespace nvtrace {
 
@@ -475,36 +476,14 @@ struct IoctlCollector::State {
         auto it = pids.find(p);
         return it == pids.end() ? nullptr : &it->second;
     }
-    // The held records: a ring of slots reused record after record (a deque of records this size would
-    // allocate one block per record).
-    class Ring {
-    public:
-        bool empty() const { return size_ == 0; }
-        std::size_t size() const { return size_; }
-        Held& operator[](std::size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
-        Held& front() { return slots_[head_]; }
+    // The held records, in a ring of reused slots; push() gives a slot reset for a new record.
+    struct Ring : SlotRing<Held> {
         Held& push_back() {
-            if (size_ == slots_.size()) grow();
-            Held& h = (*this)[size_++];
+            Held& h = SlotRing<Held>::push_back();
             h.rec = IoctlRecord{};
             h.exit_marked = h.closed = false;
             return h;
         }
-        void pop_front() {
-            head_ = (head_ + 1) & (slots_.size() - 1);
-            --size_;
-        }
-
-    private:
-        void grow() {
-            std::vector<Held> bigger(std::max<std::size_t>(64, slots_.size() * 2));
-            for (std::size_t i = 0; i < size_; ++i)
-                bigger[i] = std::move((*this)[i]);
-            slots_ = std::move(bigger);
-            head_ = 0;
-        }
-        std::vector<Held> slots_;  // a power of two
-        std::size_t head_ = 0, size_ = 0;
     };
     Held* at(std::uint64_t seq) { return seq >= base && seq - base < held.size() ? &held[seq - base] : nullptr; }
 

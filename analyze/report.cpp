@@ -13,6 +13,7 @@
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "phases.hpp"
+#include "slot_ring.hpp"
 
 namespace nvtrace {
 
@@ -137,33 +138,7 @@ struct ReportBuilder::Linker {
     struct Root {
         std::uint64_t entry_ns, id;
     };
-    // The ioctls handed over by the collector, in enter order: a ring of slots reused record after record (a
-    // std::deque of records this size allocates and frees a block per record).
-    class Held {
-    public:
-        bool empty() const { return size_ == 0; }
-        IoctlRecord& front() { return slots_[head_]; }
-        void push_back(IoctlRecord&& r) {
-            if (size_ == slots_.size()) grow();
-            slots_[(head_ + size_++) & (slots_.size() - 1)] = std::move(r);
-        }
-        void pop_front() {
-            head_ = (head_ + 1) & (slots_.size() - 1);
-            --size_;
-        }
-
-    private:
-        void grow() {
-            std::vector<IoctlRecord> bigger(std::max<std::size_t>(16, slots_.size() * 2));
-            for (std::size_t i = 0; i < size_; ++i)
-                bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
-            slots_ = std::move(bigger);
-            head_ = 0;
-        }
-        std::vector<IoctlRecord> slots_;  // a power of two
-        std::size_t head_ = 0, size_ = 0;
-    };
-    Held held;
+    SlotRing<IoctlRecord> held;  // the ioctls handed over by the collector, in enter order
     std::unordered_map<int, std::deque<std::uint64_t>> enters;  // ioctl entry times per pid, not handed on yet
     std::unordered_map<int, std::vector<Root>> roots;           // root calls that may still join an ioctl
     std::vector<std::pair<std::uint64_t, std::uint64_t>> kmsg;  // merged [lo, hi] windows of the /dev/kmsg lines
