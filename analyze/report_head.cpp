@@ -1,7 +1,5 @@
 // The "source" and "environment" objects of report.json and meta.json (analyze/report_head.hpp): each struct names
 // its keys once (fields()), and the same list writes the JSON and reads it back.
-#include <nlohmann/json.hpp>
-
 #include "report_head.hpp"
 
 #include <type_traits>

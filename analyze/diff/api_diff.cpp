@@ -1,7 +1,5 @@
 // The API-call part of a diff (include/nvtrace/diff.hpp, docs/diff.md "API calls"): two reports' api_calls
 // aligned by (api, function), with their results, latency and the ioctls made inside them.
-#include <nlohmann/json.hpp>
-
 #include "api_diff.hpp"
 
 #include <algorithm>
