@@ -550,7 +550,9 @@ void IoctlCollector::add(const Event& ev) {
             s.comm_pid = ev.pid;
             s.comm = it != s.comms.end() ? &it->second : nullptr;
         }
-        if (s.comm) r.comm = *s.comm;
+        // "<...>" is ftrace's placeholder for a pid missing from saved_cmdlines (kernel/trace/trace.c,
+        // __trace_find_cmdline), not a name: the comm is not known ("").
+        if (s.comm && *s.comm != "<...>") r.comm = *s.comm;
         r.fd = e->fd;
         r.cmd = e->cmd;
         if (e->arg_known) r.arg = e->arg;

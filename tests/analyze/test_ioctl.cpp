@@ -81,6 +81,28 @@ TEST(Ioctl, PairsEnterAndExitPerPidAndLinksRootCalls) {
     EXPECT_FALSE(io[2].exit_ns.has_value());
 }
 
+// ftrace prints "<...>" for a pid missing from saved_cmdlines (kernel/trace/trace.c, __trace_find_cmdline), and
+// the live capture's comms hold it for such pids: it is no comm, yet the ioctl records kept it as one.
+TEST(Ioctl, FtracePlaceholderCommIsNotKeptAsTheComm) {
+    EventStream s;
+    s.comms[5] = "<...>";
+    s.comms[6] = "prog";
+    s.events = {
+        Event{10, 0, 5, false, IoctlEnter{3, 0x541B, 0}},
+        Event{11, 0, 5, false, IoctlExit{0}},
+        Event{12, 0, 6, false, IoctlEnter{3, 0x541B, 0}},
+        Event{13, 0, 6, false, IoctlExit{0}},
+    };
+    auto io = collect_ioctls(s, {});
+    ASSERT_EQ(io.size(), 2u);
+    EXPECT_EQ(io[0].comm, "");  // not known
+    EXPECT_EQ(io[1].comm, "prog");
+    auto rows = ioctl_stats(io);
+    ASSERT_EQ(rows.size(), 3u);  // the request, then one row per task
+    EXPECT_EQ(rows[1].comm, "");
+    EXPECT_EQ(rows[2].comm, "prog");
+}
+
 // ---- preload markers (docs/preload.md) -----------------------------------------------------------------------
 
 namespace {
