@@ -13,7 +13,8 @@ std::optional<std::string> ioctl_error_name(const IoctlRecord& io) {
     if (io.errno_name) return io.errno_name;
     if (!io.ret) return std::nullopt;  // exit not seen: the outcome is not known
     if (*io.ret < 0) {
-        // sys_exit_ioctl's ret is -errno (include/linux/err.h: -1..-MAX_ERRNO).
+        // ret is the kernel's -errno (include/linux/err.h: -1..-MAX_ERRNO) from every reader: sys_exit_ioctl's
+        // ret, and strace's "-1 ENAME" stored as -errno (libc's -1 is never a record's ret).
         if (*io.ret >= -4095)
             if (auto n = klog::errno_name_of(static_cast<int>(-*io.ret)); !n.empty()) return std::string(n);
         return fmt::format("ret={}", *io.ret);

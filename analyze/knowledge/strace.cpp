@@ -239,35 +239,104 @@ std::optional<std::uint64_t> parse_request(std::string_view s) {
 }
 
 struct CallResult {
-    std::optional<std::int64_t> ret;
+    std::optional<std::int64_t> ret;  // as printed: libc's -1 for a failed call
+    // What the kernel returned: -errno for a failed call whose errno is known, ret otherwise; nullopt when a
+    // failed call's errno is not known (a name nvtrace has no number for, a -1 without an errno).
+    std::optional<std::int64_t> syscall_ret;
     std::optional<std::string> error;  // everything after the value: "ENOTTY (Inappropriate ioctl for device)"
     std::optional<std::string> errno_name, errno_text;
+    std::optional<int> errno_number;     // from the name (strace's errno table), or "(errno 530)"
     std::optional<std::string> fd_path;  // -y on a returned fd: "= 15</dev/nvidiactl>"
     std::optional<std::uint64_t> duration_ns;
+    std::optional<std::string> problem;  // why the result could not be read, and what was expected
 };
 
-// "ENOTTY (Inappropriate ioctl for device)", "ERESTARTSYS (To be restarted if SA_RESTART is set)",
-// "E??? (errno 530)": strace's xlat of the errno (strace src/syscall.c, print_err_ret) as name and text.
+// The errno names strace prints (src/linux/generic/errnoent.h, generated from the kernel's
+// include/uapi/asm-generic/errno-base.h, errno.h and include/linux/errno.h): 1..133 with the numbering the C
+// library names on this ABI (strerrorname_np), and the kernel-internal codes 512..530.
+std::optional<int> errno_number_of(std::string_view name) {
+    static const std::map<std::string, int, std::less<>> table = [] {
+        std::map<std::string, int, std::less<>> t;
+        for (int e = 1; e < 512; ++e)
+            if (const char* n = strerrorname_np(e)) t.emplace(n, e);
+        for (auto [e, n] : {std::pair<int, const char*>{512, "ERESTARTSYS"},
+                            {513, "ERESTARTNOINTR"},
+                            {514, "ERESTARTNOHAND"},
+                            {515, "ENOIOCTLCMD"},
+                            {516, "ERESTART_RESTARTBLOCK"},
+                            {517, "EPROBE_DEFER"},
+                            {518, "EOPENSTALE"},
+                            {519, "ENOPARAM"},
+                            {521, "EBADHANDLE"},
+                            {522, "ENOTSYNC"},
+                            {523, "EBADCOOKIE"},
+                            {524, "ENOTSUPP"},
+                            {525, "ETOOSMALL"},
+                            {526, "ESERVERFAULT"},
+                            {527, "EBADTYPE"},
+                            {528, "EJUKEBOX"},
+                            {529, "EIOCBQUEUED"},
+                            {530, "ERECALLCONFLICT"}})
+            t.emplace(n, e);
+        return t;
+    }();
+    auto it = table.find(name);
+    if (it == table.end()) return std::nullopt;
+    return it->second;
+}
+
+// A failed call's errno after the value, in the forms of strace's src/syscall.c: print_err_ret
+// "ENOTTY (Inappropriate ioctl for device)" (the name, then strerror), "(errno 530)" for a number strace has no
+// name for (strace 4.10 and later), "E??? (errno 530)" (before 4.10); print_erestart "ERESTARTSYS (To be
+// restarted if SA_RESTART is set)". Fault injection (-e inject) appends " (INJECTED)".
 void split_errno(std::string_view rest, CallResult& out) {
     rest = trim(rest);
     if (rest.empty()) return;
     out.error = std::string(rest);
-    std::size_t sp = rest.find(' ');
-    std::string_view name = rest.substr(0, sp);
+    std::string_view name;
+    if (rest.front() != '(') {
+        std::size_t sp = rest.find(' ');
+        name = rest.substr(0, sp);
+        rest = sp == std::string_view::npos ? std::string_view() : trim(rest.substr(sp + 1));
+    }
+    std::string_view text;
+    if (starts_with(rest, "(")) {
+        std::size_t close = rest.find(')');
+        text = close == std::string_view::npos ? rest.substr(1) : rest.substr(1, close - 1);
+    }
+    if (starts_with(text, "errno ") && (name.empty() || name == "E???")) {
+        if (auto n = parse_int<int>(text.substr(6)); n && *n > 0) out.errno_number = *n;
+        return;  // strace printed no name (and no strerror text) for it
+    }
+    if (name.empty()) return;
     out.errno_name = std::string(name);
-    if (sp == std::string_view::npos) return;
-    std::string_view text = trim(rest.substr(sp + 1));
-    if (text.size() >= 2 && text.front() == '(' && text.back() == ')') text = text.substr(1, text.size() - 2);
-    out.errno_text = std::string(text);
+    out.errno_number = errno_number_of(name);
+    if (!text.empty() || starts_with(rest, "(")) out.errno_text = std::string(text);
 }
 
-// A call's result as the log gave it, onto its ioctl record (a whole line, or the `resumed` / gVisor X half).
+// A call's result as the log gave it, onto its ioctl record (a whole line, or the `resumed` / gVisor X half):
+// ret is the kernel's return (IoctlRecord::ret), as sys_exit_ioctl gives it.
 void take_result(StraceIoctl& io, const CallResult& res) {
-    io.ret = res.ret;
+    io.ret = res.syscall_ret;
     io.error = res.error;
     io.errno_name = res.errno_name;
     io.errno_text = res.errno_text;
     io.duration_ns = res.duration_ns;
+}
+
+// A return value as strace prints it (src/syscall.c, syscall_exiting_trace): signed decimal (PRINT_VAL_D), or
+// hex (RVAL_HEX; -e raw= prints every successful return in hex), of a 64-bit kernel_long_t.
+std::optional<std::int64_t> parse_return(std::string_view s) {
+    if (starts_with(s, "0x") || starts_with(s, "0X")) {
+        std::uint64_t v = 0;
+        auto [p, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
+        if (s.size() == 2 || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+        return static_cast<std::int64_t>(v);
+    }
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+    return v;
 }
 
 CallResult parse_result(std::string_view r) {
@@ -293,16 +362,32 @@ CallResult parse_result(std::string_view r) {
     }
     if (auto fd = parse_fd(num); fd && fd->second) {
         out.ret = fd->first;
+        out.syscall_ret = out.ret;
         out.fd_path = fd->second;
         return out;
     }
-    out.ret = parse_int<std::int64_t>(num);  // "?" (the call did not return: exit_group, ERESTARTSYS): none
+    // "?": no value reached the program (exit_group; print_erestart's "? ERESTARTSYS"; "? <unavailable>").
+    if (num != "?") {
+        out.ret = parse_return(num);
+        if (!out.ret) {
+            out.problem = fmt::format(
+                "return value '{}' is not a number that fits in 64 bits (expected a decimal or "
+                "0x... value, '?', or '-1 ENAME (text)')",
+                num);
+            return out;
+        }
+    }
     bool failed = (out.ret && *out.ret < 0) || num == "?";
     // "= 0x7f0c (flags O_RDONLY)"-style decoded values follow a success: not an errno.
-    if (failed && !rest.empty()) split_errno(rest, out);
-    if (out.ret && *out.ret == -1 && !out.errno_name) {
-        out.errno_name = "unknown";  // never derived from -1 (that is libc's -1, not -errno)
-        out.errno_text = "strace printed no errno";
+    if (failed && !rest.empty() && rest != "<unavailable>") split_errno(rest, out);
+    out.syscall_ret = out.ret;
+    if (out.ret && *out.ret == -1) {
+        // strace prints libc's -1 and the errno (print_err_ret); the kernel returned -errno.
+        out.syscall_ret = out.errno_number ? std::optional<std::int64_t>(-*out.errno_number) : std::nullopt;
+        if (!out.errno_name && !out.errno_number)
+            out.problem =
+                "'-1' without the errno strace prints after it (expected '-1 ENAME (text)' or "
+                "'-1 (errno N)')";
     }
     return out;
 }
@@ -578,6 +663,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         const std::optional<std::uint64_t> at = clock.at(l->stamp);
 
         if (l->name == "ioctl") {
+            if (res.problem) diag(Diag::strace_malformed_ioctl, lineno, *res.problem);
             if (l->resumed) {
                 auto it = pending.find(l->pid.value_or(-1));
                 if (it == pending.end()) return;
@@ -779,6 +865,7 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (starts_with(rest, "(") && rest.back() == ')')
                 res.duration_ns = parse_go_duration(rest.substr(1, rest.size() - 2));
         }
+        res.syscall_ret = res.ret;  // gVisor prints the kernel's view: the value, and errno=N on failure
         if (name != "ioctl") {
             if ((name == "openat" || name == "open") && half == 'X' && res.ret && *res.ret < 0 && args.size() >= 2) {
                 StraceOpen o;

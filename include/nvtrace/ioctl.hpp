@@ -173,9 +173,9 @@ private:
 // ---- ioctl statistics (Report::ioctl_stats, docs/report-format.md) ---------------------------------------
 
 // What one ioctl's outcome was for the statistics: nullopt when it succeeded or its outcome is not known (exit
-// not seen); else the error's name: the errno as the source printed it (strace's "ENOTTY"), else named from a
-// ret of -1..-4095 (the kernel's -errno: -25 -> "ENOTTY"; kernel-internal codes too: "ERESTARTSYS"; "ret=-N"
-// when the number has no name), else, for ret >= 0 with an RM/UVM status that is not NV_OK, that status
+// not seen, ret null); else the error's name: the errno as the source printed it (strace's "ENOTTY"), else named
+// from a ret of -1..-4095 (every reader's ret is the kernel's -errno, strace's too: -1 is EPERM, never libc's -1;
+// "ERESTARTSYS"; "ret=-N" when the number has no name), else, for ret >= 0 with an RM/UVM status not NV_OK, that status
 // ("NV_ERR_INVALID_ARGUMENT", "0x..." when the status table does not know it).
 std::optional<std::string> ioctl_error_name(const IoctlRecord& io);
 

@@ -77,11 +77,11 @@ struct IoctlRecord {
     // the RM class whose control interface it belongs to (bits 31..16, named from the class table) when known.
     std::optional<std::uint32_t> ctrl;
     std::optional<std::string> ctrl_class;
-    std::optional<std::int64_t> ret;  // null when the exit was not seen
-    // The errno as the source printed it, never derived from ret: strace "= -1 ENOTTY (Inappropriate ioctl
-    // for device)" gives ret -1, errno_name "ENOTTY", errno_text "Inappropriate ioctl for device" (kernel-internal
-    // codes as printed: "ERESTARTSYS"); gVisor "errno=22 (invalid argument)" gives "EINVAL" (the number
-    // named by the C library) and its text. Null for the kernel's own sys_exit_ioctl, whose ret is -errno.
+    std::optional<std::int64_t> ret;  // the kernel's return (-errno on failure); null when not seen or not known
+    // The errno as the source printed it, never derived from ret: strace "= -1 ENOTTY (Inappropriate ioctl for
+    // device)" gives errno_name "ENOTTY", errno_text "Inappropriate ioctl for device" and ret -25 (libc's -1 is
+    // not kept); "= -1 (errno 530)" gives ret -530, no name; a -1 without an errno gives ret null. gVisor "errno=22
+    // (invalid argument)" gives "EINVAL" (named by the C library), ret -22. Null for sys_exit_ioctl (ret: -errno).
     std::optional<std::string> errno_name;
     std::optional<std::string> errno_text;
     // ns on the trace clock; null when the source has no time for it (strace without -t/-tt/-ttt/-r, text

@@ -4,11 +4,28 @@
 
 #include <gtest/gtest.h>
 
+#include "nvtrace/import.hpp"
 #include "nvtrace/knowledge.hpp"
+#include "nvtrace/report.hpp"
 
 using namespace nvtrace;
 
 namespace {
+
+Report report_of(std::string_view text) {
+    auto in = import_text(text, "v.txt", TraceFormat::strace);
+    if (!in) {
+        ADD_FAILURE() << in.error().message;
+        return {};
+    }
+    return build_report(in->stream);
+}
+
+const Diagnostic* diagnostic(const std::vector<Diagnostic>& ds, std::string_view name) {
+    for (const Diagnostic& d : ds)
+        if (d.name == name) return &d;
+    return nullptr;
+}
 
 std::string read_case(const char* name) {
     std::ifstream in(std::string(NVTRACE_CASES_DIR) + "/" + name, std::ios::binary);
@@ -98,7 +115,7 @@ TEST(StraceReader, FdPathsFromOpenatAndDashY) {
     EXPECT_EQ(log.ioctls[2].fd_path, "/dev/nvidiactl");
     EXPECT_EQ(log.ioctls[2].pid, 1235);
     EXPECT_EQ(log.ioctls[3].cmd, 0x5401u);
-    EXPECT_EQ(log.ioctls[3].ret, -1);
+    EXPECT_EQ(log.ioctls[3].ret, -25);  // the kernel's -ENOTTY, not libc's -1
     EXPECT_EQ(log.ioctls[3].error, "ENOTTY (Inappropriate ioctl for device)");
     EXPECT_FALSE(log.ioctls[4].fd_path.has_value());  // closed
     EXPECT_FALSE(log.truncated);
@@ -115,4 +132,92 @@ TEST(StraceReader, UnfinishedAndResumedCallsPair) {
     EXPECT_EQ(log.ioctls[0].ret, 0);
     EXPECT_FALSE(log.ioctls[0].truncated);
     EXPECT_EQ(log.ioctls[0].line, 1u);
+}
+
+// strace prints a failed call as libc sees it, "-1" and the errno (src/syscall.c print_err_ret); the report's ret
+// is the kernel's (sys_exit_ioctl: -errno). A "= -1" without an errno gave errno_name "unknown"; with null
+// instead, the statistics would have named -1 EPERM. strace's forms: "-1 ENAME (strerror)", "-1 (errno N)" for a
+// number its table has no name for (4.10 and later), "-1 E??? (errno N)" (before), " (INJECTED)" after a fault
+// of -e inject, -e raw=ioctl's hex success and its unchanged error form; print_erestart's "? ERESTARTSYS (...)".
+TEST(StraceReader, MinusOneWithoutErrnoHasNoRetAndIsNotCountedAsEperm) {
+    const char* text =
+        "ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = -1\n"
+        "ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = -1 ENOTTY "
+        "(Inappropriate ioctl for device)\n"
+        "ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = -1 (errno 530)\n"
+        "ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = -1 E??? (errno 531)\n"
+        "ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = -1 EPERM (Operation not "
+        "permitted) (INJECTED)\n"
+        "ioctl(3</dev/nvidiactl>, 0xc020462a, 0x7ffd) = -1 EINVAL (Invalid argument)\n"
+        "ioctl(3</dev/nvidiactl>, 0xc020462a, 0x7ffd) = 0x1\n"
+        "ioctl(3</dev/nvidiactl>, 0xc020462a, 0x7ffd) = ? ERESTARTSYS (To be restarted if SA_RESTART is set)\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 8u);
+    const StraceIoctl* io = log.ioctls.data();
+    EXPECT_FALSE(io[0].ret);
+    EXPECT_FALSE(io[0].errno_name);
+    EXPECT_EQ(io[1].ret, -25);
+    EXPECT_EQ(io[1].errno_name, "ENOTTY");
+    EXPECT_EQ(io[1].errno_text, "Inappropriate ioctl for device");
+    EXPECT_EQ(io[2].ret, -530);
+    EXPECT_FALSE(io[2].errno_name);
+    EXPECT_EQ(io[3].ret, -531);
+    EXPECT_FALSE(io[3].errno_name);
+    EXPECT_EQ(io[4].ret, -1);  // -EPERM
+    EXPECT_EQ(io[4].errno_name, "EPERM");
+    EXPECT_EQ(io[4].errno_text, "Operation not permitted");
+    EXPECT_EQ(io[5].ret, -22);
+    EXPECT_EQ(io[6].ret, 1);
+    EXPECT_FALSE(io[7].ret);
+    EXPECT_EQ(io[7].errno_name, "ERESTARTSYS");
+    const Diagnostic* d = diagnostic(log.diagnostics, "strace_malformed_ioctl");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 1u);
+    EXPECT_EQ(d->first_example,
+              "v.txt:1: '-1' without the errno strace prints after it (expected '-1 ENAME (text)' or '-1 (errno N)')");
+
+    Report r = report_of(text);
+    ASSERT_EQ(r.ioctls.size(), 8u);
+    EXPECT_FALSE(r.ioctls[0].ret);
+    EXPECT_FALSE(r.ioctls[0].errno_name);
+    EXPECT_EQ(r.ioctls[1].ret, -25);
+    EXPECT_FALSE(r.completeness.complete);
+    ASSERT_FALSE(r.ioctl_stats.empty());
+    const IoctlStat& s = r.ioctl_stats[0];
+    EXPECT_EQ(s.count, 8u);
+    EXPECT_EQ(s.errors, 6u);  // ENOTTY, -530, -531, EPERM, EINVAL, ERESTARTSYS; the first's outcome is unknown
+    EXPECT_EQ(s.errors_by_name.count("EPERM"), 1u);
+    EXPECT_EQ(s.errors_by_name.at("EPERM"), 1u);  // the injected one only, never the bare -1
+    EXPECT_EQ(s.errors_by_name.count("unknown"), 0u);
+    EXPECT_EQ(s.unfinished, 1u);
+}
+
+// A return strace cannot print (its kernel_long_t is 64 bits: PRINT_VAL_D, or hex with -e raw=) read as no
+// return at all, so the call counted as unfinished without a word. It is a malformed line naming file:line.
+TEST(StraceReader, ReturnThatDoesNotFitIsAMalformedLineNamingFileAndLine) {
+    const char* text =
+        "ioctl(3, TCGETS, 0x7ffd) = 0\n"
+        "ioctl(3, TCGETS, 0x7ffd) = 99999999999999999999\n"
+        "ioctl(3, TCGETS, 0x7ffd) = 9223372036854775808\n"
+        "ioctl(3, TCGETS, 0x7ffd) = 0x10000000000000000\n"
+        "ioctl(3, TCGETS, 0x7ffd) = 12abc\n"
+        "ioctl(3, TCGETS, 0x7ffd) = 9223372036854775807\n"
+        "ioctl(3, TCGETS, 0x7ffd) = 0x8000000000000000\n"
+        "ioctl(3, TCGETS, 0x7ffd <unfinished ...>\n"
+        "<... ioctl resumed>) = 18446744073709551616\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 8u);
+    for (int i : {1, 2, 3, 4, 7})
+        EXPECT_FALSE(log.ioctls[static_cast<std::size_t>(i)].ret) << i;
+    EXPECT_EQ(log.ioctls[5].ret, INT64_MAX);
+    EXPECT_EQ(log.ioctls[6].ret, INT64_MIN);  // 64 bits of hex: the kernel_long_t itself
+    const Diagnostic* d = diagnostic(log.diagnostics, "strace_malformed_ioctl");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 5u);
+    EXPECT_EQ(d->first_example,
+              "v.txt:2: return value '99999999999999999999' is not a number that fits in 64 bits (expected a "
+              "decimal or 0x... value, '?', or '-1 ENAME (text)')");
+    Report r = report_of(text);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 5u);
 }
