@@ -57,13 +57,23 @@ struct Line {
     bool complete = false;    // closing parenthesis and " = " seen
 };
 
-// Skips "[pid N] ", "N " (strace -f into one file) and -t/-tt/-ttt/-r timestamps (the last one kept in `stamp`).
+// "1234" or, with --decode-pids=comm, "1234<python3>" (strace printleader: the comm quoted with '<' and '>'
+// escaped, so the first '>' closes it): the pid.
+std::optional<int> prefix_pid(std::string_view tok) {
+    if (auto lt = tok.find('<'); lt != std::string_view::npos && tok.back() == '>') tok = tok.substr(0, lt);
+    return parse_int<int>(tok);
+}
+
+// Skips "[pid N] ", "N " (strace -f into one file), their --decode-pids=comm forms "[pid N<comm>] " and
+// "N<comm> ", and -t/-tt/-ttt/-r timestamps (the last one kept in `stamp`).
 std::string_view strip_prefix(std::string_view s, std::optional<int>& pid, std::string_view* stamp = nullptr) {
     s = trim(s);
     if (starts_with(s, "[pid ")) {
-        auto close = s.find(']');
+        std::size_t from = 5;  // a comm may hold ']'
+        if (auto lt = s.find('<'); lt != std::string_view::npos && lt < s.find(']')) from = s.find('>', lt);
+        auto close = from == std::string_view::npos ? from : s.find(']', from);
         if (close != std::string_view::npos) {
-            pid = parse_int<int>(s.substr(5, close - 5));
+            pid = prefix_pid(trim(s.substr(5, close - 5)));
             s = trim(s.substr(close + 1));
         }
     }
@@ -71,6 +81,13 @@ std::string_view strip_prefix(std::string_view s, std::optional<int>& pid, std::
         std::size_t n = 0;
         while (n < s.size() && (std::isdigit(static_cast<unsigned char>(s[n])) || s[n] == '.' || s[n] == ':'))
             ++n;
+        if (n > 0 && n < s.size() && s[n] == '<') {  // "1234<python3> "
+            std::size_t gt = s.find('>', n);
+            if (gt == std::string_view::npos || gt + 1 >= s.size() || s[gt + 1] != ' ') break;
+            if (!pid) pid = prefix_pid(s.substr(0, gt + 1));
+            s = trim(s.substr(gt + 1));
+            continue;
+        }
         if (n == 0 || n >= s.size() || s[n] != ' ') break;
         std::string_view tok = s.substr(0, n);
         if (tok.find_first_of(".:") == std::string_view::npos) {
@@ -211,31 +228,176 @@ std::optional<std::string> parse_string(std::string_view s) {
     return std::nullopt;
 }
 
-// "_IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x28)", "0xc028462b", "TCGETS", "DRM_IOCTL_VERSION".
-std::optional<std::uint64_t> parse_request(std::string_view s) {
+// A request as strace's SYS_FUNC(ioctl) (src/ioctl.c) prints it, and why it gave no number when it did not.
+struct Request {
+    std::optional<std::uint64_t> cmd;
+    bool malformed = false;  // not something strace prints (a field too wide): the line is damaged
+    std::string why;         // without cmd: what was expected
+};
+
+// The _IOC fields' widths on x86-64, include/uapi/asm-generic/ioctl.h: _IOC_NRBITS 8, _IOC_TYPEBITS 8,
+// _IOC_SIZEBITS 14, _IOC_DIRBITS 2. strace prints each field already masked (_IOC_TYPE(code), ...), so a wider
+// value is not strace's output.
+Request ioc_request(std::string_view text, unsigned dir, std::uint64_t type, std::uint64_t nr, std::uint64_t size) {
+    Request r;
+    auto too_wide = [&](std::string_view field, std::uint64_t v, unsigned bits) {
+        r.malformed = true;
+        r.why = fmt::format(
+            "request {}: _IOC {} 0x{:x} does not fit its {} bits (include/uapi/asm-generic/ioctl.h: "
+            "expected _IOC(dir, type <= 0xff, nr <= 0xff, size <= 0x3fff))",
+            text, field, v, bits);
+        return r;
+    };
+    if (type > 0xff) return too_wide("type", type, 8);
+    if (nr > 0xff) return too_wide("nr", nr, 8);
+    if (size > 0x3fff) return too_wide("size", size, 14);
+    r.cmd = encode_ioc(dir, static_cast<unsigned>(type), static_cast<unsigned>(nr), static_cast<unsigned>(size));
+    return r;
+}
+
+// "_IOC_READ|_IOC_WRITE", "_IOC_NONE", "0" (the older spelling of _IOC_NONE): strace's ioctl_dirs xlat.
+std::optional<unsigned> parse_ioc_dir(std::string_view d) {
+    unsigned dir = 0;
+    bool any = false;
+    while (!d.empty()) {
+        std::size_t bar = d.find('|');
+        std::string_view tok = trim(d.substr(0, bar));
+        d = bar == std::string_view::npos ? std::string_view() : d.substr(bar + 1);
+        any = true;
+        if (tok == "_IOC_NONE") continue;
+        if (tok == "_IOC_WRITE")
+            dir |= 1;
+        else if (tok == "_IOC_READ")
+            dir |= 2;
+        else if (auto n = parse_int<std::uint64_t>(tok); n && *n <= 3)
+            dir |= static_cast<unsigned>(*n);
+        else
+            return std::nullopt;
+    }
+    if (!any) return std::nullopt;
+    return dir;
+}
+
+// strace's decoders that print a request as NAME(size) (src/ioctl.c: evdev_decode_number, hiddev_decode_number,
+// ioctl_decode_command_number): direction, type and nr are fixed, the printed value is _IOC_SIZE. Decoders whose
+// printed value is not the size (EVIOCGABS, EVIOCSABS, MIXER_READ, MIXER_WRITE: the size is not printed) and
+// HIDIOCSFEATURE (_IOC_READ or _IOC_READ|_IOC_WRITE) give no number.
+struct SizedRequest {
+    std::string_view name;
+    unsigned dir;
+    char type;
+    unsigned nr;
+};
+constexpr SizedRequest kSizedRequests[] = {
+    {"EVIOCGNAME", 2, 'E', 0x06},     {"EVIOCGPHYS", 2, 'E', 0x07},      {"EVIOCGUNIQ", 2, 'E', 0x08},
+    {"EVIOCGPROP", 2, 'E', 0x09},     {"EVIOCGMTSLOTS", 2, 'E', 0x0a},   {"EVIOCGKEY", 2, 'E', 0x18},
+    {"EVIOCGLED", 2, 'E', 0x19},      {"EVIOCGSND", 2, 'E', 0x1a},       {"EVIOCGSW", 2, 'E', 0x1b},
+    {"HIDIOCGRAWNAME", 2, 'H', 0x04}, {"HIDIOCGRAWPHYS", 2, 'H', 0x05},  {"HIDIOCGRAWUNIQ", 2, 'H', 0x08},
+    {"HIDIOCGPHYS", 2, 'H', 0x12},    {"HIDIOCGFEATURE", 3, 'H', 0x07},  {"UI_GET_SYSNAME", 2, 'U', 0x2c},
+    {"JSIOCGNAME", 2, 'j', 0x13},     {"SPI_IOC_MESSAGE", 1, 'k', 0x00},
+};
+// EVIOCGBIT(ev, len): _IOC(_IOC_READ, 'E', 0x20 + ev, len), ev printed as 0 or by its EV_* name
+// (include/uapi/linux/input-event-codes.h, strace's xlat/evdev_ev.in).
+constexpr std::pair<std::string_view, unsigned> kEvdevTypes[] = {
+    {"EV_SYN", 0x00}, {"EV_KEY", 0x01}, {"EV_REL", 0x02}, {"EV_ABS", 0x03}, {"EV_MSC", 0x04}, {"EV_SW", 0x05},
+    {"EV_LED", 0x11}, {"EV_SND", 0x12}, {"EV_REP", 0x14}, {"EV_FF", 0x15},  {"EV_PWR", 0x16}, {"EV_FF_STATUS", 0x17},
+};
+
+// One alternative of a symbolic request: "TCGETS", "EVIOCGNAME(256)", "EVIOCGBIT(EV_KEY, 96)".
+std::optional<std::uint64_t> named_request(std::string_view s) {
+    if (auto open = s.find('('); open != std::string_view::npos && s.back() == ')') {
+        std::string_view name = s.substr(0, open);
+        auto args = split_args(s.substr(open + 1, s.size() - open - 2));
+        if (name == "EVIOCGBIT" && args.size() == 2) {
+            std::optional<unsigned> ev;
+            if (auto n = parse_int<unsigned>(args[0]); n && *n <= 0x1f) ev = *n;
+            for (auto [nm, v] : kEvdevTypes)
+                if (args[0] == nm) ev = v;
+            auto len = parse_int<std::uint64_t>(args[1]);
+            if (!ev || !len || *len > 0x3fff) return std::nullopt;
+            return encode_ioc(2, 'E', 0x20 + *ev, static_cast<unsigned>(*len));
+        }
+        for (const SizedRequest& q : kSizedRequests) {
+            if (name != q.name || args.size() != 1) continue;
+            auto len = parse_int<std::uint64_t>(args[0]);
+            if (!len || *len > 0x3fff) return std::nullopt;
+            return encode_ioc(q.dir, static_cast<unsigned char>(q.type), q.nr, static_cast<unsigned>(*len));
+        }
+        return std::nullopt;
+    }
+    return ioctl_number_by_name(s);
+}
+
+// The request argument as strace prints it (src/ioctl.c, SYS_FUNC(ioctl)): -X abbrev (the default) prints the
+// name from strace's ioctl table, every name of that number joined by " or " ("FIONREAD or TIOCINQ"), a decoder's
+// "EVIOCGNAME(256)", or "_IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x28)" for a number it has no name for; -X raw
+// the number "0xc028462b"; -X verbose the number and the name in a comment "0xc0406400 /* DRM_IOCTL_VERSION */".
+Request parse_request(std::string_view s) {
     s = trim(s);
+    Request r;
     if (starts_with(s, "_IOC(") && s.back() == ')') {
         auto parts = split_args(s.substr(5, s.size() - 6));
-        if (parts.size() != 4) return std::nullopt;
-        unsigned dir = 0;
-        std::string_view d = parts[0];
-        if (d.find("_IOC_WRITE") != std::string_view::npos) dir |= 1;
-        if (d.find("_IOC_READ") != std::string_view::npos) dir |= 2;
-        if (dir == 0 && d.find("_IOC_NONE") == std::string_view::npos) {
-            auto n = parse_int<unsigned>(d);
-            if (!n) return std::nullopt;
-            dir = *n;
+        auto dir = parts.size() == 4 ? parse_ioc_dir(parts[0]) : std::nullopt;
+        auto type = parts.size() == 4 ? parse_int<std::uint64_t>(parts[1]) : std::nullopt;
+        auto nr = parts.size() == 4 ? parse_int<std::uint64_t>(parts[2]) : std::nullopt;
+        auto size = parts.size() == 4 ? parse_int<std::uint64_t>(parts[3]) : std::nullopt;
+        if (!dir || !type || !nr || !size) {
+            r.malformed = true;
+            r.why = fmt::format(
+                "request {}: expected _IOC(dir, type, nr, size) with dir _IOC_NONE, _IOC_READ, "
+                "_IOC_WRITE or both joined by '|', and numbers",
+                s);
+            return r;
         }
-        auto type = parse_int<unsigned>(parts[1]);
-        auto nr = parse_int<unsigned>(parts[2]);
-        auto size = parse_int<unsigned>(parts[3]);
-        if (!type || !nr || !size) return std::nullopt;
-        return encode_ioc(dir, *type, *nr, *size);
+        return ioc_request(s, *dir, *type, *nr, *size);
     }
-    if (auto n = parse_int<std::uint64_t>(s)) return *n;
-    // strace -X verbose prints "0xc0406400 /* DRM_IOCTL_VERSION */".
-    if (auto c = s.find(" /*"); c != std::string_view::npos) return parse_request(s.substr(0, c));
-    return ioctl_number_by_name(s);
+    if (starts_with(s, "0x") || (!s.empty() && std::isdigit(static_cast<unsigned char>(s.front())))) {
+        // -X verbose: the number, then its name (or _IOC(...)) in a comment.
+        std::string_view num = s.substr(0, s.find(' '));
+        std::string_view rest = trim(s.substr(num.size()));
+        auto n = parse_int<std::uint64_t>(num);
+        if (n && *n <= 0xffffffffu &&
+            (rest.empty() || (starts_with(rest, "/*") && rest.size() >= 4 && rest.substr(rest.size() - 2) == "*/"))) {
+            r.cmd = *n;
+            return r;
+        }
+        r.malformed = true;
+        r.why = n && *n > 0xffffffffu
+                    ? fmt::format(
+                          "request {}: does not fit the 32 bits of ioctl(2)'s request (strace prints it as "
+                          "an unsigned int)",
+                          s)
+                    : fmt::format("request {}: expected a number, optionally followed by /* its name */", s);
+        return r;
+    }
+    // Every name strace printed for the number: they are one number, so the first nvtrace knows gives it; two
+    // known names with different numbers say nvtrace's table and strace's disagree, and give none.
+    std::string_view rest = s;
+    std::vector<std::string_view> names;
+    while (!rest.empty()) {
+        std::size_t sep = rest.find(" or ");
+        names.push_back(trim(rest.substr(0, sep)));
+        rest = sep == std::string_view::npos ? std::string_view() : rest.substr(sep + 4);
+    }
+    for (std::string_view name : names) {
+        auto n = named_request(name);
+        if (!n) continue;
+        if (r.cmd && *r.cmd != *n) {
+            r.why = fmt::format(
+                "request {}: names nvtrace knows with different numbers (0x{:x}, 0x{:x}); the call is "
+                "left out of ioctls",
+                s, *r.cmd, *n);
+            r.cmd.reset();
+            return r;
+        }
+        r.cmd = n;
+    }
+    if (!r.cmd)
+        r.why = fmt::format(
+            "request {}: a name nvtrace has no number for (strace -X raw or -X verbose prints the "
+            "number); the call is left out of ioctls",
+            s);
+    return r;
 }
 
 struct CallResult {
@@ -692,8 +854,13 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (args.size() >= 2) {
                 io.cmd_text = std::string(args[1]);
                 // A truncated line may cut the request itself: keep it only when it parsed whole.
-                if (!truncated || args.size() >= 3) io.cmd = parse_request(args[1]);
-                if (!io.cmd && !truncated) diag(Diag::strace_unknown_request, lineno, io.cmd_text);
+                if (!truncated || args.size() >= 3) {
+                    Request req = parse_request(args[1]);
+                    io.cmd = req.cmd;
+                    if (!io.cmd)
+                        diag(req.malformed ? Diag::strace_malformed_ioctl : Diag::strace_unknown_request, lineno,
+                             req.why);
+                }
             }
             if (args.size() >= 3) io.arg = std::string(args[2]);
             take_result(io, res);
@@ -903,7 +1070,10 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
         io.entered = half == 'E';
         if (args.size() >= 2) {
             io.cmd_text = std::string(args[1]);
-            io.cmd = parse_request(args[1]);
+            Request req = parse_request(args[1]);
+            io.cmd = req.cmd;
+            if (!io.cmd)
+                diag(req.malformed ? Diag::strace_malformed_ioctl : Diag::strace_unknown_request, lineno, req.why);
         }
         if (args.size() >= 3) io.arg = std::string(args[2]);
         if (half == 'X') {

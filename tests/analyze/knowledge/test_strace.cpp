@@ -134,6 +134,51 @@ TEST(StraceReader, UnfinishedAndResumedCallsPair) {
     EXPECT_EQ(log.ioctls[0].line, 1u);
 }
 
+// strace's SYS_FUNC(ioctl) (src/ioctl.c) prints a request it has a name for by that name. A name nvtrace has no
+// number for left the call out of the report's ioctls with an info diagnostic, and the report said complete.
+// The forms are strace's: a name of its table, every name of the number joined by " or "
+// (tprint_alternative_value), a decoder's NAME(size) (evdev_decode_number, hiddev_decode_number), -X verbose
+// "0x... /* NAME */".
+TEST(StraceReader, UnknownSymbolicRequestMakesTheReportIncompleteWithItsName) {
+    const char* text =
+        "ioctl(3, SNDRV_CTL_IOCTL_PVERSION, 0x7ffd) = 0\n"
+        "ioctl(4</dev/input/event3>, EVIOCGNAME(256), 0x7ffd) = 8\n"
+        "ioctl(4</dev/input/event3>, EVIOCGBIT(EV_KEY, 96), 0x7ffd) = 96\n"
+        "ioctl(4</dev/input/event3>, EVIOCGBIT(0, 8), 0x7ffd) = 8\n"
+        "ioctl(4</dev/input/event3>, EVIOCGABS(ABS_X), 0x7ffd) = 0\n"
+        "ioctl(5, SOME_OTHER_NAME or TCGETS, 0x7ffd) = 0\n"
+        "ioctl(6, 0xc0045500 /* SNDRV_CTL_IOCTL_PVERSION */, 0x7ffd) = 0\n"
+        "ioctl(7, HIDIOCGRAWNAME(64), 0x7ffd) = 5\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 8u);
+    EXPECT_FALSE(log.ioctls[0].cmd);
+    EXPECT_EQ(log.ioctls[0].cmd_text, "SNDRV_CTL_IOCTL_PVERSION");
+    EXPECT_EQ(log.ioctls[1].cmd, 0x81004506u);  // _IOC(_IOC_READ, 'E', 0x06, 256)
+    EXPECT_EQ(log.ioctls[2].cmd, 0x80604521u);  // _IOC(_IOC_READ, 'E', 0x20 + EV_KEY, 96)
+    EXPECT_EQ(log.ioctls[3].cmd, 0x80084520u);
+    EXPECT_FALSE(log.ioctls[4].cmd);  // EVIOCGABS's size is not printed
+    EXPECT_EQ(log.ioctls[5].cmd, 0x5401u);
+    EXPECT_EQ(log.ioctls[6].cmd, 0xc0045500u);
+    EXPECT_EQ(log.ioctls[7].cmd, 0x80404804u);  // _IOC(_IOC_READ, 'H', 0x04, 64)
+    const Diagnostic* d = diagnostic(log.diagnostics, "strace_unknown_request");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 2u);
+    EXPECT_EQ(d->severity, "data_loss");
+    EXPECT_EQ(d->first_example,
+              "v.txt:1: request SNDRV_CTL_IOCTL_PVERSION: a name nvtrace has no number for (strace -X raw or -X "
+              "verbose prints the number); the call is left out of ioctls");
+
+    Report r = report_of(text);
+    EXPECT_EQ(r.ioctls.size(), 6u);
+    EXPECT_FALSE(r.completeness.complete);
+    bool reason = false;
+    for (const std::string& s : r.completeness.reasons)
+        reason = reason || s.find("strace_unknown_request: 2 (v.txt:1: request SNDRV_CTL_IOCTL_PVERSION") == 0;
+    EXPECT_TRUE(reason);
+    // Every request nvtrace could number: the report says complete.
+    EXPECT_TRUE(report_of("ioctl(5, SOME_OTHER_NAME or TCGETS, 0x7ffd) = 0\n").completeness.complete);
+}
+
 // strace prints a failed call as libc sees it, "-1" and the errno (src/syscall.c print_err_ret); the report's ret
 // is the kernel's (sys_exit_ioctl: -errno). A "= -1" without an errno gave errno_name "unknown"; with null
 // instead, the statistics would have named -1 EPERM. strace's forms: "-1 ENAME (strerror)", "-1 (errno N)" for a
@@ -220,4 +265,62 @@ TEST(StraceReader, ReturnThatDoesNotFitIsAMalformedLineNamingFileAndLine) {
     Report r = report_of(text);
     EXPECT_FALSE(r.completeness.complete);
     EXPECT_EQ(r.completeness.unreadable_lines(), 5u);
+}
+
+// include/uapi/asm-generic/ioctl.h gives the _IOC fields 8 (nr), 8 (type), 14 (size) and 2 (dir) bits, and strace
+// prints each already masked (src/ioctl.c, ioctl_print_code). A wider field was masked silently (type 0x146 read
+// as 0x46): it is a malformed request now, as are a direction that is not _IOC_NONE/_IOC_READ/_IOC_WRITE and a
+// number over ioctl(2)'s 32-bit request.
+TEST(StraceReader, IocFieldWiderThanItsBitsIsRefusedNotMasked) {
+    const char* text =
+        "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x146, 0x2a, 0x20), 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x12a, 0x20), 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x4000), 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(_IOC_READ|_IOC_WRTIE, 0x46, 0x2a, 0x20), 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(4, 0x46, 0x2a, 0x20), 0x7ffd) = 0\n"
+        "ioctl(3, 0x1c028462b, 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(_IOC_READ|_IOC_WRITE, 0xff, 0xff, 0x3fff), 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(0, 0x54, 0x1, 0), 0x7ffd) = 0\n"
+        "ioctl(3, _IOC(_IOC_NONE, 0, 0x1, 0x3000), 0x7ffd) = 0\n"
+        "ioctl(3, 0xc028462b /* _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x28) */, 0x7ffd) = 0\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 10u);
+    for (std::size_t i = 0; i < 6; ++i)
+        EXPECT_FALSE(log.ioctls[i].cmd) << i;
+    EXPECT_EQ(log.ioctls[6].cmd, 0xffffffffu);
+    EXPECT_EQ(log.ioctls[7].cmd, 0x5401u);
+    EXPECT_EQ(log.ioctls[8].cmd, 0x30000001u);
+    EXPECT_EQ(log.ioctls[9].cmd, 0xc028462bu);
+    const Diagnostic* d = diagnostic(log.diagnostics, "strace_malformed_ioctl");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 6u);
+    EXPECT_EQ(d->first_example,
+              "v.txt:1: request _IOC(_IOC_READ|_IOC_WRITE, 0x146, 0x2a, 0x20): _IOC type 0x146 does not fit its 8 "
+              "bits (include/uapi/asm-generic/ioctl.h: expected _IOC(dir, type <= 0xff, nr <= 0xff, size <= "
+              "0x3fff))");
+    EXPECT_FALSE(diagnostic(log.diagnostics, "strace_unknown_request"));
+    Report r = report_of(text);
+    EXPECT_EQ(r.ioctls.size(), 4u);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 6u);
+}
+
+// strace --decode-pids=comm (strace printleader, print_comm_str) prints the task's comm after its pid:
+// "[pid 1234<python3>] " with -f on one output, "1234<python3> " with -ff or -o. The pid was lost and, in the
+// second form, the whole call with it.
+TEST(StraceReader, DecodePidsCommPrefixKeepsThePidAndTheCall) {
+    const char* text =
+        "[pid  1234<python3>] ioctl(3, TCGETS, 0x7ffd) = 0\n"
+        "1235<cuda-EvtHandlr> 10:00:00.000001 ioctl(4, TCGETS, 0x7ffd) = 0\n"
+        "[pid 1236<a]b>] ioctl(5, TCGETS, 0x7ffd) = 0\n"
+        "1237 ioctl(6, TCGETS, 0x7ffd) = 0\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    ASSERT_EQ(log.ioctls.size(), 4u);
+    EXPECT_EQ(log.ioctls[0].pid, 1234);
+    EXPECT_EQ(log.ioctls[1].pid, 1235);
+    EXPECT_EQ(log.ioctls[1].enter_ns, 36'000'000'001'000u);
+    EXPECT_EQ(log.ioctls[2].pid, 1236);
+    EXPECT_EQ(log.ioctls[2].fd, 5);
+    EXPECT_EQ(log.ioctls[3].pid, 1237);
+    EXPECT_TRUE(log.diagnostics.empty());
 }
