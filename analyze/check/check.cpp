@@ -229,17 +229,23 @@ std::vector<Window> phase_windows(const Report& r, const std::string& phase) {
 }
 
 // Where the report says data is missing. A gap (completeness.gaps) is placed by its CPU and time: its data lies
-// between the CPU's recorded events around the mark (the report's calls and events with that CPU; ioctls and
-// markers carry no CPU, so the neighbours found may lie farther out than the real ones, never nearer):
+// between the CPU's recorded events around the mark (the report's calls and events with that CPU: a call's entry
+// when it was recorded, an orphan return's exit; ioctls, markers, the exits of calls whose entry was recorded (a
+// task may return on another CPU) and times that were inferred carry no CPU here, so the neighbours found may lie
+// farther out than the real ones, never nearer):
 //  - buffer_started on CPU N: N's events before its first event after the mark were overwritten (ftrace prints
 //    the mark before that event; kernel/trace/trace.c, test_cpu_buff_start);
-//  - lost_events on CPU N: between N's event before the mark and its event at or after it (a ring-buffer page's
-//    missed events precede its first record; "CPU:N [LOST M EVENTS]" precedes N's next line);
+//  - lost_events on CPU N at time T, the time of N's first record after the loss (a ring-buffer page's missed
+//    events precede its first record; "CPU:N [LOST M EVENTS]" is printed with N's next record and the text
+//    readers give it that record's time): between N's last event before T and its first at or after T;
 //  - a gap without a CPU (an elided row): between the events of any CPU around it.
 // A gap without a time, and every loss the report counts but does not place, hides everything, except that a
 // loss of the ring buffer cannot hide kernel-log lines that did not come through it: a live capture that read
 // /dev/kmsg (kmsg_clock recorded) and has no printk:console line (attached "console") in its kernel log.
 std::vector<Hole> build_holes(const Report& r) {
+    // function_graph text's context-switch banner (fgraph_text.cpp): its time is the line's before it, which may
+    // be another CPU's, so it places nothing.
+    static constexpr std::string_view kBorrowedTimeEvent = "nvtrace:task_switch";
     const Completeness& cm = r.completeness;
     std::vector<Hole> holes;
     const bool log_outside_buffer =
@@ -248,13 +254,20 @@ std::vector<Hole> build_holes(const Report& r) {
     const unsigned buffer_data = log_outside_buffer ? kAllData & ~kLog : kAllData;
     std::map<int, std::vector<std::uint64_t>> cpu_times;  // CPU -> times of its recorded events, sorted
     std::vector<std::uint64_t> all_times;
-    for (const Call& c : r.calls)
-        if (c.entry_ns) {
+    for (const Call& c : r.calls) {
+        if (!c.entry_ns) continue;
+        if (c.entry_seen) {
             if (c.cpu >= 0) cpu_times[c.cpu].push_back(*c.entry_ns);
             all_times.push_back(*c.entry_ns);
+        } else if (c.exit_seen && c.duration_ns) {
+            // An inferred entry's time is the return's less its duration: no event was recorded then (the entry
+            // may lie in the very gap). The return was recorded, on the call's CPU.
+            if (c.cpu >= 0) cpu_times[c.cpu].push_back(*c.entry_ns + *c.duration_ns);
+            all_times.push_back(*c.entry_ns + *c.duration_ns);
         }
+    }
     for (const EventRecord& e : r.events)
-        if (e.ts_ns) {
+        if (e.ts_ns && e.name != kBorrowedTimeEvent) {
             if (e.cpu >= 0) cpu_times[e.cpu].push_back(*e.ts_ns);
             all_times.push_back(*e.ts_ns);
         }

@@ -1211,8 +1211,12 @@ std::optional<Result<Report>> saved_report_from_text(std::string_view text, cons
     const std::size_t bom = text.substr(0, 3) == "\xef\xbb\xbf" ? 3 : 0;
     auto first = text.find_first_not_of(" \t\r\n", bom);
     if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
-    auto j = json::parse(text, nullptr, false);
-    if (j.is_discarded()) return Result<Report>(fail(Error::usage(name + ": starts with '{' but is not valid JSON")));
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception& e) {  // parse_error names the line and column, as read_report_file's message
+        return Result<Report>(fail(Error::usage(fmt::format("{}: not valid JSON: {}", name, e.what()))));
+    }
     auto r = report_from_json(j);
     if (!r) return Result<Report>(fail(Error::usage(name + ": " + r.error().message)));
     return r;

@@ -1,6 +1,7 @@
 // Prefixed event text: the function tracer's `trace` (kernel/trace/trace_output.c) and `trace-cmd report`
 // (trace-cmd's trace-read.c and lib/trace-cmd/trace-ftrace.c). Both print every record behind
 // "comm-pid [cpu] flags ts: " (ftrace-formats.md section 2); the readers share this file.
+#include <algorithm>
 #include <string>
 
 #include "graph_line.hpp"
@@ -62,6 +63,25 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
     std::uint64_t last_ts = 0;
     int started_cpu = -1;  // "##### CPU N buffer started ####" not given its time yet: N, and its line
     std::uint32_t started_line = 0;
+    // "CPU:N [LOST M EVENTS]" (kernel/trace/trace.c, print_trace_line) and "CPU:N [M EVENTS DROPPED]" (trace-cmd's
+    // trace-read.c, for a record with missed_events) are printed with CPU N's first record after the loss: the
+    // gap waits for CPU N's next line and takes its time (as a page's missed events take the time of the page's
+    // first record). A mark no line of its CPU follows (a cut trace) has no time.
+    struct PendingLoss {
+        LineCtx ctx;
+        std::optional<std::uint64_t> count;
+    };
+    std::vector<PendingLoss> pending_loss;
+    auto place_losses = [&](int cpu, std::optional<std::uint64_t> ts) {
+        auto last = std::stable_partition(pending_loss.begin(), pending_loss.end(),
+                                          [&](const PendingLoss& p) { return cpu >= 0 && p.ctx.cpu != cpu; });
+        for (auto p = last; p != pending_loss.end(); ++p) {
+            p->ctx.ts_ns = ts.value_or(0);
+            p->ctx.ts_known = ts.has_value();
+            b.lost(p->ctx, p->count);
+        }
+        pending_loss.erase(last, pending_loss.end());
+    };
     while (lines.next(line)) {
         std::uint32_t n = lines.number();
         std::string_view s = line;
@@ -116,17 +136,17 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
             ctx.ts_known = true;
             if (cpu && r == "[EVENTS DROPPED]") {
                 ctx.cpu = *cpu;
-                b.lost(ctx, std::nullopt);
+                pending_loss.push_back({ctx, std::nullopt});
                 continue;
             }
             if (cpu && starts_with(r, "[") && ends_with(r, " EVENTS DROPPED]")) {
                 ctx.cpu = *cpu;
-                b.lost(ctx, parse_u64(r.substr(1, r.size() - 1 - 16)));
+                pending_loss.push_back({ctx, parse_u64(r.substr(1, r.size() - 1 - 16))});
                 continue;
             }
             if (cpu && starts_with(r, "[LOST ") && ends_with(r, " EVENTS]")) {
                 ctx.cpu = *cpu;
-                b.lost(ctx, parse_u64(r.substr(6, r.size() - 6 - 8)));
+                pending_loss.push_back({ctx, parse_u64(r.substr(6, r.size() - 6 - 8))});
                 continue;
             }
             b.malformed(n, "'CPU:N [M EVENTS DROPPED]'", line);
@@ -142,6 +162,7 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
             ctx.ts_ns = *p->ts_ns;
             ctx.ts_known = true;
             last_ts = ctx.ts_ns;
+            if (!pending_loss.empty() && ctx.cpu >= 0) place_losses(ctx.cpu, ctx.ts_ns);
             ctx.irq = lat_flags_irq(p->flags);
             b.comm(p->task.pid, p->task.comm);
             body = p->body;
@@ -209,6 +230,7 @@ Result<EventStream> read_event_text(std::string_view text, std::string_view file
         b.push(ctx, Marker{clean(bt)});  // trace_printk text without a recognisable head
     }
     flush_stack();
+    place_losses(-1, std::nullopt);
     if (started_cpu >= 0) {  // nothing followed it
         LineCtx at;
         at.line = started_line;

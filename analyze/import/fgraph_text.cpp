@@ -85,6 +85,25 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
     };
     std::uint64_t last_ts = 0;
     bool any_ts = false;
+    // "CPU:N [LOST M EVENTS]" waiting for CPU N's next line: ftrace prints the mark as part of that line
+    // (kernel/trace/trace.c, print_trace_line), the first event the CPU recorded after the loss, so the gap comes
+    // before it with its time (as a page's missed events take the time of its first record). A mark that no line
+    // of its CPU follows (a cut trace), or whose line has no timestamp (no abstime column), has no time.
+    struct PendingLoss {
+        LineCtx ctx;
+        std::optional<std::uint64_t> count;
+    };
+    std::vector<PendingLoss> pending_loss;
+    auto place_losses = [&](int cpu, std::optional<std::uint64_t> ts) {
+        auto last = std::stable_partition(pending_loss.begin(), pending_loss.end(),
+                                          [&](const PendingLoss& p) { return cpu >= 0 && p.ctx.cpu != cpu; });
+        for (auto p = last; p != pending_loss.end(); ++p) {
+            p->ctx.ts_ns = ts.value_or(0);
+            p->ctx.ts_known = ts.has_value();
+            b.lost(p->ctx, p->count);
+        }
+        pending_loss.erase(last, pending_loss.end());
+    };
     std::size_t next_drain = kDrainChunk;  // held events (size() - base()) at which to drain next
 
     LineSplitter lines(text);
@@ -95,6 +114,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
     while (lines.next(line)) {
         tokenize_fgraph_line(line, L, &tasks);
         std::uint32_t n = lines.number();
+        if (!pending_loss.empty() && L.kind == FgraphLine::Kind::graph && L.cpu >= 0) place_losses(L.cpu, L.ts_ns);
         LineCtx ctx;
         ctx.line = n;
         ctx.cpu = L.cpu;
@@ -125,7 +145,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
                 if (!b.overruns(*L.count)) b.malformed(n, "a return line before '(Overruns: N)'", line);
                 continue;
             case FgraphLine::Kind::lost:
-                b.lost(ctx, L.count);
+                pending_loss.push_back({ctx, L.count});
                 continue;
             case FgraphLine::Kind::banner: {
                 CpuState& cs = cpu_state(L.cpu);
@@ -194,6 +214,7 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             next_drain = b.size() - b.base() + kDrainChunk;
         }
     }
+    place_losses(-1, std::nullopt);
     b.check_last_line(text, lines.number());
     return b.finish("function_graph lines (' 0)   1.234 us    |  func();')");
 }

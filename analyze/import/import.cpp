@@ -352,10 +352,14 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
         LineSplitter lines(text);
         std::string_view first;
         std::uint32_t n = 0;
-        while (lines.next(first)) {
+        bool blank = true;
+        while (blank && lines.next(first)) {
             n = lines.number();
-            if (!trim(first).empty()) break;
+            blank = trim(first).empty();
         }
+        if (blank)
+            return fail(Error::usage(fmt::format("{}: only blank lines ({}), no trace", file_name,
+                                                 n == 1 ? std::string("1 line") : fmt::format("{} lines", n))));
         return fail(Error::usage(example(file_name, n,
                                          "a trace (function_graph text, function tracer text, trace-cmd report, "
                                          "trace.dat), strace output or a kernel log",

@@ -129,7 +129,11 @@ struct Gap {
     std::string kind;
     int cpu = -1;                        // -1: the source does not say (an elision row names no CPU)
     std::optional<std::uint64_t> count;  // events, when the source says how many
-    std::optional<std::uint64_t> ts_ns;  // the time of the last event before the gap; null when unknown
+    // ns. lost_events: the time of the CPU's first record after the loss (the kernel prints the mark with it;
+    // a page's missed events precede its first record); null when no record of the CPU follows or the source
+    // has no timestamps. buffer_started: at or before the CPU's first event after the mark; elided: the last
+    // line's before the row.
+    std::optional<std::uint64_t> ts_ns;
     std::optional<std::uint32_t> line;   // 1-based line of a text trace
 };
 

@@ -20,8 +20,9 @@
 namespace nvtrace {
 
 // A saved report given as text (standard input or a pipe, read whole): nullopt when the text does not start
-// with '{' (after blanks), so it is a trace; else the report, or Error::usage naming `name` ("<stdin>: starts with
-// '{' but is not valid JSON", "<stdin>: completeness: ...").
+// with '{' (after blanks), so it is a trace; else the report, or Error::usage naming `name` and, for text that is
+// not JSON, nlohmann's position ("<stdin>: not valid JSON: ... at line L, column C: ...", "<stdin>: completeness:
+// ..."), as read_report_file says it of a file.
 std::optional<Result<Report>> saved_report_from_text(std::string_view text, const std::string& name);
 
 // Reads a report.json file (streamed: each call, ioctl, ... is converted as it is parsed; the file is read in

@@ -4,11 +4,17 @@
 // neighbouring events.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "nvtrace/expect.hpp"
 #include "nvtrace/report.hpp"
+#include "nvtrace/report_io.hpp"
 
 namespace nvtrace {
 namespace {
@@ -280,6 +286,163 @@ TEST(Check, DataLossDiagnosticCoversEveryPhase) {
     EXPECT_EQ(m["three-none"].result, "inconclusive");
     EXPECT_NE(m["three-none"].why.find("damaged_page: 1 (raw/instance/cpu1 page 3: bad)"), std::string::npos)
         << m["three-none"].why;
+}
+
+// A trace file read as `nvtrace check` reads it (load_report_input: the format found from the text).
+Report report_of_trace(const std::string& text, const std::string& name) {
+    auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name);
+    std::ofstream(path) << text;
+    auto r = load_report_input(path.string());
+    std::filesystem::remove(path);
+    if (!r) ADD_FAILURE() << r.error().message;
+    return r ? *r : Report{};
+}
+
+// Phases one [10, 150), two [150, 200), three [200, 240), four [240, 500), five [500, ...) us, marked on CPU 2.
+// CPU 1's last event before the loss is at 200 (a function_graph leaf returns at 201), its first after it at
+// 300: the lost events lie between 200 and 300, where phases three and four may have held the call `absent` says
+// is not there; phases one, two and five cannot have.
+constexpr std::string_view kAbsentPerPhase =
+    "check one\n  phase one\n  absent call nv_isr\n"
+    "check two\n  phase two\n  absent call nv_isr\n"
+    "check three\n  phase three\n  absent call nv_isr\n"
+    "check four\n  phase four\n  absent call nv_isr\n"
+    "check five\n  phase five\n  absent call nv_isr\n";
+
+void expect_lost_span_reaches_three_and_four(const Report& r, const std::string& span) {
+    auto m = checks(r, kAbsentPerPhase);
+    for (const char* id : {"one", "two", "five"})
+        EXPECT_EQ(m[id].result, "pass") << id << ": " << m[id].why;
+    for (const char* id : {"three", "four"}) {
+        EXPECT_EQ(m[id].result, "inconclusive") << id << ": " << m[id].why;
+        EXPECT_NE(m[id].why.find(span), std::string::npos) << id << ": " << m[id].why;
+    }
+}
+
+// "CPU:N [LOST M EVENTS]" was placed at the time of the line before it (any CPU's), and CPU N's event at that
+// time, its last one before the loss, was taken for its first one after: the span ended before the mark, and an
+// absent fact of a phase the real lost span reaches passed. The mark is printed with CPU N's first record after
+// the loss (kernel/trace/trace.c print_trace_line: "CPU:%d [LOST %lu EVENTS]" before that CPU's entry; trace-cmd's
+// trace-read.c prints "CPU:%d [%lld EVENTS DROPPED]" before the record that has missed_events), so the gap takes
+// that record's time, as a trace.dat record's or a capture page's missed events do.
+TEST(Check, LostEventsMarkSpansToItsCpusNextEventInEveryTextFormat) {
+    // function_graph text with the abstime column (Documentation/trace/ftrace.rst, funcgraph-abstime), in the
+    // kernel's order (the mark right before CPU 1's line); CPU 2's marker of phase three has the time of CPU 1's
+    // last event before the loss.
+    const std::string fgraph =
+        "# tracer: function_graph\n"
+        "#\n"
+        " 1000.000005 |   2)  prog-100    |   1.000 us    |  nv_isr [nvidia]();\n"
+        " 1000.000010 |   2)  prog-100    |               |  /* nvtrace-phase: one */\n"
+        " 1000.000100 |   1)  prog-100    |   1.000 us    |  nvidia_ioctl [nvidia]();\n"
+        " 1000.000150 |   2)  prog-100    |               |  /* nvtrace-phase: two */\n"
+        " 1000.000160 |   2)  prog-100    |   1.000 us    |  rm_ioctl [nvidia]();\n"
+        " 1000.000200 |   1)  prog-100    |   1.000 us    |  rm_ioctl [nvidia]();\n"
+        " 1000.000200 |   2)  prog-100    |               |  /* nvtrace-phase: three */\n"
+        " 1000.000220 |   2)  prog-100    |   1.000 us    |  rm_ioctl [nvidia]();\n"
+        " 1000.000240 |   2)  prog-100    |               |  /* nvtrace-phase: four */\n"
+        "CPU:1 [LOST 100 EVENTS]\n"
+        " 1000.000300 |   1)  prog-100    |   1.000 us    |  rm_free [nvidia]();\n"
+        " 1000.000450 |   1)  prog-100    |   1.000 us    |  rm_ioctl [nvidia]();\n"
+        " 1000.000500 |   2)  prog-100    |               |  /* nvtrace-phase: five */\n"
+        " 1000.000600 |   1)  prog-100    |   1.000 us    |  rm_ioctl [nvidia]();\n";
+    Report g = report_of_trace(fgraph, "lost-fgraph.txt");
+    ASSERT_EQ(g.completeness.gaps.size(), 1u);
+    EXPECT_EQ(g.completeness.gaps[0].ts_ns, 1000000300000u);
+    EXPECT_EQ(g.completeness.gaps[0].line, 12u);
+    expect_lost_span_reaches_three_and_four(g, "100 events lost on CPU 1 between 1000000200 us and 1000000300 us");
+
+    // The function tracer's text (kernel/trace/trace_output.c, trace_fn_trace), the line before the mark being
+    // CPU 1's own: CPU 2's markers come between the mark and CPU 1's next line (text put together from several
+    // reads); the mark still waits for CPU 1's line.
+    const std::string function =
+        "# tracer: function\n"
+        "#\n"
+        "          prog-100     [002] .....  1000.000005: nv_isr <-__handle_irq_event_percpu\n"
+        "          prog-100     [002] .....  1000.000010: tracing_mark_write: nvtrace-phase: one\n"
+        "          prog-100     [001] .....  1000.000100: nvidia_ioctl <-nvidia_unlocked_ioctl\n"
+        "          prog-100     [002] .....  1000.000150: tracing_mark_write: nvtrace-phase: two\n"
+        "          prog-100     [002] .....  1000.000160: rm_ioctl <-nvidia_ioctl\n"
+        "          prog-100     [001] .....  1000.000200: rm_ioctl <-nvidia_ioctl\n"
+        "CPU:1 [LOST 100 EVENTS]\n"
+        "          prog-100     [002] .....  1000.000200: tracing_mark_write: nvtrace-phase: three\n"
+        "          prog-100     [002] .....  1000.000220: rm_ioctl <-nvidia_ioctl\n"
+        "          prog-100     [002] .....  1000.000240: tracing_mark_write: nvtrace-phase: four\n"
+        "          prog-100     [001] .....  1000.000300: rm_free <-nvidia_ioctl\n"
+        "          prog-100     [001] .....  1000.000450: rm_ioctl <-nvidia_ioctl\n"
+        "          prog-100     [002] .....  1000.000500: tracing_mark_write: nvtrace-phase: five\n"
+        "          prog-100     [001] .....  1000.000600: rm_ioctl <-nvidia_ioctl\n";
+    Report f = report_of_trace(function, "lost-function.txt");
+    ASSERT_EQ(f.completeness.gaps.size(), 1u);
+    EXPECT_EQ(f.completeness.gaps[0].ts_ns, 1000000300000u);
+    EXPECT_EQ(f.completeness.gaps[0].line, 9u);
+    expect_lost_span_reaches_three_and_four(f, "100 events lost on CPU 1 between 1000000200 us and 1000000300 us");
+
+    // trace-cmd report (trace-read.c), in the same order; "CPU:1 [EVENTS DROPPED]" when the count is not known.
+    const std::string tc =
+        "version = 6\n"
+        "cpus=4\n"
+        "          prog-100   [002]  1000.000005: function:             nv_isr <-- __handle_irq_event_percpu\n"
+        "          prog-100   [002]  1000.000010: print:                tracing_mark_write: nvtrace-phase: one\n"
+        "          prog-100   [001]  1000.000100: function:             nvidia_ioctl <-- nvidia_unlocked_ioctl\n"
+        "          prog-100   [002]  1000.000150: print:                tracing_mark_write: nvtrace-phase: two\n"
+        "          prog-100   [002]  1000.000160: function:             rm_ioctl <-- nvidia_ioctl\n"
+        "          prog-100   [001]  1000.000200: function:             rm_ioctl <-- nvidia_ioctl\n"
+        "CPU:1 [EVENTS DROPPED]\n"
+        "          prog-100   [002]  1000.000200: print:                tracing_mark_write: nvtrace-phase: three\n"
+        "          prog-100   [002]  1000.000220: function:             rm_ioctl <-- nvidia_ioctl\n"
+        "          prog-100   [002]  1000.000240: print:                tracing_mark_write: nvtrace-phase: four\n"
+        "          prog-100   [001]  1000.000300: function:             rm_free <-- nvidia_ioctl\n"
+        "          prog-100   [001]  1000.000450: function:             rm_ioctl <-- nvidia_ioctl\n"
+        "          prog-100   [002]  1000.000500: print:                tracing_mark_write: nvtrace-phase: five\n"
+        "          prog-100   [001]  1000.000600: function:             rm_ioctl <-- nvidia_ioctl\n";
+    Report t = report_of_trace(tc, "lost-trace-cmd.txt");
+    ASSERT_EQ(t.completeness.gaps.size(), 1u);
+    EXPECT_EQ(t.completeness.gaps[0].ts_ns, 1000000300000u);
+    expect_lost_span_reaches_three_and_four(
+        t, "an unknown number of events lost on CPU 1 between 1000000200 us and 1000000300 us");
+}
+
+// A return whose entry was lost (an orphan, entry_seen false) has an inferred entry time, its own less its duration:
+// no event was recorded then, and the entry may lie in the very gap. CPU 1's loss before its event at 3500 spans
+// (2500, 3500); the orphan's inferred entry at 3100 had shortened it to (3100, 3500), leaving phase two out.
+TEST(Check, OrphanReturnsInferredEntryTimeDoesNotNarrowALostEventsGap) {
+    Report r = phased_report();
+    r.events.erase(r.events.begin() + 4);  // CPU 1's event at 3500: the orphan's return is its first after the loss
+    Call orphan;
+    orphan.id = 1;
+    orphan.cpu = 1;
+    orphan.pid = 9;
+    orphan.function = "schedule";
+    orphan.entry_seen = false;
+    orphan.entry_ns = 3100;
+    orphan.duration_ns = 400;
+    r.calls.push_back(orphan);
+    add_gap(r, "lost_events", 1, 3500, 5);
+    auto m = checks(r, kPerPhase);
+    EXPECT_EQ(m["one-none"].result, "pass") << m["one-none"].why;
+    for (const char* id : {"two-none", "three-none"}) {
+        EXPECT_EQ(m[id].result, "inconclusive") << id << ": " << m[id].why;
+        EXPECT_NE(m[id].why.find("5 events lost on CPU 1 between 2.5 us and 3.5 us"), std::string::npos)
+            << id << ": " << m[id].why;
+    }
+}
+
+// A mark no line of its CPU follows (a trace cut after it) has no time of its own: it may hide anything, anywhere.
+TEST(Check, LostEventsMarkWithoutALaterLineOfItsCpuCoversEveryPhase) {
+    const std::string text =
+        "# tracer: function\n"
+        "#\n"
+        "          prog-100     [002] .....  1000.000010: tracing_mark_write: nvtrace-phase: one\n"
+        "          prog-100     [001] .....  1000.000100: rm_ioctl <-nvidia_ioctl\n"
+        "          prog-100     [002] .....  1000.000500: tracing_mark_write: nvtrace-phase: four\n"
+        "CPU:1 [LOST 7 EVENTS]\n"
+        "          prog-100     [002] .....  1000.000600: rm_ioctl <-nvidia_ioctl\n";
+    Report r = report_of_trace(text, "lost-at-end.txt");
+    ASSERT_EQ(r.completeness.gaps.size(), 1u);
+    EXPECT_FALSE(r.completeness.gaps[0].ts_ns);
+    auto m = checks(r, "check one\n  phase one\n  absent call nv_isr\n");
+    EXPECT_EQ(m["one"].result, "inconclusive") << m["one"].why;
 }
 
 }  // namespace

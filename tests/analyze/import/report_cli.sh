@@ -161,9 +161,37 @@ saved_report_on_stdin)
     [ "$rc" = 2 ] || fail "truncated JSON on stdin: exit $rc, expected 2"
     grep -q '<stdin>' "$tmp/err" || fail "no <stdin> in the message"
     # It said "<stdin>: <stdin>: starts with ..." (the name added twice); export says it the same way now.
-    grep -qx "nvtrace report: <stdin>: starts with '{' but is not valid JSON" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+    grep -q "^nvtrace report: <stdin>: not valid JSON: " "$tmp/err" || fail "message: $(cat "$tmp/err")"
     printf '{"schema": "nvtrace.report/1",' | "$nv" export - --format csv 2>"$tmp/err" >/dev/null
-    grep -qx "nvtrace export: <stdin>: starts with '{' but is not valid JSON" "$tmp/err" || fail "export: $(cat "$tmp/err")"
+    grep -q "^nvtrace export: <stdin>: not valid JSON: " "$tmp/err" || fail "export: $(cat "$tmp/err")"
+    ;;
+invalid_saved_report_on_stdin_names_line_and_column)
+    # A saved report on stdin that is not JSON said "<stdin>: starts with '{' but is not valid JSON", without the
+    # position a file's message gives ("PATH: not valid JSON: ... at line L, column C").
+    printf '{"schema": "nvtrace.report/1",' | "$nv" report - 2>"$tmp/err" >/dev/null
+    rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -q "^nvtrace report: <stdin>: not valid JSON: .*parse error at line 1, column 31: " "$tmp/err" ||
+        fail "message: $(cat "$tmp/err")"
+    printf '{"schema": "nvtrace.report/1",' | "$nv" export - --format csv 2>"$tmp/err" >/dev/null
+    grep -q "^nvtrace export: <stdin>: not valid JSON: .*parse error at line 1, column 31: " "$tmp/err" ||
+        fail "export: $(cat "$tmp/err")"
+    printf '{"schema": "nvtrace.report/1",\n "calls": [\n  {"function": }\n' >"$tmp/broken.json"
+    "$nv" report "$tmp/broken.json" 2>"$tmp/file_err" >/dev/null
+    "$nv" report - <"$tmp/broken.json" 2>"$tmp/err" >/dev/null
+    grep -q "at line 3, column 16: " "$tmp/file_err" || fail "file: $(cat "$tmp/file_err")"
+    grep -q "^nvtrace report: <stdin>: not valid JSON: .*at line 3, column 16: " "$tmp/err" ||
+        fail "line 3: $(cat "$tmp/err")"
+    ;;
+blank_lines_only_file_is_named_as_such)
+    # A file of blank lines was "F:3: expected a trace (...), found '\x09'": a malformed line, where there is none.
+    printf '  \n\n\t\n' >"$tmp/blank.txt"
+    "$nv" report "$tmp/blank.txt" >/dev/null 2>"$tmp/err"
+    rc=$?; cat "$tmp/err"
+    [ "$rc" = 2 ] || fail "exit $rc, expected 2"
+    grep -qx "nvtrace report: $tmp/blank.txt: only blank lines (3 lines), no trace" "$tmp/err" || fail "$(cat "$tmp/err")"
+    printf '\r\n' | "$nv" report - >/dev/null 2>"$tmp/err"
+    grep -qx "nvtrace report: <stdin>: only blank lines (1 line), no trace" "$tmp/err" || fail "stdin: $(cat "$tmp/err")"
     ;;
 device_refused)
     # `nvtrace report /dev/zero` read until memory ran out (internal error: std::bad_alloc, exit 4).
