@@ -4,10 +4,12 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "nvtrace/expect.hpp"
+#include "nvtrace/symbol_name.hpp"
 #include "values.hpp"
 
 namespace nvtrace {
@@ -393,8 +395,11 @@ struct Context {
     CheckEnvironment env;
     std::map<std::uint64_t, std::vector<const Call*>> children;
     std::map<std::uint64_t, const Call*> by_id;
-    std::set<std::string> functions_seen;  // anywhere in the report
-    std::vector<Hole> holes;               // where data is known to be missing (build_holes)
+    // Functions are compared by their base names (normalise_symbol: no clone suffix, ".isra.0", ".constprop.0",
+    // ".part.0", ".cold"): a rebuilt driver whose compiler cloned or split a function otherwise is the same driver.
+    std::set<std::string> functions_seen;                      // base names, anywhere in the report
+    std::unordered_map<std::string, std::string> clone_bases;  // each call name that has a suffix -> its base
+    std::vector<Hole> holes;                                   // where data is known to be missing (build_holes)
     bool live = false;
     // Functions the run found it could not trace (environment.not_traceable, written by `nvtrace run`: absent from
     // available_filter_functions, or from /proc/kallsyms too: inlined). Treated like the file's `untraced` lines.
@@ -407,7 +412,9 @@ struct Context {
         for (const Call& c : r.calls) {
             by_id[c.id] = &c;
             if (c.parent) children[*c.parent].push_back(&c);
-            functions_seen.insert(c.function);
+            if (c.function.find('.') != std::string::npos && !clone_bases.count(c.function))
+                clone_bases.emplace(c.function, normalise_symbol(c.function));
+            functions_seen.insert(base(c));
         }
         holes = build_holes(r);
         live = r.source.kind == "live";
@@ -443,18 +450,25 @@ struct Context {
         return out;
     }
 
+    const std::string& base(const Call& c) const {
+        if (clone_bases.empty()) return c.function;
+        auto it = clone_bases.find(c.function);
+        return it == clone_bases.end() ? c.function : it->second;
+    }
+
     std::string tracer_hint() const {
         return report.source.tracer_mode ? fmt::format(" (tracer mode: {})", *report.source.tracer_mode) : "";
     }
 
-    // The untraced declaration that hides `fn` in this run, if any.
+    // The untraced declaration that hides `fn` (a base name) in this run, if any.
     const Untraced* hidden(const std::string& fn) const {
+        auto names = [&](const std::vector<std::string>& v) {
+            return std::any_of(v.begin(), v.end(), [&](const std::string& u) { return normalise_symbol(u) == fn; });
+        };
         for (const auto& u : file.untraced)
-            if (all_hold(u.when, env) != Tri::no &&
-                std::find(u.functions.begin(), u.functions.end(), fn) != u.functions.end())
-                return &u;
+            if (all_hold(u.when, env) != Tri::no && names(u.functions)) return &u;
         for (const auto& u : not_traceable)
-            if (u.functions.front() == fn) return &u;
+            if (normalise_symbol(u.functions.front()) == fn) return &u;
         return nullptr;
     }
 };
@@ -515,7 +529,7 @@ void match_below(const Context& ctx, const Call& at, const std::vector<ChainStep
     auto kids = ctx.children.find(at.id);
     if (kids == ctx.children.end()) return;
     for (const Call* k : kids->second) {
-        if (k->function == steps[i].function) {
+        if (ctx.base(*k) == steps[i].function) {
             path.push_back(k);
             match_below(ctx, *k, steps, i + 1, path, best);
             path.pop_back();
@@ -537,7 +551,7 @@ ChainMatch match_chain(const Context& ctx, const std::vector<ChainStep>& steps, 
                        const std::optional<ApiScope>& scope) {
     ChainMatch m;
     for (const Call& c : ctx.report.calls) {
-        if (c.function != steps[0].function || !in_phase(c.phase, phase)) continue;
+        if (ctx.base(c) != steps[0].function || !in_phase(c.phase, phase)) continue;
         if (scope && !scope->roots.count(root_of(ctx, c))) continue;
         std::vector<const Call*> path{&c}, best;
         match_below(ctx, c, steps, 1, path, best);
@@ -608,12 +622,13 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
     std::vector<std::string> hidden_why;
     bool loosen = false;
     for (const auto& s : f.chain) {
-        if (const Untraced* u = ctx.hidden(s.function)) {
+        std::string fn = normalise_symbol(s.function);  // any clone of it
+        if (const Untraced* u = ctx.hidden(fn)) {
             hidden_why.push_back(fmt::format("{}: {}", s.function, u->reason));
             loosen = true;
             continue;
         }
-        visible.push_back({s.function, s.direct && !loosen});
+        visible.push_back({std::move(fn), s.direct && !loosen});
         loosen = false;
     }
     if (!visible.empty()) visible.front().direct = true;
@@ -668,7 +683,7 @@ FactResult eval_chain(const Context& ctx, const Fact& f, const std::optional<std
         std::size_t elsewhere = 0;
         std::set<std::string> phases;
         for (const Call& c : ctx.report.calls)
-            if (c.function == visible[0].function) {
+            if (ctx.base(c) == visible[0].function) {
                 ++elsewhere;
                 phases.insert(c.phase.value_or("(no phase)"));
             }
@@ -706,7 +721,7 @@ bool subtree_has(const Context& ctx, std::uint64_t root, const std::string& fn) 
     while (!stack.empty()) {
         std::uint64_t id = stack.back();
         stack.pop_back();
-        if (auto it = ctx.by_id.find(id); it != ctx.by_id.end() && it->second->function == fn) return true;
+        if (auto it = ctx.by_id.find(id); it != ctx.by_id.end() && ctx.base(*it->second) == fn) return true;
         if (auto it = ctx.children.find(id); it != ctx.children.end())
             for (const Call* k : it->second)
                 stack.push_back(k->id);
@@ -749,8 +764,9 @@ Tri ioctl_fields_match(const Context& ctx, const IoctlRecord& io, const Fact& f,
         } else if (key == "calls") {
             if (!ctx.report.calls.empty()) {
                 bool found = false;
+                const std::string fn = normalise_symbol(want);  // any clone of it
                 for (auto id : io.calls)
-                    found = found || subtree_has(ctx, id, want);
+                    found = found || subtree_has(ctx, id, fn);
                 ok = found;
                 actual = found ? want : fmt::format("{} root call(s) without {}", io.calls.size(), want);
             }

@@ -31,13 +31,11 @@
 
 #include "nvtrace/error.hpp"
 #include "nvtrace/report.hpp"
+#include "nvtrace/symbol_name.hpp"  // normalise_symbol: the names paths are made of
 
 namespace nvtrace {
 
 inline constexpr const char* kDiffSchema = "nvtrace.diff/1";
-
-// "nvidia_ioctl.isra.0 [nvidia]" -> "nvidia_ioctl"; "x.constprop.0.cold" -> "x". Unknown suffixes are kept.
-std::string normalise_symbol(std::string_view name);
 
 // One rename "OLD=NEW" (NEW may be empty: collapse OLD). Names are normalised.
 Result<std::pair<std::string, std::string>> parse_rename(std::string_view text);

@@ -69,6 +69,7 @@ void add_check(CLI::App& app, int& exit_code) {
     cmd->footer(
         "Example: nvtrace check runs/gem-mmap-20250101T000000Z --expect scenarios/gem-mmap/path.expect\n"
         "Each check is pass, fail (with the closest evidence) or inconclusive (with the data that was missing).\n"
+        "Kernel functions match without compiler clone suffixes (.isra.N, .constprop.N, .part.N, .cold, ...).\n"
         "Exit 0 when nothing fails, 1 when a check fails, 2 for unreadable input (also a directory that is not a\n"
         "scenario, or an expectations file without any check). Format: docs/expectations.md.");
     cmd->add_option("report", args->report, "report.json, a capture directory, or a trace file nvtrace report reads")

@@ -438,5 +438,67 @@ TEST(CheckEnvironment, VersionsComeFromModulesTheBannerAndTheKernelRelease) {
     EXPECT_FALSE(check_environment(Report{}).driver);
 }
 
+// ---- compiler clones ------------------------------------------------------------------------------------
+
+// nvidia_unlocked_ioctl > nvidia_ioctl<suffix> > rm_ioctl<suffix>, as a driver built by another compiler (or with
+// other flags) shows them.
+Report clone_report(const std::string& suffix) {
+    Report r;
+    r.source.kind = "file";
+    auto call = [&](std::string fn, std::optional<std::uint64_t> parent, int depth) {
+        Call c;
+        c.id = r.calls.size() + 1;
+        c.parent = parent;
+        c.cpu = 0;
+        c.pid = 7;
+        c.depth = depth;
+        c.function = std::move(fn);
+        c.entry_ns = 100 + c.id;
+        c.duration_ns = 10;
+        r.calls.push_back(c);
+        return c.id;
+    };
+    auto root = call("nvidia_unlocked_ioctl", std::nullopt, 0);
+    auto mid = call("nvidia_ioctl" + suffix, root, 1);
+    call("rm_ioctl" + suffix, mid, 2);
+    return r;
+}
+
+// `check` compared function names as printed, so a driver rebuilt with GCC's clones (gcc/ipa-sra.cc ".isra.N",
+// ipa-cp.cc ".constprop.N", ipa-split.cc ".part.N", hot/cold partitioning ".cold", in combination as
+// ".constprop.0.isra.0" or ".part.0.cold") or clang's ThinLTO promotion (".llvm.<hash>") failed chain and call
+// checks that name the function, while diff and fleet compared the same names without their suffixes
+// (normalise_symbol). An expectation's name matches every clone of its base function, a suffixed name too.
+TEST(CheckClones, FunctionsNamedByTheirBaseMatchTheirCompilerClones) {
+    const std::string expect =
+        "untraced os_alloc_mem.part.0 -- inlined in this build\n"
+        "check chain\n  chain nvidia_unlocked_ioctl > nvidia_ioctl >> rm_ioctl\n"
+        "check called\n  call rm_ioctl\n"
+        "check not-absent\n  absent call nvidia_ioctl\n"
+        "check named-clone\n  chain nvidia_ioctl.isra.7 > rm_ioctl.cold\n"
+        "check untraced\n  chain nvidia_unlocked_ioctl > os_alloc_mem\n";
+    for (const char* suffix : {"", ".isra.0", ".constprop.0", ".part.0", ".cold", ".constprop.0.isra.0", ".part.0.cold",
+                               ".isra.1", ".llvm.6081258432745395418"}) {
+        SCOPED_TRACE(suffix);
+        auto m = by_id(check_report(clone_report(suffix), inline_expect(expect)));
+        EXPECT_EQ(m["chain"].result, "pass") << m["chain"].evidence << " | " << m["chain"].why;
+        EXPECT_EQ(m["called"].result, "pass") << m["called"].evidence << " | " << m["called"].why;
+        EXPECT_EQ(m["not-absent"].result, "fail") << m["not-absent"].evidence;
+        EXPECT_NE(m["not-absent"].evidence.find("nvidia_ioctl" + std::string(suffix) + "#2"), std::string::npos)
+            << m["not-absent"].evidence;  // the evidence names the call as the trace does
+        EXPECT_EQ(m["named-clone"].result, "pass") << m["named-clone"].evidence << " | " << m["named-clone"].why;
+        EXPECT_EQ(m["untraced"].result, "inconclusive") << m["untraced"].why;
+    }
+    // Not a clone suffix: another function (a ".N" alone, a name that only starts like it).
+    for (const char* other : {".5", "_v2", ".isra_0"}) {
+        SCOPED_TRACE(other);
+        auto m = by_id(check_report(clone_report(other), inline_expect(expect)));
+        EXPECT_EQ(m["chain"].result, "fail") << m["chain"].evidence;
+        EXPECT_EQ(m["not-absent"].result, "inconclusive") << m["not-absent"].why;
+        EXPECT_NE(m["not-absent"].why.find("nvidia_ioctl appears nowhere in this report"), std::string::npos)
+            << m["not-absent"].why;
+    }
+}
+
 }  // namespace
 }  // namespace nvtrace
