@@ -464,6 +464,7 @@ struct IoctlCollector::State {
         IoctlRecord rec;
         bool exit_marked = false;  // an exit marker was used
         bool closed = false;       // its exit was seen, or the pid entered another ioctl: no exit can come
+        bool after_loss = false;   // events were lost while it could still return: its outcome is not known
     };
     Pid& pid(int p) {
         if (last && p == last_pid) return *last;
@@ -481,7 +482,7 @@ struct IoctlCollector::State {
         Held& push_back() {
             Held& h = SlotRing<Held>::push_back();
             h.rec = IoctlRecord{};
-            h.exit_marked = h.closed = false;
+            h.exit_marked = h.closed = h.after_loss = false;
             return h;
         }
     };
@@ -501,6 +502,23 @@ struct IoctlCollector::State {
     std::string no_entry;               // fd_path_unknown of an fd without entries
     std::optional<int> comm_pid;        // the pid whose comm `comm` is
     const std::string* comm = nullptr;  // comms[*comm_pid], null when it has none
+    std::uint64_t outcomes_lost = 0;    // records whose outcome loss() made unknown
+    std::string first_outcome_lost;
+    // The record's exit may be another ioctl's: its outcome and exit become unknown.
+    void forget_outcome(Held& h) {
+        if (h.after_loss) return;
+        h.after_loss = true;
+        IoctlRecord& r = h.rec;
+        if (outcomes_lost++ == 0)
+            first_outcome_lost = fmt::format("pid {} fd {} cmd 0x{:x}{}", r.pid, r.fd, r.cmd,
+                                             r.enter_ns ? fmt::format(" entered at {} ns", *r.enter_ns) : "");
+        r.ret.reset();
+        r.errno_name.reset();
+        r.errno_text.reset();
+        r.status.reset();
+        r.exit_ns.reset();
+        r.duration_ns.reset();
+    }
 };
 
 IoctlCollector::IoctlCollector(const std::map<int, std::string>& comms, const std::vector<FdPath>& fd_paths, Sink sink,
@@ -534,7 +552,7 @@ void IoctlCollector::add(const Event& ev) {
             if (!h) break;  // handed out already, as are all older ones
             IoctlRecord& r = h->rec;
             if (h->exit_marked || r.fd != m->fd || static_cast<std::uint32_t>(r.cmd) != m->cmd) continue;
-            if (!r.exit_ns) break;  // the call it belongs to has not returned in the data: leave it
+            if (!r.exit_ns || h->after_loss) break;  // not returned in the data (or not known to): leave it
             h->exit_marked = true;
             if (m->status && m->ret == 0 && (!r.ret || *r.ret == 0)) r.status = status_text(*m->status);
             break;
@@ -584,7 +602,9 @@ void IoctlCollector::add(const Event& ev) {
     } else if (const auto* x = std::get_if<IoctlExit>(&ev.body)) {
         State::Pid* p = s.find_pid(ev.pid);
         if (!p || !p->open) return;  // exit of an ioctl entered before the capture
-        if (State::Held* h = s.at(*p->open)) {
+        if (State::Held* h = s.at(*p->open); h && h->after_loss) {
+            h->closed = true;  // this exit may be of a later ioctl whose enter was lost
+        } else if (h) {
             h->rec.ret = x->ret;
             if (!x->errno_name.empty()) h->rec.errno_name = x->errno_name;
             if (!x->errno_text.empty()) h->rec.errno_text = x->errno_text;
@@ -610,6 +630,28 @@ void IoctlCollector::add(const Event& ev) {
         pop_front();
     }
 }
+
+void IoctlCollector::loss(std::uint64_t since_ns, std::optional<std::uint64_t> until_ns) {
+    State& s = *s_;
+    // An ioctl still open: its exit, and the next enter of its task, may be among the lost events, so the
+    // next exit of the task may be another ioctl's.
+    for (auto& [pid, p] : s.pids)
+        if (p.open)
+            if (State::Held* h = s.at(*p.open)) s.forget_outcome(*h);
+    // One already closed by an exit inside the lost span (an exit on another CPU, sorted before the mark) may have
+    // been paired the same way.
+    for (std::size_t i = 0; i < s.held.size(); ++i) {
+        State::Held& h = s.held[i];
+        const IoctlRecord& r = h.rec;
+        if (!h.closed || !r.exit_ns || *r.exit_ns <= since_ns) continue;
+        if (until_ns && r.enter_ns && *r.enter_ns >= *until_ns) continue;
+        s.forget_outcome(h);
+    }
+}
+
+std::uint64_t IoctlCollector::outcomes_lost() const { return s_->outcomes_lost; }
+
+const std::string& IoctlCollector::first_outcome_lost() const { return s_->first_outcome_lost; }
 
 void IoctlCollector::pop_front() {
     State& s = *s_;

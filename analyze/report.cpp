@@ -337,7 +337,17 @@ void ReportBuilder::add_other(const Event& ev, const OtherEvent& o) {
     }
 }
 
+void ReportBuilder::note_time(const Event& ev) {
+    if (!ev.ts_known) return;
+    last_ns_ = ev.ts_ns;
+    if (ev.cpu < 0) return;
+    const auto cpu = static_cast<std::size_t>(ev.cpu);
+    if (cpu >= cpu_last_ns_.size()) cpu_last_ns_.resize(cpu + 1, 0);
+    cpu_last_ns_[cpu] = ev.ts_ns;
+}
+
 void ReportBuilder::add(const Event& ev, std::string_view function, const std::string_view* module) {
+    note_time(ev);
     calls_->add(ev, side_.comms, function, module);
     if (linker_) {
         if (ev.ts_known) linker_->now = ev.ts_ns;
@@ -347,6 +357,7 @@ void ReportBuilder::add(const Event& ev, std::string_view function, const std::s
 
 void ReportBuilder::add(const Event& ev) {
     Completeness& cm = r_.completeness;
+    if (!std::holds_alternative<LostEvents>(ev.body)) note_time(ev);
     if (std::holds_alternative<FuncEntry>(ev.body) || std::holds_alternative<FuncExit>(ev.body)) {
         calls_->add(ev, side_.comms);
     } else if (const auto* l = std::get_if<LostEvents>(&ev.body)) {
@@ -359,6 +370,14 @@ void ReportBuilder::add(const Event& ev) {
         if (ev.ts_known) gap.ts_ns = ev.ts_ns;
         if (ev.line) gap.line = ev.line;
         cm.gaps.push_back(std::move(gap));
+        // Where the lost events may lie: after the CPU's last event (all of it for buffer_started: the CPU's
+        // older events were overwritten; after the last event of any CPU for a mark without a CPU).
+        const std::uint64_t since = l->kind == LostEvents::Kind::buffer_started ? 0
+                                    : ev.cpu < 0                                 ? last_ns_
+                                    : static_cast<std::size_t>(ev.cpu) < cpu_last_ns_.size()
+                                        ? cpu_last_ns_[static_cast<std::size_t>(ev.cpu)]
+                                        : 0;
+        ioctls_.loss(since, ev.ts_known ? std::optional(ev.ts_ns) : std::nullopt);
         if (l->kind == LostEvents::Kind::elided) return;
         if (l->kind == LostEvents::Kind::buffer_started) return;
         if (l->count)
@@ -514,6 +533,12 @@ Report ReportBuilder::finish() {
         if (gp.kind == "elided" && first_elided.empty()) first_elided = where;
     }
     add_diag(cm, Diag::lost_event_marks, loss_marks, first_loss_);
+    if (ioctls_.outcomes_lost()) {
+        add_diag(cm, Diag::ioctl_outcome_after_loss, ioctls_.outcomes_lost(), ioctls_.first_outcome_lost());
+        cm.reasons.push_back(fmt::format("{} ioctl(s) with an unknown outcome: events were lost while they were "
+                                         "open, so their task's next exit may be another ioctl's (first: {})",
+                                         thousands(ioctls_.outcomes_lost()), ioctls_.first_outcome_lost()));
+    }
     add_diag(cm, Diag::buffer_started, buffer_marks, first_buffer_mark);
     add_diag(cm, Diag::elided_span, cm.elided_spans(), first_elided);
     add_diag(cm, Diag::orphan_return, g.orphan_returns, describe_place(g.first_orphan_return, stream.file_name));

@@ -67,6 +67,8 @@ enum class Diag : std::uint8_t {
     // The report's sorter (analyze/sorter.hpp, ReportStream).
     late_event,
     late_ioctl_or_marker,
+    // ioctl pairing (analyze/ioctl.cpp, IoctlCollector::loss).
+    ioctl_outcome_after_loss,
     // fd paths of a live capture (nvtrace/event.hpp, note_reused_fds).
     fd_reused,
     // strace / gVisor logs (analyze/knowledge/strace.cpp).
@@ -149,6 +151,8 @@ inline constexpr std::array kDiagnostics{
         "events older than the sorting window: listed in arrival order there, not by time (nothing missing)"},
     DiagnosticInfo{Diag::late_ioctl_or_marker, "late_ioctl_or_marker", Severity::data_loss, false,
         "ioctl entries/exits or markers older than the sorting window: their pairing or phase may be wrong"},
+    DiagnosticInfo{Diag::ioctl_outcome_after_loss, "ioctl_outcome_after_loss", Severity::data_loss, false,
+        "ioctls open when events were lost: their exit may be a later ioctl's, so ret and latency are unknown"},
     DiagnosticInfo{Diag::fd_reused, "fd_reused", Severity::info, false,
         "fds that named several files during the run: their ioctls are not named by path"},
     DiagnosticInfo{Diag::strace_truncated_line, "strace_truncated_line", Severity::data_loss, false,

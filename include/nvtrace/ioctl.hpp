@@ -161,6 +161,17 @@ public:
     IoctlCollector& operator=(const IoctlCollector&) = delete;
     // Markers (preload lines), IoctlEnter and IoctlExit; any other event is ignored.
     void add(const Event& ev);
+    // The source says events were lost (a LostEvents mark: a ring-buffer page's missed events, "CPU:N [LOST M
+    // EVENTS]", a buffer_started or elided row) somewhere after `since_ns` (ns on the trace clock: the CPU's last
+    // event before the mark; 0 when not known) and before `until_ns` (the mark's time; nullopt when it has none).
+    // sys_exit_ioctl carries no request, so a task's exit after the loss may be a later ioctl's whose enter was
+    // lost: every ioctl still open, and every held one whose exit lies after since_ns, gets an unknown outcome (ret,
+    // errno, status, exit_ns, duration_ns null; counted as unfinished by IoctlStats) instead of another call's.
+    // Records already handed out are not changed. Call it in stream order, where the mark comes.
+    void loss(std::uint64_t since_ns, std::optional<std::uint64_t> until_ns);
+    // Records loss() made unknown, and the first ("pid P fd F cmd 0xC entered at T ns").
+    std::uint64_t outcomes_lost() const;
+    const std::string& first_outcome_lost() const;
     // Hands out every record still held (call once, after the last event).
     void finish();
 

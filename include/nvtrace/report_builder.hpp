@@ -92,6 +92,10 @@ private:
     std::optional<EventRecord> pending_event_;  // the last event, until the next one says no stack follows it
     std::uint64_t unknown_loss_marks_ = 0;
     std::string first_loss_;
+    // The time of the last event of each CPU and of any CPU (ns): where a loss mark's lost events may begin.
+    void note_time(const Event& ev);
+    std::vector<std::uint64_t> cpu_last_ns_;
+    std::uint64_t last_ns_ = 0;
 };
 
 }  // namespace nvtrace

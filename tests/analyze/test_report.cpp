@@ -242,3 +242,89 @@ TEST(Report, DiagnosticExamplesWithoutAFileGiveCpuAndTime) {
     ASSERT_TRUE(d = diag(r, "unclosed_call"));
     EXPECT_EQ(d->first_example, "cpu 3 ts 600 ns: f");
 }
+
+namespace {
+
+Event ioctl_enter(std::uint64_t ts, int cpu, int fd, std::uint64_t cmd) {
+    IoctlEnter e;
+    e.fd = fd;
+    e.cmd = cmd;
+    return Event{ts, cpu, 9, false, e};
+}
+
+Event ioctl_exit(std::uint64_t ts, int cpu, std::int64_t ret) {
+    IoctlExit x;
+    x.ret = ret;
+    return Event{ts, cpu, 9, false, x};
+}
+
+Event lost_mark(std::uint64_t ts, int cpu) { return Event{ts, cpu, -1, false, LostEvents{3}}; }
+
+constexpr std::uint64_t kFionread = 0x541b, kTcgets = 0x5401;
+
+const IoctlStat* stat_of(const Report& r, std::uint64_t cmd) {
+    for (const IoctlStat& st : r.ioctl_stats)
+        if (st.cmd == cmd && !st.pid) return &st;
+    return nullptr;
+}
+
+}  // namespace
+
+// A FIONREAD open when CPU 0 lost events (its exit and the next TCGETS's enter among them): the next exit of the
+// task, TCGETS's -ENOTTY, was paired with the FIONREAD, which then read as failed with ENOTTY and TCGETS's latency.
+TEST(Report, IoctlExitAfterLostEventsIsNotPairedWithTheIoctlOpenBeforeTheLoss) {
+    EventStream s;
+    s.events = {ioctl_enter(100, 0, 4, kFionread), lost_mark(150, 0),   ioctl_exit(200, 0, -25),
+                ioctl_enter(300, 0, 4, kTcgets),   ioctl_exit(310, 0, -25)};
+    Report r = build_report(s);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    const IoctlRecord& fionread = r.ioctls[0];
+    EXPECT_EQ(fionread.cmd, kFionread);
+    EXPECT_FALSE(fionread.ret) << *fionread.ret;
+    EXPECT_FALSE(fionread.exit_ns);
+    EXPECT_FALSE(fionread.duration_ns);
+    EXPECT_EQ(r.ioctls[1].ret, -25);  // entered after the loss: paired as before
+    EXPECT_EQ(r.ioctls[1].duration_ns, 10u);
+    const IoctlStat* st = stat_of(r, kFionread);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->errors, 0u);
+    EXPECT_EQ(st->unfinished, 1u);
+    EXPECT_FALSE(r.completeness.complete);
+    const Diagnostic* d = diag(r, "ioctl_outcome_after_loss");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 1u);
+    EXPECT_EQ(d->severity, "data_loss");
+    EXPECT_EQ(d->first_example, "pid 9 fd 4 cmd 0x541b entered at 100 ns");
+    bool reason = false;
+    for (const auto& why : r.completeness.reasons)
+        reason |= why.find("1 ioctl(s) with an unknown outcome") != std::string::npos;
+    EXPECT_TRUE(reason);
+}
+
+// An exit on another CPU inside the lost span (sorted before the mark, which comes with CPU 0's first event
+// after the loss) is as doubtful; an exit before the span began, or a loss on a CPU whose last event came after
+// the exit, leaves the pairing alone.
+TEST(Report, IoctlExitInsideTheLostSpanOfAnotherCpuHasAnUnknownOutcome) {
+    EventStream s;
+    s.events = {ioctl_enter(10, 0, 4, kTcgets),    ioctl_exit(20, 0, -25),           // before the span: kept
+                ioctl_enter(100, 0, 4, kFionread), entry(105, 9, "f", 0, 0, 0),     // CPU 0's last event
+                ioctl_exit(120, 1, -25),           entry(130, 7, "g", 0, 0, 2),     // CPU 2's last event
+                lost_mark(140, 2),                                                    // CPU 2: after 130
+                lost_mark(150, 0)};                                                   // CPU 0: after 105
+    Report r = build_report(s);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_EQ(r.ioctls[0].ret, -25);
+    EXPECT_EQ(r.ioctls[0].duration_ns, 10u);
+    EXPECT_FALSE(r.ioctls[1].ret);
+    EXPECT_FALSE(r.ioctls[1].duration_ns);
+    const Diagnostic* d = diag(r, "ioctl_outcome_after_loss");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 1u);
+
+    EventStream only_cpu2 = s;  // without CPU 0's mark: CPU 2 lost events after the exit (130 > 120)
+    only_cpu2.events.pop_back();
+    Report kept = build_report(only_cpu2);
+    ASSERT_EQ(kept.ioctls.size(), 2u);
+    EXPECT_EQ(kept.ioctls[1].ret, -25);
+    EXPECT_FALSE(diag(kept, "ioctl_outcome_after_loss"));
+}
