@@ -14,8 +14,15 @@ namespace nvtrace::detail {
 
 class Phases {
 public:
-    // Every marker text of the stream, in stream order, with its time (ns).
+    // Every marker text of the stream, in stream order, with its time (ns). One write to trace_marker is one
+    // event, whatever it holds: each of its lines is a marker of its own ("nvtrace-phase: A\nnvtrace-phase: B"
+    // begins A and then B at that time), as the lines read one by one in the trace text.
     void marker(std::uint64_t ts_ns, std::string_view text) {
+        for (std::size_t nl; (nl = text.find('\n')) != std::string_view::npos; text.remove_prefix(nl + 1))
+            line(ts_ns, text.substr(0, nl));
+        line(ts_ns, text);
+    }
+    void line(std::uint64_t ts_ns, std::string_view text) {
         bool begin = text.substr(0, kBegin.size()) == kBegin;
         bool end = text.substr(0, kEnd.size()) == kEnd;
         if (!begin && !end) return;

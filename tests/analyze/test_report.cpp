@@ -328,3 +328,21 @@ TEST(Report, IoctlExitInsideTheLostSpanOfAnotherCpuHasAnUnknownOutcome) {
     EXPECT_EQ(kept.ioctls[1].ret, -25);
     EXPECT_FALSE(diag(kept, "ioctl_outcome_after_loss"));
 }
+
+// One write of two lines (`printf 'nvtrace-phase: A\nnvtrace-phase: B\n' > trace_marker` is one print event) made
+// one phase named "A\nnvtrace-phase: B".
+TEST(Report, MarkerOfSeveralLinesIsReadLineByLine) {
+    EventStream s;
+    s.events = {Event{10, 0, 9, false, Marker{"nvtrace-phase: A\nnvtrace-phase: B\n"}},
+                entry(20, 9, "f", 0),
+                exit_(21, 9, "f", 0, 20, 21),
+                Event{30, 0, 9, false, Marker{"x\nnvtrace-phase-end"}},
+                entry(40, 9, "g", 0),
+                exit_(41, 9, "g", 0, 40, 41)};
+    Report r = build_report(s);
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(r.calls[0].phase, "B");
+    EXPECT_FALSE(r.calls[1].phase) << *r.calls[1].phase;
+    ASSERT_EQ(r.markers.size(), 2u);  // each write kept whole
+    EXPECT_EQ(r.markers[0].text, "nvtrace-phase: A\nnvtrace-phase: B\n");
+}
