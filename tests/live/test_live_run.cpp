@@ -248,3 +248,25 @@ TEST(LiveRun, OutInsideTracefsIsRefusedAndCreatesNoInstance) {
     EXPECT_NE(r.err.find("inside tracefs"), std::string::npos) << r.err;
     EXPECT_EQ(tracefs_snapshot(), before);
 }
+
+// `nvtrace run ... >&-`: the trace_marker fd handed to the program took the free number 1, so the program's
+// standard output went into the trace as markers (NVTRACE_TRACE_MARKER_FD=1).
+TEST(LiveRun, ClosedStdoutIsNotReusedForTheProgramsMarkerFd) {
+    REQUIRE_LIVE();
+    auto before = tracefs_snapshot();
+    const std::string out = temp_dir(), seen = temp_dir();
+    const std::string program = fmt::format(
+        "readlink /proc/$$/fd/1 > {0}/fd1 2>&1; echo \"$NVTRACE_TRACE_MARKER_FD\" > {0}/marker_fd; "
+        "echo hello-to-stdout",
+        seen);
+    const std::string cmd = fmt::format("exec '{}' run -q --out '{}' -- sh -c '{}' >&-", NVTRACE_BIN, out, program);
+    Ran r = run({"sh", "-c", cmd});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const int marker_fd = std::stoi(slurp(seen + "/marker_fd"));
+    EXPECT_GE(marker_fd, 3);
+    EXPECT_EQ(slurp(seen + "/fd1").find("trace_marker"), std::string::npos) << slurp(seen + "/fd1");
+    nlohmann::json rep = load_json(out + "/report.json");
+    for (const auto& m : rep["markers"])
+        EXPECT_EQ(m["text"].get<std::string>().find("hello-to-stdout"), std::string::npos) << m.dump();
+    EXPECT_EQ(tracefs_snapshot(), before);
+}

@@ -6,6 +6,9 @@
 #include <exception>
 #include <iostream>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -19,7 +22,25 @@ std::vector<std::pair<int, AddCommand>>& command_table() {
 }
 }  // namespace nvtrace::cli
 
+namespace {
+
+// A standard descriptor nvtrace was started without (`nvtrace run ... >&-`) is held by an O_PATH placeholder, so
+// that no file nvtrace opens takes its number: the trace_marker descriptor handed to the program would have
+// become its standard output, a report's temporary file nvtrace's. I/O on an O_PATH descriptor fails with EBADF as
+// on the closed one (`report --json >&-` still exits 3), and it is close-on-exec: the program starts without it, as
+// the shell asked. The same guard as OpenSSH's sanitise_stdfd and sudo's, with the number left unusable.
+void hold_closed_standard_fds() {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int held = ::open("/", O_PATH | O_CLOEXEC);  // the lowest free number: `fd` itself
+        if (held >= 0 && held != fd) ::close(held);
+    }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    hold_closed_standard_fds();
     CLI::App app{"nvtrace: capture and explain what a kernel driver does for a program"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("nvtrace 0.1.0"));
