@@ -39,13 +39,27 @@ std::string retval_class(std::int64_t v) {
     return "pointer";
 }
 
+// Adds `d` to the sum `acc`; past kDiffMaxTotalNs the sum stays there and `overflow` is set (never wraps).
+void add_ns(std::uint64_t& acc, std::uint64_t d, bool& overflow) {
+    if (d > kDiffMaxTotalNs - acc) {
+        acc = kDiffMaxTotalNs;
+        overflow = true;
+    } else {
+        acc += d;
+    }
+}
+
 struct Acc {
     std::uint64_t count = 0;
-    std::uint64_t total_ns = 0;
-    std::uint64_t self_ns = 0;
+    std::uint64_t total_ns = 0;  // of the known durations
+    std::uint64_t self_ns = 0;   // of the known self times
     std::uint64_t min_ns = std::numeric_limits<std::uint64_t>::max();
     std::uint64_t max_ns = 0;
-    std::uint64_t unknown = 0;
+    std::uint64_t unknown = 0;       // calls without a duration
+    std::uint64_t no_exit = 0;       // of those, exit not seen
+    std::uint64_t self_unknown = 0;  // calls whose self time is unknown (own or a direct child's duration)
+    bool overflow = false;           // total_ns passed kDiffMaxTotalNs
+    bool self_overflow = false;      // self_ns passed it
     std::map<std::string, std::uint64_t> retvals;
     std::set<std::string> names;
 };
@@ -85,10 +99,10 @@ bool ignored(const std::string& name, const std::vector<std::string>& globs) {
 // children's. Positions are 32-bit: 4,294,967,295 calls would be a report of more than a terabyte.
 struct DiffCalls::Impl {
     static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-    enum Flag : std::uint8_t { dropped = 1, collapsed = 2, irq = 4, has_duration = 8 };
+    enum Flag : std::uint8_t { dropped = 1, collapsed = 2, irq = 4, has_duration = 8, child_unknown = 16 };
     struct PerCall {
         std::uint64_t duration_ns = 0;
-        std::uint64_t child_ns = 0;  // known durations of the calls whose time counts under this one
+        std::uint64_t child_ns = 0;  // known durations of the calls whose time counts under this one (saturated)
         std::uint32_t node = kNone;
         std::uint32_t owner = kNone;
         std::uint8_t flags = 0;
@@ -157,18 +171,28 @@ struct DiffCalls::Impl {
             return;
         }
         pc.node = static_cast<std::uint32_t>(t.child(parent_node, name));
-        if (parent_owner != kNone && c.duration_ns) calls[parent_owner].child_ns += *c.duration_ns;
+        if (parent_owner != kNone) {
+            // The owner's self time needs every duration that counts under it: one unknown makes it unknown.
+            PerCall& owner = calls[parent_owner];
+            if (!c.duration_ns) {
+                owner.flags |= child_unknown;
+            } else {
+                bool over = false;
+                add_ns(owner.child_ns, *c.duration_ns, over);
+            }
+        }
         Acc& a = t.nodes[pc.node].acc;
         ++a.count;
         if (c.duration_ns) {
             std::uint64_t d = *c.duration_ns;
             pc.duration_ns = d;
             pc.flags |= has_duration;
-            a.total_ns += d;
+            add_ns(a.total_ns, d, a.overflow);
             a.min_ns = std::min(a.min_ns, d);
             a.max_ns = std::max(a.max_ns, d);
         } else {
             ++a.unknown;
+            a.no_exit += c.exit_seen ? 0 : 1;
         }
         if (c.retval) ++a.retvals[retval_class(*c.retval)];
         if (a.names.size() < 8) a.names.insert(c.function);
@@ -176,11 +200,14 @@ struct DiffCalls::Impl {
 
     // The self times (every child is in now) and the phases of the report's other sections.
     void finish(const Report& r) {
-        for (const PerCall& pc : calls)
-            if ((pc.flags & (dropped | collapsed | has_duration)) == has_duration) {
-                Acc& a = t.nodes[pc.node].acc;
-                a.self_ns += pc.duration_ns > pc.child_ns ? pc.duration_ns - pc.child_ns : 0;
-            }
+        for (const PerCall& pc : calls) {
+            if (pc.flags & (dropped | collapsed)) continue;
+            Acc& a = t.nodes[pc.node].acc;
+            if ((pc.flags & (has_duration | child_unknown)) != has_duration)
+                ++a.self_unknown;
+            else
+                add_ns(a.self_ns, pc.duration_ns > pc.child_ns ? pc.duration_ns - pc.child_ns : 0, a.self_overflow);
+        }
         info.report_calls = calls.size();
         std::vector<PerCall>().swap(calls);
         decltype(index)().swap(index);
@@ -215,18 +242,29 @@ namespace {
 DiffSide side_of(const Acc& a) {
     DiffSide s;
     s.count = a.count;
-    s.total_ns = a.total_ns;
-    s.self_ns = a.self_ns;
-    s.min_ns = a.min_ns == std::numeric_limits<std::uint64_t>::max() ? 0 : a.min_ns;
-    s.max_ns = a.max_ns;
+    s.known_total_ns = a.total_ns;
     s.unknown_durations = a.unknown;
+    s.exit_not_seen = a.no_exit;
+    s.overflow = a.overflow || a.self_overflow;
+    if (a.unknown == 0) {
+        if (!a.overflow) s.total_ns = a.total_ns;
+        s.min_ns = a.count ? a.min_ns : 0;
+        s.max_ns = a.max_ns;
+    }
+    if (a.self_unknown == 0 && !a.self_overflow && !a.overflow) s.self_ns = a.self_ns;
     s.retvals = a.retvals;
     s.names.assign(a.names.begin(), a.names.end());
     return s;
 }
 
+// a and b are at most kDiffMaxTotalNs: the difference fits.
 std::int64_t signed_delta(std::uint64_t a, std::uint64_t b) {
     return b >= a ? static_cast<std::int64_t>(b - a) : -static_cast<std::int64_t>(a - b);
+}
+
+std::optional<std::int64_t> signed_delta(const std::optional<std::uint64_t>& a, const std::optional<std::uint64_t>& b) {
+    if (!a || !b) return std::nullopt;
+    return signed_delta(*a, *b);
 }
 
 bool retval_sets_differ(const DiffSide& a, const DiffSide& b) {
@@ -261,14 +299,22 @@ struct Merger {
             d.delta_count = signed_delta(d.a->count, d.b->count);
             d.delta_total_ns = signed_delta(d.a->total_ns, d.b->total_ns);
             d.delta_self_ns = signed_delta(d.a->self_ns, d.b->self_ns);
-            if (d.a->total_ns > 0)
-                d.rel_total = static_cast<double>(d.delta_total_ns) / static_cast<double>(d.a->total_ns);
-            std::uint64_t abs_delta = static_cast<std::uint64_t>(std::abs(d.delta_total_ns));
+            if (d.delta_total_ns && *d.a->total_ns > 0)
+                d.rel_total = static_cast<double>(*d.delta_total_ns) / static_cast<double>(*d.a->total_ns);
+            std::uint64_t abs_delta =
+                d.delta_total_ns ? static_cast<std::uint64_t>(std::abs(*d.delta_total_ns)) : std::uint64_t{0};
             if (!pseudo) {
                 d.count_changed = d.delta_count != 0;
                 d.retval_changed = compare_retvals && retval_sets_differ(*d.a, *d.b);
                 d.time_changed = abs_delta >= o.threshold.min_abs_ns && abs_delta > 0 &&
                                  (!d.rel_total || std::abs(*d.rel_total) >= o.threshold.min_rel);
+                if (!d.delta_total_ns) {
+                    std::vector<std::string> why;
+                    for (auto [side, s] : {std::pair{"A", &*d.a}, std::pair{"B", &*d.b}})
+                        if (auto w = why_time_unknown(*s); !w.empty()) why.push_back(fmt::format("{}: {}", side, w));
+                    d.time_unknown = fmt::format("{}", fmt::join(why, "; "));
+                    ++sum.time_unknown;
+                }
             }
             d.impact_ns = abs_delta;
             if (d.count_changed || d.retval_changed || d.time_changed) d.status = DiffStatus::changed;
@@ -279,10 +325,11 @@ struct Merger {
         } else {
             d.status = na ? DiffStatus::removed : DiffStatus::added;
             const DiffSide& s = na ? *d.a : *d.b;
-            d.impact_ns = s.total_ns;
+            d.impact_ns = s.known_total_ns;
             d.delta_count = na ? -static_cast<std::int64_t>(s.count) : static_cast<std::int64_t>(s.count);
-            d.delta_total_ns = na ? -static_cast<std::int64_t>(s.total_ns) : static_cast<std::int64_t>(s.total_ns);
-            d.delta_self_ns = na ? -static_cast<std::int64_t>(s.self_ns) : static_cast<std::int64_t>(s.self_ns);
+            const std::optional<std::uint64_t> zero = 0;
+            d.delta_total_ns = na ? signed_delta(s.total_ns, zero) : signed_delta(zero, s.total_ns);
+            d.delta_self_ns = na ? signed_delta(s.self_ns, zero) : signed_delta(zero, s.self_ns);
             if (na) {
                 sum.removed_nodes += !pseudo;
                 sum.removed_calls += pseudo ? 0 : s.count;
@@ -316,10 +363,11 @@ struct Merger {
             if (nb)
                 if (auto it = nb->children.find(n); it != nb->children.end()) cb = it->second;
             DiffNode child = merge(ca, cb, d.path, d.irq, inside_change || structural_here);
-            bool keep = o.keep_unchanged || child.status != DiffStatus::same;
+            bool keep = o.keep_unchanged || child.status != DiffStatus::same || child.time_unknown;
             if (!keep) continue;
             d.impact_ns = std::max(d.impact_ns, child.impact_ns);
-            if (d.status == DiffStatus::same && child.status != DiffStatus::same) d.status = DiffStatus::context;
+            if (d.status == DiffStatus::same && (child.status != DiffStatus::same || child.time_unknown))
+                d.status = DiffStatus::context;
             d.children.push_back(std::move(child));
         }
         sort_by_impact(d.children);
@@ -376,6 +424,25 @@ std::string_view to_string(DiffStatus s) {
     return "same";
 }
 
+std::string why_time_unknown(const DiffSide& s) {
+    if (s.unknown_durations) {
+        std::string why = s.exit_not_seen == s.unknown_durations ? "exit not seen"
+                          : s.exit_not_seen == 0                 ? "no duration recorded"
+                                                 : fmt::format("{} with the exit not seen", s.exit_not_seen);
+        return fmt::format("{} of {} call{} without a duration ({})", s.unknown_durations, s.count,
+                           s.count == 1 ? "" : "s", why);
+    }
+    if (s.overflow && !s.total_ns) return "the durations sum past 2^63-1 ns (292 years): not a real duration";
+    return "";
+}
+
+std::string why_no_call_graph(const DiffInput& in) {
+    const ReportSource& s = in.source;
+    if (s.tracer_mode) return fmt::format("it was traced with tracer {} (no function_graph)", *s.tracer_mode);
+    if (s.format) return fmt::format("its input ({}) records no calls", *s.format);
+    return "it has no calls";
+}
+
 std::string describe_empty_phase(const DiffInput& in, const std::string& phase) {
     auto list = [](const std::vector<std::string>& v) {
         return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
@@ -422,10 +489,13 @@ DiffResult diff_reports(const Report& a, DiffCalls a_calls, const Report& b, Dif
         in->report_calls = side->info.report_calls;
     }
     d.retvals_compared = d.a.has_retvals && d.b.has_retvals;
-    Merger m{sa.t, sb.t, options, d.retvals_compared, d.summary};
-    // The virtual roots (node 0 of each trie) align by definition; their children are the root paths.
-    DiffNode top = m.merge(0, 0, "", false, false);
-    d.roots = std::move(top.children);
+    d.calls_compared = (d.a.report_calls == 0) == (d.b.report_calls == 0);
+    if (d.calls_compared) {
+        Merger m{sa.t, sb.t, options, d.retvals_compared, d.summary};
+        // The virtual roots (node 0 of each trie) align by definition; their children are the root paths.
+        DiffNode top = m.merge(0, 0, "", false, false);
+        d.roots = std::move(top.children);
+    }
     d.ioctls_compared = !a.ioctl_stats.empty() || !b.ioctl_stats.empty();
     if (d.ioctls_compared)
         d.ioctls =

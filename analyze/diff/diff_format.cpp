@@ -17,10 +17,29 @@ namespace {
 
 using nlohmann::json;
 
+json opt_ns(const std::optional<std::uint64_t>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
+json opt_delta(const std::optional<std::int64_t>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
 json side_json(const DiffSide& s) {
-    return {{"count", s.count},     {"total_ns", s.total_ns}, {"self_ns", s.self_ns},
-            {"min_ns", s.min_ns},   {"max_ns", s.max_ns},     {"unknown_durations", s.unknown_durations},
-            {"retvals", s.retvals}, {"names", s.names}};
+    json j = {{"count", s.count},
+              {"total_ns", opt_ns(s.total_ns)},
+              {"self_ns", opt_ns(s.self_ns)},
+              {"min_ns", opt_ns(s.min_ns)},
+              {"max_ns", opt_ns(s.max_ns)},
+              {"unknown_durations", s.unknown_durations},
+              {"retvals", s.retvals},
+              {"names", s.names}};
+    // Only where a time is unknown, so that the diff of reports with every duration known is as it was.
+    if (!s.total_ns) {
+        j["known_total_ns"] = s.known_total_ns;
+        j["time_unknown"] = why_time_unknown(s);
+    }
+    return j;
 }
 
 json changes_of(const DiffNode& n) {
@@ -43,10 +62,11 @@ json node_json(const DiffNode& n) {
               {"b", n.b ? side_json(*n.b) : json(nullptr)},
               {"delta",
                {{"count", n.delta_count},
-                {"total_ns", n.delta_total_ns},
-                {"self_ns", n.delta_self_ns},
+                {"total_ns", opt_delta(n.delta_total_ns)},
+                {"self_ns", opt_delta(n.delta_self_ns)},
                 {"total_rel", n.rel_total ? json(*n.rel_total) : json(nullptr)}}},
               {"impact_ns", n.impact_ns}};
+    if (n.time_unknown) j["delta"]["time_unknown"] = *n.time_unknown;
     json kids = json::array();
     for (const auto& c : n.children)
         kids.push_back(node_json(c));
@@ -128,14 +148,22 @@ struct TextWriter {
         }
         std::string calls = fmt::format("{:>6} -> {:<6}", n.a ? std::to_string(n.a->count) : std::string("-"),
                                         n.b ? std::to_string(n.b->count) : std::string("-"));
-        std::string ta = n.a ? fmt_ns(n.a->total_ns) : "-";
-        std::string tb = n.b ? fmt_ns(n.b->total_ns) : "-";
-        std::string delta = fmt_delta_ns(n.delta_total_ns);
+        auto total = [](const std::optional<DiffSide>& s) {
+            return !s ? std::string("-") : s->total_ns ? fmt_ns(*s->total_ns) : std::string("unknown");
+        };
+        std::string ta = total(n.a), tb = total(n.b);
+        std::string delta = n.delta_total_ns ? fmt_delta_ns(*n.delta_total_ns) : std::string("unknown");
         if (n.rel_total && n.a && n.b) delta += fmt::format(" ({:+.1f}%)", *n.rel_total * 100.0);
         std::vector<std::string> tags;
         if (n.count_changed) tags.push_back(fmt::format("calls {:+}", n.delta_count));
         if (n.retval_changed) tags.push_back("retval");
         if (n.time_changed) tags.push_back("time");
+        if (n.time_unknown) tags.push_back("time unknown: " + *n.time_unknown);
+        // An added or removed path whose total is unknown says why (the other side is missing, not unknown).
+        if (!n.time_unknown && (n.status == DiffStatus::added || n.status == DiffStatus::removed)) {
+            const DiffSide& s = n.a ? *n.a : *n.b;
+            if (!s.total_ns) tags.push_back("time unknown: " + why_time_unknown(s));
+        }
         std::string name = std::string(static_cast<std::size_t>(depth) * 2, ' ') + visible(n.function);
         if (!tags.empty()) name += "  [" + fmt::format("{}", fmt::join(tags, ", ")) + "]";
         std::string line = fmt::format("{} {} {:>12} {:>12} {:>22}  {}", mark, calls, ta, tb, delta, name);
@@ -291,38 +319,46 @@ json to_json(const DiffResult& d) {
                            {"changes", changes_of(*n)},
                            {"irq", n->irq},
                            {"delta_count", n->delta_count},
-                           {"delta_total_ns", n->delta_total_ns},
+                           {"delta_total_ns", opt_delta(n->delta_total_ns)},
                            {"impact_ns", n->impact_ns}});
     const DiffSummary& s = d.summary;
-    return {{"schema", kDiffSchema},
-            {"a", input_json(d.a)},
-            {"b", input_json(d.b)},
-            {"options",
-             {{"phase", d.options.phase ? json(*d.options.phase) : json(nullptr)},
-              {"renames", renames},
-              {"ignore", d.options.ignore},
-              {"min_delta_ns", d.options.threshold.min_abs_ns},
-              {"min_delta_rel", d.options.threshold.min_rel},
-              {"irq", d.options.keep_irq_nesting ? "nested" : "hoisted"},
-              {"keep_unchanged", d.options.keep_unchanged}}},
-            {"retvals_compared", d.retvals_compared},
-            {"summary",
-             {{"added_paths", s.added_paths},
-              {"added_nodes", s.added_nodes},
-              {"added_calls", s.added_calls},
-              {"removed_paths", s.removed_paths},
-              {"removed_nodes", s.removed_nodes},
-              {"removed_calls", s.removed_calls},
-              {"count_changes", s.count_changes},
-              {"retval_changes", s.retval_changes},
-              {"time_changes", s.time_changes},
-              {"irq_changes", s.irq_changes},
-              {"structural_change", s.structural()},
-              {"any_change", s.any()}}},
-            {"tree", std::move(tree)},
-            {"changes", std::move(changes)},
-            {"ioctls", ioctls_json(d)},
-            {"api_calls", detail::api_calls_json(d)}};
+    json j = {{"schema", kDiffSchema},
+              {"a", input_json(d.a)},
+              {"b", input_json(d.b)},
+              {"options",
+               {{"phase", d.options.phase ? json(*d.options.phase) : json(nullptr)},
+                {"renames", renames},
+                {"ignore", d.options.ignore},
+                {"min_delta_ns", d.options.threshold.min_abs_ns},
+                {"min_delta_rel", d.options.threshold.min_rel},
+                {"irq", d.options.keep_irq_nesting ? "nested" : "hoisted"},
+                {"keep_unchanged", d.options.keep_unchanged}}},
+              {"retvals_compared", d.retvals_compared},
+              {"summary",
+               {{"added_paths", s.added_paths},
+                {"added_nodes", s.added_nodes},
+                {"added_calls", s.added_calls},
+                {"removed_paths", s.removed_paths},
+                {"removed_nodes", s.removed_nodes},
+                {"removed_calls", s.removed_calls},
+                {"count_changes", s.count_changes},
+                {"retval_changes", s.retval_changes},
+                {"time_changes", s.time_changes},
+                {"irq_changes", s.irq_changes},
+                {"structural_change", s.structural()},
+                {"any_change", s.any()}}},
+              {"tree", std::move(tree)},
+              {"changes", std::move(changes)},
+              {"ioctls", ioctls_json(d)},
+              {"api_calls", detail::api_calls_json(d)}};
+    if (s.time_unknown) j["summary"]["time_unknown"] = s.time_unknown;  // only then: see side_json
+    if (!d.calls_compared) {
+        const DiffInput& none = d.a.report_calls == 0 ? d.a : d.b;
+        j["calls_compared"] = false;
+        j["calls_not_compared"] =
+            fmt::format("{} has no call graph: {}", &none == &d.a ? "a" : "b", why_no_call_graph(none));
+    }
+    return j;
 }
 
 std::string to_json_text(const DiffResult& d) {
@@ -355,11 +391,23 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
                                in->label, fmt::join(in->reasons, "; "));
     out += fmt::format(
         "#  {} added path(s) ({} calls), {} removed path(s) ({} calls), {} count change(s), {} retval change(s), "
-        "{} time change(s){}\n",
+        "{} time change(s){}{}\n",
         s.added_paths, s.added_calls, s.removed_paths, s.removed_calls, s.count_changes, s.retval_changes,
-        s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string());
+        s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string(),
+        s.time_unknown ? fmt::format(", {} path(s) whose time is unknown (a call without a duration: not compared)",
+                                     s.time_unknown)
+                       : std::string());
     if (d.roots.empty()) {
-        if (d.a.report_calls == 0 && d.b.report_calls == 0)
+        if (!d.calls_compared) {
+            const DiffInput& none = d.a.report_calls == 0 ? d.a : d.b;
+            const DiffInput& some = d.a.report_calls == 0 ? d.b : d.a;
+            out += visible(fmt::format(
+                "#  call paths not compared: {} {} has no call graph ({}); {} {} has {} calls: only the ioctls{} are "
+                "compared",
+                &none == &d.a ? "A" : "B", none.label, why_no_call_graph(none), &some == &d.a ? "A" : "B", some.label,
+                some.report_calls, d.api_compared ? " and API calls" : ""));
+            out += '\n';
+        } else if (d.a.report_calls == 0 && d.b.report_calls == 0)
             out += fmt::format(
                 "#  neither report has calls (function_graph was not traced): only the ioctls{} are compared\n",
                 d.api_compared ? " and API calls" : "");

@@ -97,6 +97,13 @@ private:
     std::unordered_map<std::uint64_t, std::size_t> pos_;  // call id -> index
     std::vector<Instant> instants_;
     std::map<TrackKey, std::uint64_t> ioctl_slice_end_;  // ns: where each track's last ioctl slice ended
+    // Kernel-log lines, ioctls and markers without a time (strace without -t, a kernel log without timestamps),
+    // laid out once the timed events are in: their track, the instant, and whether it is an ioctl slice.
+    struct Untimed {
+        TrackKey track;
+        Instant in;
+    };
+    std::vector<Untimed> untimed_;
     Track* current_ = nullptr;
     bool first_event_ = true;
 
@@ -302,7 +309,7 @@ private:
             } else if (m.ts_ns) {
                 add_instant(TrackKey{-1, -1, true}, {*m.ts_ns, std::move(name), "kernel_log", std::move(args), {}});
             } else {
-                ++stats_.skipped_instants;
+                untimed_.push_back({TrackKey{-1, -1, true}, {0, std::move(name), "kernel_log", std::move(args), {}}});
             }
         }
         for (const IoctlRecord& io : r_.ioctls) {
@@ -325,12 +332,12 @@ private:
                     k = track_of_[it->second];
                     if (!r_.calls[it->second].entry_ns) ts = start_[it->second];  // that track's time is laid out
                 }
-            if (!ts) {  // no time (strace without timestamps): nowhere to put it, as for a marker
-                ++stats_.skipped_instants;
-                continue;
-            }
             std::string name = io.name ? "ioctl " + *io.name : fmt::format("ioctl 0x{:x}", io.cmd);
             if (tracks_[k].comm.empty()) tracks_[k].comm = io.comm;
+            if (!ts) {  // no time (strace without -t): laid out in recorded order after the timed events
+                untimed_.push_back({k, {0, std::move(name), "ioctl", std::move(args), took}});
+                continue;
+            }
             // An ioctl with no call under it and a known exit is a slice of its thread (a run without function
             // tracing is a timeline of these); one under a call is an instant, the call's slice has the time.
             // One that would overlap the thread's previous ioctl slice stays an instant, counted as adjusted.
@@ -348,17 +355,17 @@ private:
             add_instant(k, {*ts, std::move(name), "ioctl", std::move(args), dur});
         }
         for (const MarkerEntry& m : r_.markers) {
-            if (!m.ts_ns) {
-                ++stats_.skipped_instants;
-                continue;
-            }
             Instant in;
-            in.ts = *m.ts_ns;
+            in.ts = m.ts_ns.value_or(0);
             in.name = shorten(m.text, 80);
             in.cat = "marker";
             in.args = {{"text", m.text}};
-            add_instant(TrackKey{m.pid, -1, false}, std::move(in));
+            if (!m.ts_ns)
+                untimed_.push_back({TrackKey{m.pid, -1, false}, std::move(in)});
+            else
+                add_instant(TrackKey{m.pid, -1, false}, std::move(in));
         }
+        add_untimed();
         // Merge each track's instants into its slices by time: an instant at a slice's start or end lands inside.
         for (auto& [key, t] : tracks_) {
             std::stable_sort(t.instants.begin(), t.instants.end(),
@@ -380,6 +387,38 @@ private:
             for (; k < t.instants.size(); ++k)
                 merged.push_back({instants_[t.instants[k]].ts, 'i', t.instants[k]});
             t.events = std::move(merged);
+        }
+    }
+
+    // Items without a time have no place on the trace clock. Rather than leave them out of the trace (a strace
+    // without -t would be an empty one), they follow the last timed event (1 us after it), one after another in the
+    // report's order (kernel-log lines, then ioctls, then markers: their order across kinds is not recorded), 1 us
+    // apart or their duration apart, each with args.synthetic_time. An ioctl with a known duration is a slice, like a
+    // timed one.
+    void add_untimed() {
+        if (untimed_.empty()) return;
+        std::uint64_t at = 0;
+        for (const auto& [key, t] : tracks_)
+            for (const Ev& e : t.events)
+                at = std::max(at, e.ts);
+        for (const Instant& in : instants_)
+            at = std::max(at, in.ts + in.dur.value_or(0));
+        // 1 us after the last event: at its very time an instant would land inside the slice that ends there.
+        if (!instants_.empty() ||
+            std::any_of(tracks_.begin(), tracks_.end(), [](const auto& t) { return !t.second.events.empty(); }))
+            at += 1000;
+        for (auto& [k, in] : untimed_) {
+            in.ts = at;
+            in.args["synthetic_time"] = true;
+            if (in.cat == "ioctl" && in.dur) {
+                ++stats_.ioctl_slices;
+                ioctl_slice_end_[k] = at + *in.dur;
+            } else {
+                in.dur.reset();
+            }
+            at += std::max<std::uint64_t>(in.dur.value_or(0), 1000);
+            ++stats_.synthetic_instants;
+            add_instant(k, std::move(in));
         }
     }
 
@@ -417,6 +456,8 @@ private:
                        {"synthetic_slices", stats_.synthetic_slices},
                        {"adjusted_slices", stats_.adjusted_slices},
                        {"skipped_instants", stats_.skipped_instants}};
+        // Only when there are some: the export of a report whose items all have a time stays as it was.
+        if (stats_.synthetic_instants) counts["synthetic_instants"] = stats_.synthetic_instants;
         // Only a report with API calls has these: the export of one without stays as it was.
         if (!r_.api_calls.empty()) {
             counts["api_slices"] = stats_.api_slices;

@@ -1,4 +1,6 @@
 // Folded stacks, the calls CSV and the format dispatch (include/nvtrace/export.hpp, docs/export.md).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "../record_fields.hpp"
@@ -215,6 +217,91 @@ void write_csv(const Report& r, CsvTable table, std::ostream& out) {
             write_ioctl_stats_csv(r, out);
             break;
     }
+}
+
+namespace {
+
+// Why the report has no calls, from its source: "its input (strace) records none", "it was traced with tracer
+// events (no function_graph)".
+std::string why_no_calls(const Report& r) {
+    if (r.source.tracer_mode)
+        return fmt::format("it was traced with tracer {} (no function_graph)", *r.source.tracer_mode);
+    if (r.source.format) return fmt::format("its input ({}) records none", *r.source.format);
+    return "none were recorded";
+}
+
+std::string count_of(std::size_t n, std::string_view one, std::string_view many) {
+    return fmt::format("{} {}", thousands(n), n == 1 ? one : many);
+}
+
+// "2 ioctls, 4 kernel-log lines" of what the report holds besides calls; "nothing else" when it holds none.
+std::string holdings(const Report& r, bool with_calls = false) {
+    std::vector<std::string> parts;
+    if (with_calls && !r.calls.empty()) parts.push_back(count_of(r.calls.size(), "call", "calls"));
+    if (!r.ioctls.empty()) parts.push_back(count_of(r.ioctls.size(), "ioctl", "ioctls"));
+    if (!r.api_calls.empty()) parts.push_back(count_of(r.api_calls.size(), "API call", "API calls"));
+    if (!r.kernel_log.empty()) parts.push_back(count_of(r.kernel_log.size(), "kernel-log line", "kernel-log lines"));
+    if (!r.markers.empty()) parts.push_back(count_of(r.markers.size(), "marker", "markers"));
+    return parts.empty() ? std::string("nothing else") : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+std::optional<std::string> empty_export_reason(const Report& r, ExportFormat f, CsvTable table) {
+    const std::string no_calls = fmt::format("the report has no calls ({})", why_no_calls(r));
+    switch (f) {
+        case ExportFormat::json:
+        case ExportFormat::html:
+            return std::nullopt;  // the report's head and completeness are always there
+        case ExportFormat::chrome:
+            if (!r.calls.empty() || !r.ioctls.empty() || !r.api_calls.empty() || !r.kernel_log.empty() ||
+                !r.markers.empty())
+                return std::nullopt;
+            return no_calls + ", ioctls, API calls, kernel-log lines or markers: the trace would hold no event";
+        case ExportFormat::folded: {
+            const bool graph = !r.graph.empty();
+            if (graph ? std::any_of(r.graph.begin(), r.graph.end(), [](const GraphNode& n) { return n.self_ns; })
+                      : std::any_of(r.calls.begin(), r.calls.end(), [](const Call& c) { return c.duration_ns; }))
+                return std::nullopt;
+            if (r.calls.empty() && !graph)
+                return fmt::format("{}: there is no call stack to fold (it holds {})", no_calls, holdings(r));
+            return fmt::format(
+                "none of the report's {} has a known duration (a function tracer records hits, a trace read "
+                "before the calls returned no exits): folded stacks are weighed by self time, there is none to "
+                "write (--format csv --table calls lists the calls)",
+                count_of(graph ? r.graph.size() : r.calls.size(), graph ? "path" : "call", graph ? "paths" : "calls"));
+        }
+        case ExportFormat::csv:
+            switch (table) {
+                case CsvTable::calls:
+                    if (!r.calls.empty()) return std::nullopt;
+                    return fmt::format("{}: the calls table would be a bare header (it holds {})", no_calls,
+                                       holdings(r));
+                case CsvTable::ioctls:
+                    if (!r.ioctls.empty()) return std::nullopt;
+                    return fmt::format(
+                        "the report has no ioctls: the ioctls table would be a bare header (it "
+                        "holds {})",
+                        holdings(r, true));
+                case CsvTable::ioctl_stats:
+                    if (!r.ioctl_stats.empty()) return std::nullopt;
+                    return "the report has no ioctl statistics (no ioctls): the ioctl-stats table would be a bare "
+                           "header";
+            }
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> export_without_calls_note(const Report& r, ExportFormat f, const ChromeTraceStats* chrome) {
+    if (!r.calls.empty() || f == ExportFormat::csv || f == ExportFormat::folded) return std::nullopt;
+    std::string note =
+        fmt::format("the report has no calls ({}): the {} export holds {}", why_no_calls(r), to_string(f), holdings(r));
+    if (chrome && chrome->synthetic_instants)
+        note += fmt::format(
+            " ({} without a time laid out in recorded order after the timed events, "
+            "args.synthetic_time)",
+            thousands(chrome->synthetic_instants));
+    return note;
 }
 
 Result<void> export_report(const Report& r, ExportFormat f, std::ostream& out) {

@@ -74,6 +74,17 @@ namespace {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
+// acc += d, saturating: a sum past 2^64-1 ns stays there with `over` set (a damaged report's durations; it never
+// wraps into a small number).
+void add_sat(std::uint64_t& acc, std::uint64_t d, bool& over) {
+    if (d > std::numeric_limits<std::uint64_t>::max() - acc) {
+        acc = std::numeric_limits<std::uint64_t>::max();
+        over = true;
+    } else {
+        acc += d;
+    }
+}
+
 std::string normalise_module(std::string_view m) {
     if (m.size() >= 2 && m.front() == '[' && m.back() == ']') m = m.substr(1, m.size() - 2);
     std::string s(m);
@@ -212,7 +223,7 @@ private:
         ++n.count;
         if (!d) return;
         ++n.timed;
-        n.total_ns += *d;
+        add_sat(n.total_ns, *d, n.overflow);
         n.max_ns = std::max(n.max_ns, *d);
     }
 
@@ -339,17 +350,17 @@ private:
                     // Self time is known when the call's own duration and every direct child's is.
                     if (c.duration_ns) {
                         std::uint64_t kids_ns = 0;
-                        bool known = true;
+                        bool known = true, kids_over = false;
                         for (auto k : kids[it.call]) {
                             if (!calls[k].duration_ns) {
                                 known = false;
                                 break;
                             }
-                            kids_ns += *calls[k].duration_ns;
+                            add_sat(kids_ns, *calls[k].duration_ns, kids_over);
                         }
                         if (known) {
                             ++n.self_timed;
-                            n.self_ns += *c.duration_ns > kids_ns ? *c.duration_ns - kids_ns : 0;
+                            add_sat(n.self_ns, *c.duration_ns > kids_ns ? *c.duration_ns - kids_ns : 0, n.overflow);
                         }
                     }
                     for (auto m : logs[it.call])
@@ -453,10 +464,10 @@ private:
             bool timed = g.total_ns != 0 || g.max_ns != 0;
             n.count += g.count;
             n.timed += timed ? g.count : 0;
-            n.total_ns += g.total_ns;
+            add_sat(n.total_ns, g.total_ns, n.overflow);
             n.max_ns = std::max(n.max_ns, g.max_ns);
             n.self_timed += timed ? g.count : 0;
-            n.self_ns += g.self_ns;
+            add_sat(n.self_ns, g.self_ns, n.overflow);
             v_.calls += g.count;
             if (start + 1 == parts.size()) tops += g.count;
         }
@@ -516,7 +527,7 @@ private:
             add_time(n, io.duration_ns);
             if (io.duration_ns) {
                 ++n.self_timed;
-                n.self_ns += *io.duration_ns;
+                add_sat(n.self_ns, *io.duration_ns, n.overflow);
             } else {
                 ++no_latency;
             }
@@ -541,6 +552,14 @@ private:
     // ---- notes and order --------------------------------------------------------------------------------
 
     void finish() {
+        std::uint64_t overflowed = 0;
+        for (const TreeNode& n : v_.nodes)
+            overflowed += n.overflow;
+        if (overflowed)
+            v_.after.push_back(fmt::format(
+                "overflow: the durations of {} line{} sum past 2^64-1 ns (584 years, no real duration: a damaged "
+                "report): shown as 'overflow'",
+                thousands(overflowed), overflowed == 1 ? "" : "s"));
         for (std::size_t i = 0; i < v_.nodes.size(); ++i) {
             TreeNode& n = v_.nodes[i];
             const TopFacts& f = facts_[i];
@@ -629,8 +648,9 @@ public:
     }
 
 private:
-    std::string cell(std::uint64_t timed, std::uint64_t ns) const {
+    std::string cell(std::uint64_t timed, std::uint64_t ns, bool overflow = false) const {
         if (timed == 0) return paint_(fmt::format("{:>{}}", "unknown", kCol), "33");
+        if (overflow) return paint_(fmt::format("{:>{}}", "overflow", kCol), "33");
         return fmt::format("{:>{}}", tree_us(ns), kCol);
     }
 
@@ -657,6 +677,7 @@ private:
         std::string prefix;  // the branches of the levels above
         std::uint32_t depth = 1;
         std::uint64_t folded_paths = 0, folded_calls = 0, folded_ns = 0, folded_max = 0;
+        bool folded_overflow = false;
     };
 
     Level make_level(const std::vector<std::uint32_t>& siblings, std::string prefix, std::uint32_t depth) const {
@@ -671,7 +692,8 @@ private:
             }
             l.folded_paths += paths(s);
             l.folded_calls += n.count;
-            l.folded_ns += n.total_ns;
+            add_sat(l.folded_ns, n.total_ns, l.folded_overflow);
+            l.folded_overflow |= n.overflow;
             l.folded_max = std::max(l.folded_max, n.max_ns);
         }
         return l;
@@ -689,9 +711,9 @@ private:
                 if (fold_line) {
                     std::string label = fmt::format("... {} path{} below {} us", thousands(l.folded_paths),
                                                     l.folded_paths == 1 ? "" : "s", tree_us(*o_.min_time_ns));
-                    out_ << fmt::format("{} {:>{}} {} {:>8}x  {}{}\n", cell(1, l.folded_ns), "", kCol,
-                                        cell(1, l.folded_max), thousands(l.folded_calls), l.prefix + (top ? "" : "`- "),
-                                        paint_(label, "2"));
+                    out_ << fmt::format("{} {:>{}} {} {:>8}x  {}{}\n", cell(1, l.folded_ns, l.folded_overflow), "",
+                                        kCol, cell(1, l.folded_max), thousands(l.folded_calls),
+                                        l.prefix + (top ? "" : "`- "), paint_(label, "2"));
                 }
                 levels.pop_back();
                 continue;
@@ -713,8 +735,8 @@ private:
     }
 
     void line(const TreeNode& n, const std::string& branch, std::uint32_t depth) {
-        std::string self =
-            n.kind == TreeNode::Kind::group ? fmt::format("{:>{}}", "-", kCol) : cell(n.self_timed, n.self_ns);
+        std::string self = n.kind == TreeNode::Kind::group ? fmt::format("{:>{}}", "-", kCol)
+                                                           : cell(n.self_timed, n.self_ns, n.overflow);
         // Labels and notes hold the report's names and kernel-log text: control bytes as \xNN.
         std::string label = n.kind == TreeNode::Kind::group ? paint_("[" + visible(n.label) + "]", "1;36")
                             : depth == 1                    ? paint_(visible(n.label), "1")
@@ -734,8 +756,8 @@ private:
         std::string tail;
         for (const auto& note : notes)
             tail += "  " + paint_("(" + visible(note) + ")", n.error ? "31" : "2");
-        out_ << fmt::format("{} {} {} {:>8}x  {}{}{}\n", cell(n.timed, n.total_ns), self, cell(n.timed, n.max_ns),
-                            thousands(n.count), branch, label, tail);
+        out_ << fmt::format("{} {} {} {:>8}x  {}{}{}\n", cell(n.timed, n.total_ns, n.overflow), self,
+                            cell(n.timed, n.max_ns), thousands(n.count), branch, label, tail);
     }
 
     const TreeView& v_;

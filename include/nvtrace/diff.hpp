@@ -61,16 +61,30 @@ struct DiffOptions {
 };
 
 // One side of an aligned node: the calls of that path in one report.
+// A duration the report does not have (the call's exit was not seen: a truncated trace, a lost return) is never
+// counted as 0: a sum that would need it is null (unknown), and so is a sum past kDiffMaxTotalNs.
 struct DiffSide {
     std::uint64_t count = 0;
-    std::uint64_t total_ns = 0;  // sum of known durations
-    std::uint64_t self_ns = 0;   // total minus the known durations of the direct children in the aligned tree
-    std::uint64_t min_ns = 0;
-    std::uint64_t max_ns = 0;
-    std::uint64_t unknown_durations = 0;           // calls with no duration (exit not seen)
+    std::optional<std::uint64_t> total_ns;  // sum of the durations; null when unknown_durations or overflow
+    // total minus the durations of the direct children in the aligned tree; null when a call's own duration or a
+    // direct child's is unknown, or on overflow
+    std::optional<std::uint64_t> self_ns;
+    std::optional<std::uint64_t> min_ns, max_ns;   // null when a call has no duration
+    std::uint64_t known_total_ns = 0;              // sum of the known durations (at most kDiffMaxTotalNs)
+    std::uint64_t unknown_durations = 0;           // calls with no duration
+    std::uint64_t exit_not_seen = 0;               // of those, calls whose exit was not seen
+    bool overflow = false;                         // a sum of durations passed kDiffMaxTotalNs
     std::map<std::string, std::uint64_t> retvals;  // class -> calls ("0", "-22 (EINVAL)", "30 (0x1e)", "pointer")
     std::vector<std::string> names;                // the symbols as recorded (before normalisation), sorted
 };
+
+// The largest sum of durations the diff computes with: 2^63-1 ns (292 years, the --min-delta bound). A larger
+// sum is no real duration (a damaged report's 2^64-1) and its delta could not be signed: it is unknown.
+inline constexpr std::uint64_t kDiffMaxTotalNs = 0x7fffffffffffffffULL;
+
+// Why `s.total_ns` is null ("2 of 3 calls without a duration (exit not seen)", "the durations sum past 2^63-1 ns
+// (292 years): not a real duration"); "" when it is known.
+std::string why_time_unknown(const DiffSide& s);
 
 enum class DiffStatus { same, context, changed, added, removed };
 std::string_view to_string(DiffStatus s);
@@ -85,9 +99,14 @@ struct DiffNode {
     bool irq = false;  // under the "[irq]" pseudo-root
     std::optional<DiffSide> a, b;
     std::int64_t delta_count = 0;
-    std::int64_t delta_total_ns = 0;
-    std::int64_t delta_self_ns = 0;
-    std::optional<double> rel_total;  // delta_total_ns / a.total_ns when a.total_ns > 0
+    std::optional<std::int64_t> delta_total_ns;  // null when a side's total is unknown
+    std::optional<std::int64_t> delta_self_ns;   // null when a side's self time is unknown
+    std::optional<double> rel_total;             // delta_total_ns / a.total_ns when a.total_ns > 0
+    // Present in both reports but a total is unknown: time is not compared (no time change, no "same" either);
+    // why, per side: "B: 1 of 1 calls without a duration (exit not seen)". Such a node is kept (shown) like a change.
+    std::optional<std::string> time_unknown;
+    // Sort key: |delta_total_ns|, or the time of an added/removed subtree (its known durations when the total is
+    // unknown), at least the largest impact below.
     std::uint64_t impact_ns = 0;
     std::vector<DiffNode> children;  // by impact, largest first
 };
@@ -102,7 +121,8 @@ struct DiffSummary {
     std::uint64_t count_changes = 0;
     std::uint64_t retval_changes = 0;
     std::uint64_t time_changes = 0;
-    std::uint64_t irq_changes = 0;  // of the above, those under "[irq]"
+    std::uint64_t irq_changes = 0;   // of the above, those under "[irq]"
+    std::uint64_t time_unknown = 0;  // nodes in both reports whose time was not compared (DiffNode::time_unknown)
     bool structural() const { return added_paths + removed_paths + count_changes + retval_changes > 0; }
     bool any() const { return structural() || time_changes > 0; }
 };
@@ -204,7 +224,11 @@ struct DiffResult {
     DiffInput a, b;
     DiffOptions options;
     bool retvals_compared = false;  // both reports carry return values
-    std::vector<DiffNode> roots;    // by impact
+    // False when one report has calls and the other none (strace output, a kernel log, a run without function
+    // tracing): every path would be "added" or "removed", a difference of what was traced, not of what the kernel
+    // did. Then `roots` is empty and the summary counts nothing; the ioctls and API calls are still compared.
+    bool calls_compared = true;
+    std::vector<DiffNode> roots;  // by impact
     DiffSummary summary;
     bool ioctls_compared = false;      // either report has ioctl_stats
     std::vector<IoctlDiffRow> ioctls;  // changed rows first (added, removed, changed), then by count in B
@@ -221,6 +245,11 @@ std::vector<IoctlDiffRow> diff_ioctl_stats(const std::vector<IoctlStat>& a, cons
                                            IoctlDiffSummary& summary);
 
 DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& options);
+
+// Why `in` has no call graph, for the messages when one side has calls and the other none:
+// "its input (strace) records no calls", "it was traced with tracer events (no function_graph)", or
+// "it has no calls".
+std::string why_no_call_graph(const DiffInput& in);
 
 // One report's side of the call-tree diff, folded call by call, so that the calls themselves need not be held:
 // `nvtrace diff` feeds it from read_report_file's call sink (nvtrace/report_io.hpp) while the file is read. Kept

@@ -49,9 +49,13 @@ struct ChromeTraceStats {
     std::uint64_t synthetic_slices = 0;  // calls without an entry time, placed from durations
     std::uint64_t adjusted_slices = 0;   // shifted or stretched to keep tracks nested and monotonic, or an ioctl
                                          // left an instant because it overlaps its thread's previous ioctl slice
-    std::uint64_t skipped_instants = 0;  // kernel-log lines with neither a time nor a call, markers without a time
-    std::uint64_t api_slices = 0;        // X slices: API calls (Report::api_calls) with a known exit
-    std::uint64_t api_unreturned = 0;    // API calls whose return was not seen: a B with no E, or an instant
+    std::uint64_t skipped_instants = 0;  // always 0: items without a time are laid out (synthetic_instants); the key
+                                         // stays in otherData for the readers of older exports
+    // Kernel-log lines (with neither a time nor a call), ioctls and markers without a time, laid out in recorded
+    // order after the last timed event (args.synthetic_time); in otherData only when not 0
+    std::uint64_t synthetic_instants = 0;
+    std::uint64_t api_slices = 0;      // X slices: API calls (Report::api_calls) with a known exit
+    std::uint64_t api_unreturned = 0;  // API calls whose return was not seen: a B with no E, or an instant
 };
 ChromeTraceStats write_chrome_trace(const Report& report, std::ostream& out);
 
@@ -96,6 +100,18 @@ struct HtmlStats {
 };
 // Deterministic: the same report gives the same bytes (no generation time, no random ids).
 HtmlStats write_html_report(const Report& report, std::ostream& out, const HtmlLimits& limits = {});
+
+// Why the export of `report` in `format` (`table` for csv) would hold no data: folded stacks without a call of
+// known duration, a CSV table without a row (a bare header), a chrome trace without an event. `nvtrace export`
+// refuses such an export (exit 2) with this message instead of writing an empty file; nullopt when it holds data.
+// json and html always hold the report's head and completeness: never empty.
+std::optional<std::string> empty_export_reason(const Report& report, ExportFormat format, CsvTable table);
+
+// For the note on standard error when a report without calls is exported in json, chrome or html: why it has
+// none (its source) and what the export holds instead ("the report has no calls (its input (strace) records
+// none): the chrome export holds 2 ioctls (2 without a time laid out ...)"); nullopt for a report with calls.
+std::optional<std::string> export_without_calls_note(const Report& report, ExportFormat format,
+                                                     const ChromeTraceStats* chrome = nullptr);
 
 // Dispatch on the format; Error::environment when the stream fails.
 Result<void> export_report(const Report& report, ExportFormat format, std::ostream& out);

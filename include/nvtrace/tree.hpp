@@ -70,6 +70,7 @@ struct TreeNode {
     std::uint64_t max_ns = 0;             // the largest known duration
     std::uint64_t self_timed = 0;         // calls whose self time is known: their own and every direct child's duration
     std::uint64_t self_ns = 0;            // the sum of those self times
+    bool overflow = false;                // a sum (total_ns, self_ns) passed 2^64-1 ns: saturated, printed "overflow"
     std::vector<std::string> notes;       // annotations, in print order
     bool error = false;                   // a note says something failed (an RM status other than NV_OK, ret < 0)
     std::vector<std::uint32_t> children;  // indices into TreeView::nodes, sorted by total_ns (most first), then label

@@ -74,6 +74,10 @@ printf 'not a trace\nat all\n' > "$dir/garbage.txt"
 expect2 "garbage.txt" "$dir/garbage.txt"
 expect2 "--min-time: expected a duration such as 10us" "$seed" --min-time 10xs
 expect2 "--group-by: expected phase, api, ioctl or thread, got 'cpu'" "$seed" --group-by cpu
-expect2 "--depth: expected 1 or more levels, got 0" "$seed" --depth 0
+# Every --depth outside 1..2^32-1 gets the one message naming the range (0 and -1 were worded differently).
+for d in 0 -1 -5 abc 1.5 4294967296 99999999999; do
+    expect2 "--depth: expected a whole number of levels from 1 to 4294967295, got '$d'" "$seed" --depth "$d"
+done
+"$nvtrace" tree "$seed" --depth 4294967295 > /dev/null || fail "--depth 4294967295: exit $?"
 expect2 "color" "$seed" --color=sometimes
 echo "ok"

@@ -121,6 +121,14 @@ int do_diff(const DiffArgs& args) {
     DiffResult d = diff_reports(*ra, std::move(ca), *rb, std::move(cb), o);
     d.a.label = args.a;
     d.b.label = args.b;
+    // One report with calls and one without (strace, a kernel log): the call paths are not compared (every path
+    // would be "added"); with no ioctls or API calls either, nothing is.
+    if (!d.calls_compared && !d.ioctls_compared && !d.api_compared) {
+        const DiffInput& none = d.a.report_calls == 0 ? d.a : d.b;
+        return usage_error(Error::usage(
+            fmt::format("{} has no call graph ({}) and neither report has ioctls or API calls: nothing to compare",
+                        none.label, why_no_call_graph(none))));
+    }
     if (o.phase) {
         for (const auto* in : {&d.a, &d.b})
             if (in->calls == 0) return usage_error(Error::usage(describe_empty_phase(*in, *o.phase)));
@@ -150,9 +158,11 @@ void add_diff(CLI::App& app, int& exit_code) {
         "ioctls are compared by (device, request): added, removed, count, mean latency (--min-delta), new errors;\n"
         "API calls (uprobes) are compared by (api, function): added, removed, count, results by name, total and\n"
         "max latency (--min-delta), the ioctls made inside them. Two reports without calls are compared by their\n"
-        "ioctls and API calls alone.\n"
+        "ioctls and API calls alone; so are a report with calls and one without (strace, a kernel log), whose\n"
+        "call paths are not compared. A time that needs a duration the report lacks (exit not seen) is 'unknown'.\n"
         "Exit codes: 0 compared (1 with --exit-code when something changed), 2 unreadable input, a report made with\n"
-        "--calls-jsonl (its calls are not in it) or one nesting deeper than 4096 calls. See docs/diff.md.");
+        "--calls-jsonl (its calls are not in it), one nesting deeper than 4096 calls, or nothing to compare\n"
+        "(no calls on one side and no ioctls or API calls on either). See docs/diff.md.");
     cmd->add_option("a", args->a, "Base: report, capture directory or trace file")->required();
     cmd->add_option("b", args->b, "New: report, capture directory or trace file")->required();
     cmd->add_option("--phase", args->phase, "Only calls in this phase (scenario phase marker)");

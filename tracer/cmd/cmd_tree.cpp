@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -27,6 +28,22 @@ struct TreeArgs {
     std::optional<std::uint32_t> depth;
 };
 
+// --depth: levels from 1 (the tops alone) to the most TreeOptions::max_depth holds. One message for every value
+// outside it (0, -1, a word, a number past 2^32-1): before, 0, a negative and an overflowing value each had its own.
+const CLI::Validator depth_levels(
+    [](std::string& value) -> std::string {
+        std::uint64_t v = 0;
+        bool ok = !value.empty() && value.size() <= 10;
+        for (char c : value) {
+            ok = ok && c >= '0' && c <= '9';
+            if (ok) v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        if (ok && v >= 1 && v <= std::numeric_limits<std::uint32_t>::max()) return {};
+        return fmt::format("expected a whole number of levels from 1 to {}, got '{}'",
+                           std::numeric_limits<std::uint32_t>::max(), value);
+    },
+    "1..4294967295");
+
 int usage(const std::string& message) {
     tracer::note("nvtrace tree: {}\n", message);
     return static_cast<int>(ExitCode::usage);
@@ -43,10 +60,7 @@ bool use_color(const std::string& when) {
 
 int do_tree(const TreeArgs& a) {
     TreeOptions o;
-    if (a.depth) {
-        if (*a.depth == 0) return usage("--depth: expected 1 or more levels, got 0");
-        o.max_depth = *a.depth;
-    }
+    if (a.depth) o.max_depth = *a.depth;  // 1 or more: depth_levels
     if (!a.min_time.empty()) {
         o.min_time_ns = parse_duration_ns(a.min_time);
         if (!o.min_time_ns)
@@ -81,10 +95,10 @@ void add_tree(CLI::App& app, int& exit_code) {
         "CALLS, the path; children sorted by total time. Notes: the ioctl and RM status a tree's top ran under,\n"
         "its phase or API call, kernel-log lines printed inside a call. Without calls (no function tracing): the\n"
         "ioctl requests with counts, outcomes and latency. Control bytes from the input (a newline or ESC in a\n"
-        "name) are shown as \\xNN. Exit codes: 0 ok, 2 bad input or option. See docs/tree.md.");
+        "name) are shown as \\xNN. A sum of durations past 2^64-1 ns (a damaged report) is shown as 'overflow'.\n"
+        "--depth takes 1 to 4294967295 levels. Exit codes: 0 ok, 2 bad input or option. See docs/tree.md.");
     cmd->add_option("input", args->input, "Trace file, capture directory or report")->required();
-    cmd->add_option("-d,--depth", args->depth, "Levels shown from each top (1: the tops alone)")
-        ->check(non_negative_integer);
+    cmd->add_option("-d,--depth", args->depth, "Levels shown from each top (1: the tops alone)")->check(depth_levels);
     cmd->add_option("-t,--min-time", args->min_time,
                     "Fold sibling paths whose total is below this (10us, 1.5ms, 250ns, 2s; a bare number is us)");
     cmd->add_option("-F,--focus", args->focus, "Only the subtrees rooted at each outermost call of FUNCTION, merged");

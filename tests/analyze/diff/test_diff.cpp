@@ -1,5 +1,6 @@
 // The diff on hand-made fixture reports (tests/data/reports/make_fixtures.py says what each one changes).
 #include <functional>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -474,4 +475,216 @@ TEST(Diff, ControlBytesInNamesCannotForgeRowsOfTheText) {
     EXPECT_EQ(text.find('\x1b'), std::string::npos);
     EXPECT_NE(text.find("evil\\x0a+      - -> 9      FAKE ROW\\x1b[2J"), std::string::npos) << text;
     EXPECT_NE(text.find("kernel 6.1\\x0aWARNING"), std::string::npos) << text;
+}
+
+// A call whose duration is unknown (its exit was not seen: the trace ends inside it, or its return was lost) was
+// summed as 0 ns: uvm_ioctl went from 60 us to "0.000 us", a "-100.0%" time change. Each shape below leaves a
+// duration unknown in its own way; the path's total, self time and delta must be unknown with the reason, never a
+// number, and no time change may be claimed.
+TEST(Diff, CallWithoutADurationKeepsItsTimeUnknownNotZero) {
+    const Report base = fixture("baseline");
+    auto without_duration = [&](std::initializer_list<const char*> functions, bool exit_seen) {
+        Report r = base;
+        for (Call& c : r.calls)
+            for (const char* f : functions)
+                if (c.function == f) {
+                    c.duration_ns.reset();
+                    c.exit_seen = exit_seen;
+                }
+        return r;
+    };
+    // 1. B's trace ends inside uvm_ioctl and its child (exit not seen, as a truncated function_graph text gives).
+    Report truncated = without_duration({"uvm_ioctl", "uvm_api_map_external_allocation"}, false);
+    DiffResult d = diff_reports(base, truncated, DiffOptions{});
+    const DiffNode* n = find(d.roots, "uvm_ioctl");
+    ASSERT_TRUE(n) << format_diff_text(d);
+    EXPECT_FALSE(n->time_changed);
+    EXPECT_EQ(n->status, DiffStatus::context);  // shown (its time is unknown), not a change
+    EXPECT_FALSE(n->delta_total_ns);
+    EXPECT_FALSE(n->rel_total);
+    EXPECT_FALSE(n->b->total_ns);
+    EXPECT_FALSE(n->b->self_ns);
+    EXPECT_EQ(n->a->total_ns, 60000u);
+    ASSERT_TRUE(n->time_unknown);
+    EXPECT_EQ(*n->time_unknown, "B: 1 of 1 call without a duration (exit not seen)");
+    EXPECT_EQ(d.summary.time_changes, 0u);
+    EXPECT_EQ(d.summary.time_unknown, 2u);
+    EXPECT_FALSE(d.summary.any());
+    // The grandchild, whose duration is known and unchanged, is pruned as before.
+    EXPECT_FALSE(find(d.roots, kUvmGpu)) << format_diff_text(d);
+    std::string text = format_diff_text(d);
+    EXPECT_EQ(text.find("-100.0%"), std::string::npos) << text;
+    EXPECT_EQ(text.find(" 0.000 us"), std::string::npos) << text;
+    EXPECT_NE(text.find("60.000 us      unknown                unknown  uvm_ioctl  [time unknown: B: 1 of 1 call "
+                        "without a duration (exit not seen)]"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(", 2 path(s) whose time is unknown"), std::string::npos) << text;
+    nlohmann::json j = to_json(d);
+    const nlohmann::json& top = j["tree"][0];
+    EXPECT_EQ(top["path"], "uvm_ioctl");
+    EXPECT_TRUE(top["b"]["total_ns"].is_null());
+    EXPECT_TRUE(top["b"]["self_ns"].is_null());
+    EXPECT_TRUE(top["b"]["max_ns"].is_null());
+    EXPECT_EQ(top["b"]["time_unknown"], "1 of 1 call without a duration (exit not seen)");
+    EXPECT_TRUE(top["delta"]["total_ns"].is_null());
+    EXPECT_TRUE(top["delta"]["total_rel"].is_null());
+    EXPECT_EQ(top["delta"]["time_unknown"], "B: 1 of 1 call without a duration (exit not seen)");
+    EXPECT_EQ(j["summary"]["time_unknown"], 2);
+    EXPECT_EQ(j["summary"]["time_changes"], 0);
+
+    // 2. The same in A (the reverse diff): +100% would be just as false.
+    DiffResult r = diff_reports(truncated, base, DiffOptions{});
+    n = find(r.roots, "uvm_ioctl");
+    ASSERT_TRUE(n);
+    EXPECT_FALSE(n->delta_total_ns);
+    EXPECT_EQ(*n->time_unknown, "A: 1 of 1 call without a duration (exit not seen)");
+    EXPECT_EQ(r.summary.time_changes, 0u);
+
+    // 3. Only a child's duration is unknown (its exit seen but no duration recorded, as the function tracer gives):
+    // the parent's total is known and compared, its self time is not.
+    Report child = without_duration({"uvm_map_external_allocation_on_gpu"}, true);
+    DiffOptions all;
+    all.keep_unchanged = true;
+    DiffResult c = diff_reports(base, child, all);
+    const DiffNode* parent = find(c.roots, "uvm_ioctl > uvm_api_map_external_allocation");
+    ASSERT_TRUE(parent);
+    EXPECT_EQ(parent->b->total_ns, 55000u);
+    EXPECT_FALSE(parent->b->self_ns);
+    EXPECT_EQ(parent->delta_total_ns, 0);
+    EXPECT_FALSE(parent->delta_self_ns);
+    EXPECT_FALSE(parent->time_unknown);
+    n = find(c.roots, kUvmGpu);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n->time_unknown, "B: 1 of 1 call without a duration (no duration recorded)");
+
+    // 4. Some of a path's calls have a duration and some not: the sum of the known ones is not the total.
+    Report some = base;
+    for (Call& c2 : some.calls)
+        if (c2.function == "nv_get_kern_phys_address" && c2.id == 18) {
+            c2.duration_ns.reset();
+            c2.exit_seen = false;
+        }
+    DiffResult s = diff_reports(base, some, DiffOptions{});
+    n = find(s.roots,
+             "nvidia_unlocked_ioctl > nvidia_ioctl > rm_ioctl > nv_alloc_pages > nv_alloc_contig_pages > "
+             "nv_get_kern_phys_address");
+    ASSERT_TRUE(n) << format_diff_text(s);
+    EXPECT_FALSE(n->b->total_ns);
+    EXPECT_EQ(n->b->known_total_ns, 3000u);
+    EXPECT_EQ(*n->time_unknown, "B: 1 of 4 calls without a duration (exit not seen)");
+
+    // 5. An added path whose duration is unknown: its total is unknown, not 0, and the row says why.
+    Report added = base;
+    Call extra = added.calls.back();
+    extra.id = added.calls.size() + 1;
+    extra.parent = 24;
+    extra.function = "uvm_pmm_chunk_alloc";
+    extra.duration_ns.reset();
+    extra.exit_seen = false;
+    added.calls.push_back(extra);
+    DiffResult a = diff_reports(base, added, DiffOptions{});
+    n = find(a.roots, std::string(kUvmGpu) + " > uvm_pmm_gpu_alloc > uvm_pmm_chunk_alloc");
+    ASSERT_TRUE(n) << format_diff_text(a);
+    EXPECT_EQ(n->status, DiffStatus::added);
+    EXPECT_FALSE(n->delta_total_ns);
+    text = format_diff_text(a);
+    EXPECT_NE(text.find("unknown  "
+                        "        uvm_pmm_chunk_alloc  [time unknown: 1 of 1 call without a duration"),
+              std::string::npos)
+        << text;
+}
+
+// A damaged report's duration of 2^64-1 ns (or durations whose sum passes 2^63-1 ns) wrapped in the sums and the
+// signed delta: a total is never past 2^63-1 ns (292 years), so such a total is unknown with the reason.
+TEST(Diff, DurationSumsPast2To63AreUnknownNotWrapped) {
+    const Report base = fixture("baseline");
+    for (std::uint64_t huge :
+         {std::numeric_limits<std::uint64_t>::max(), std::uint64_t{1} << 63, (std::uint64_t{1} << 62) + 1}) {
+        Report r = base;
+        // uvm_ioctl and its child: 2^62+1 twice passes 2^63-1 only in the parent's sum with its sibling calls.
+        for (Call& c : r.calls)
+            if (c.function == "uvm_ioctl" || c.function == "uvm_api_map_external_allocation") c.duration_ns = huge;
+        Report twice = r;  // a second uvm_ioctl tree: the sums of two such calls overflow
+        for (const Call& c : r.calls)
+            if (c.id >= 21) {
+                Call k = c;
+                k.id = c.id + 4;
+                if (k.parent) *k.parent += 4;
+                twice.calls.push_back(k);
+            }
+        DiffResult d = diff_reports(base, twice, DiffOptions{});
+        const DiffNode* n = find(d.roots, "uvm_ioctl");
+        ASSERT_TRUE(n) << huge << "\n" << format_diff_text(d);
+        EXPECT_FALSE(n->b->total_ns) << huge;
+        EXPECT_TRUE(n->b->overflow);
+        EXPECT_FALSE(n->delta_total_ns);
+        ASSERT_TRUE(n->time_unknown);
+        EXPECT_EQ(*n->time_unknown, "B: the durations sum past 2^63-1 ns (292 years): not a real duration");
+        EXPECT_EQ(n->b->known_total_ns, kDiffMaxTotalNs);
+        std::string text = format_diff_text(d);
+        EXPECT_NE(text.find("unknown  uvm_ioctl  [calls +1, time unknown: B: the durations sum past"),
+                  std::string::npos)
+            << text;
+    }
+}
+
+// A report without calls (strace output, a kernel log, a run without function tracing) against one with a
+// function_graph call tree showed every path as added: a difference of what was traced, not of what the kernel
+// did (fleet says "not compared" for the same pair). Each input without a call graph, against the call tree and
+// in both orders, leaves the paths uncompared and says which side has no call graph and why.
+TEST(Diff, ReportWithoutCallsAgainstACallGraphDoesNotCompareCallPaths) {
+    const Report graph = fixture("baseline");
+    struct Case {
+        const char* file;
+        const char* why;
+    };
+    for (const Case& k :
+         {Case{"cases/strace-uvm-eperm-ioc0-stdout-interleave.txt", "its input (strace) records no calls"},
+          Case{"cases/nvrm-xid79-fallen-off-bus-continuation.log", "records no calls"}}) {
+        auto none = load_report_input(std::string(NVTRACE_TEST_DATA) + "/" + k.file);
+        ASSERT_TRUE(none) << none.error().message;
+        ASSERT_TRUE(none->calls.empty());
+        for (bool none_is_b : {true, false}) {
+            DiffResult d =
+                none_is_b ? diff_reports(graph, *none, DiffOptions{}) : diff_reports(*none, graph, DiffOptions{});
+            d.a.label = none_is_b ? "graph.json" : k.file;
+            d.b.label = none_is_b ? k.file : "graph.json";
+            EXPECT_FALSE(d.calls_compared) << k.file;
+            EXPECT_TRUE(d.roots.empty());
+            EXPECT_EQ(d.summary.added_paths + d.summary.removed_paths, 0u) << k.file;
+            EXPECT_FALSE(d.summary.any());
+            std::string text = format_diff_text(d);
+            const std::string side = none_is_b ? "B" : "A";
+            EXPECT_NE(text.find("#  call paths not compared: " + side + " " + k.file + " has no call graph ("),
+                      std::string::npos)
+                << text;
+            EXPECT_NE(text.find(k.why), std::string::npos) << text;
+            EXPECT_NE(text.find("graph.json has 24 calls: only the ioctls are compared"), std::string::npos) << text;
+            // No row of the call tree (the ioctl section after it has its own + and - rows).
+            const std::string tree_part = text.substr(0, text.find("# ioctls by"));
+            EXPECT_EQ(tree_part.find("\n+ "), std::string::npos) << text;
+            EXPECT_EQ(tree_part.find("\n- "), std::string::npos) << text;
+            nlohmann::json j = to_json(d);
+            EXPECT_EQ(j["calls_compared"], false);
+            EXPECT_EQ(j["calls_not_compared"].get<std::string>().rfind(
+                          none_is_b ? "b has no call graph: " : "a has no call graph: ", 0),
+                      0u)
+                << j["calls_not_compared"];
+            EXPECT_TRUE(j["tree"].empty());
+        }
+    }
+    // A run traced without function_graph (tracer events) is named by its tracer.
+    Report events = graph;
+    events.calls.clear();
+    events.graph.clear();
+    events.source.tracer_mode = "events";
+    DiffResult d = diff_reports(graph, events, DiffOptions{});
+    EXPECT_FALSE(d.calls_compared);
+    EXPECT_NE(format_diff_text(d).find("it was traced with tracer events (no function_graph)"), std::string::npos)
+        << format_diff_text(d);
+    // Two reports with calls, and two without, are compared as before (the latter by their ioctls alone).
+    EXPECT_TRUE(diff_reports(graph, graph, DiffOptions{}).calls_compared);
+    EXPECT_TRUE(diff_reports(events, events, DiffOptions{}).calls_compared);
+    EXPECT_FALSE(to_json(diff_reports(graph, graph, DiffOptions{})).contains("calls_compared"));
 }

@@ -10,6 +10,7 @@
 // by make_fixtures.py there) and the capture directory tests/data/capture_dir/fionread20 (an ioctl-only run).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -560,4 +561,72 @@ TEST(Tree, ParseDuration) {
     EXPECT_FALSE(parse_duration_ns("1e30s"));
     EXPECT_EQ(tree_us(3'971'558), "3,971.558");
     EXPECT_EQ(tree_us(0), "0.000");
+}
+
+// A damaged report's duration of 2^64-1 ns, or durations whose sum passes it, wrapped: the fresh user's report
+// (baseline with its first nvidia_unlocked_ioctl at 2^64-1) printed TOTAL 49.999 and SELF 18,446,744,073,709,515.615
+// for the path. Every sum saturates and the line says "overflow"; nothing wraps. Variants: one huge duration plus
+// a second call of the path (total), two children whose sum passes 2^64-1 (the parent's self), and graph rows and
+// ioctls (the same sums from the other two sources of the tree).
+TEST(Tree, DurationSumsPast2To64Minus1SayOverflowAndNeverWrap) {
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+    // 1. Two calls of one path, one of them 2^64-1: the path's total passes 2^64-1.
+    Report r;
+    r.calls = {call(1, std::nullopt, "nvidia_unlocked_ioctl", kMax), call(2, 1, "nvidia_ioctl", 38000),
+               call(3, std::nullopt, "nvidia_unlocked_ioctl", 50000), call(4, 3, "nvidia_ioctl", 48000)};
+    TreeView v = build_tree(r, {});
+    ASSERT_EQ(v.tops.size(), 1u);
+    EXPECT_TRUE(v.nodes[v.tops[0]].overflow);
+    EXPECT_EQ(v.nodes[v.tops[0]].total_ns, kMax);
+    std::string text = tree_text(r);
+    EXPECT_NE(
+        text.find("    overflow     overflow 18,446,744,073,709,551.615        2x  nvidia_unlocked_ioctl [nvidia]\n"),
+        std::string::npos)
+        << text;
+    EXPECT_NE(text.find("      86.000       86.000       48.000        2x  `- nvidia_ioctl [nvidia]\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("overflow: the durations of 1 line sum past 2^64-1 ns (584 years, no real duration: a damaged "
+                        "report): shown as 'overflow'\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("49.999"), std::string::npos) << text;
+
+    // 2. One parent whose two children sum past 2^64-1: the children's sum saturates, the parent's self is 0.
+    Report kids;
+    kids.calls = {call(1, std::nullopt, "f", kMax), call(2, 1, "g", kMax / 2 + 1), call(3, 1, "h", kMax / 2 + 1)};
+    TreeView k = build_tree(kids, {});
+    const TreeNode& f = k.nodes[k.tops[0]];
+    EXPECT_EQ(f.self_ns, 0u);
+    EXPECT_FALSE(f.overflow);
+    EXPECT_EQ(f.total_ns, kMax);
+
+    // 3. Graph rows (a report whose calls are elsewhere) of one path summing past 2^64-1.
+    Report g;
+    GraphNode row;
+    row.path = "f";
+    row.count = 1;
+    row.total_ns = kMax;
+    row.self_ns = kMax;
+    row.max_ns = kMax;
+    g.graph = {row, row};
+    TreeView gv = build_tree(g, {});
+    ASSERT_EQ(gv.tops.size(), 1u);
+    EXPECT_TRUE(gv.nodes[gv.tops[0]].overflow);
+    EXPECT_NE(tree_text(g).find("    overflow     overflow"), std::string::npos) << tree_text(g);
+
+    // 4. Two ioctls of one request (a report without calls) whose latencies sum past 2^64-1.
+    Report io;
+    for (int i = 0; i < 2; ++i) {
+        IoctlRecord x;
+        x.fd = 3;
+        x.cmd = 0xc0104629;
+        x.name = "NV_ESC_RM_ALLOC";
+        x.fd_path = "/dev/nvidiactl";
+        x.ret = 0;
+        x.duration_ns = kMax - 1;
+        io.ioctls.push_back(x);
+    }
+    std::string itext = tree_text(io);
+    EXPECT_NE(itext.find("    overflow     overflow 18,446,744,073,709,551.614        2x"), std::string::npos) << itext;
 }
