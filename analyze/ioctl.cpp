@@ -157,15 +157,16 @@ void path_at(const FdHistory& h, int pid, int fd, std::uint64_t ts_ns, const std
 }
 
 // The call that changes fds, by the syscall's name (x86-64 and the generic table; include/linux/syscalls.h).
-enum class FdChange { none, new_fd, dup_to_ret, dup_to_newfd, fcntl, close, close_range, exec };
+enum class FdChange { none, new_fd, dup_to_ret, dup_to_newfd, fcntl, close, close_range, exec, io_uring };
 
 FdChange fd_change_of(std::string_view name) {
     static constexpr std::string_view new_fd[] = {
-        "open",         "openat",          "openat2",        "creat",         "open_by_handle_at", "socket",
-        "accept",       "accept4",         "epoll_create",   "epoll_create1", "eventfd",           "eventfd2",
-        "memfd_create", "memfd_secret",    "timerfd_create", "inotify_init",  "inotify_init1",     "fanotify_init",
-        "userfaultfd",  "perf_event_open", "io_uring_setup", "pidfd_open",    "pidfd_getfd",       "fsopen",
-        "fsmount",      "fspick",          "open_tree",      "signalfd",      "signalfd4"};
+        "open",         "openat",        "openat2",       "creat",        "open_by_handle_at",
+        "socket",       "accept",        "accept4",       "epoll_create", "epoll_create1",
+        "eventfd",      "eventfd2",      "memfd_create",  "memfd_secret", "timerfd_create",
+        "inotify_init", "inotify_init1", "fanotify_init", "userfaultfd",  "perf_event_open",
+        "pidfd_open",   "pidfd_getfd",   "fsopen",        "fsmount",      "fspick",
+        "open_tree",    "signalfd",      "signalfd4"};
     for (auto n : new_fd)
         if (name == n) return FdChange::new_fd;
     if (name == "dup") return FdChange::dup_to_ret;
@@ -174,6 +175,11 @@ FdChange fd_change_of(std::string_view name) {
     if (name == "close") return FdChange::close;
     if (name == "close_range") return FdChange::close_range;
     if (name == "execve" || name == "execveat") return FdChange::exec;
+    // A ring's requests (IORING_OP_OPENAT, IORING_OP_CLOSE, IORING_OP_ACCEPT, IORING_OP_SOCKET,
+    // IORING_OP_FIXED_FD_INSTALL) change the fd table of the task that submitted them, from io-wq workers or task
+    // work after io_uring_enter has returned, and with IORING_SETUP_SQPOLL from the ring's kernel thread with no
+    // syscall at all (io_uring/openclose.c, io_uring/sqpoll.c).
+    if (name == "io_uring_setup" || name == "io_uring_enter") return FdChange::io_uring;
     return FdChange::none;
 }
 
@@ -218,6 +224,7 @@ std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
         std::uint64_t enter_ns = 0, exit_ns = 0;
         const FdCall* call = nullptr;
         std::optional<int> dup_from;  // the source fd of a dup
+        bool io_uring = false;        // the process's fds are of unknown lifetime from here to the end of the run
     };
     using Key = std::pair<int, int>;             // (process, fd)
     std::map<Key, std::vector<Change>> changes;  // per (process, fd), in call order
@@ -278,6 +285,14 @@ std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
                 if (c.ret != 0) continue;  // a failed execve changes no fd
                 wide.push_back({ch, placed(c.pid) ? std::optional<int>(process(c.pid)) : std::nullopt, std::nullopt});
                 continue;
+            case FdChange::io_uring:
+                // From a ring's creation, or the first io_uring_enter of a process (a ring inherited or received),
+                // whatever its result, to the end of the run: the tracepoints show neither the setup's flags
+                // (SQPOLL) nor when a request punted to io-wq completes.
+                if (c.name == "io_uring_setup" && c.ret < 0) continue;
+                ch.io_uring = true;
+                wide.push_back({ch, placed(c.pid) ? std::optional<int>(process(c.pid)) : std::nullopt, std::nullopt});
+                continue;
             case FdChange::none:
                 continue;
         }
@@ -313,6 +328,7 @@ std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
         std::uint64_t dup_at = 0;
         std::set<std::string> paths;  // from samples
         std::string path_from;
+        bool io_uring = false;  // begun by the process's first io_uring call: never named
     };
     std::map<Key, std::vector<Span>> spans;
     for (const Key& k : keys) {
@@ -332,7 +348,9 @@ std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
             next.life.opened_by = ch.call->name;
             next.dup_from = ch.dup_from;
             next.dup_at = ch.enter_ns;
+            next.io_uring = ch.io_uring;
             out.push_back(next);
+            if (ch.io_uring) break;  // later changes begin spans nothing can name either
         }
     }
     auto span_at = [&](const Key& k, std::uint64_t begin, std::uint64_t end) -> Span* {
@@ -351,7 +369,7 @@ std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
         for (const FdSample& smp : in.samples) {
             if (smp.fd < 0 || smp.path.empty()) continue;
             Span* sp = span_at({process(smp.pid), smp.fd}, smp.begin_ns, std::max(smp.begin_ns, smp.end_ns));
-            if (!sp) continue;
+            if (!sp || sp->io_uring) continue;
             if (sp->paths.insert(smp.path).second && sp->paths.size() == 1) sp->path_from = smp.source;
         }
     // Paths: samples first, then dups from their source's span at the call, in time order (a source began earlier).
@@ -379,7 +397,9 @@ std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in) {
         bool named_before = false;
         for (Span& sp : v) {
             if (!sp.life.path) {
-                if (in.changes_may_be_missing)
+                if (sp.io_uring)
+                    sp.life.unknown = "unknown: the process uses io_uring, which can change its fds without a syscall";
+                else if (in.changes_may_be_missing)
                     sp.life.unknown = "unknown: events were lost, a change of this fd may be missing";
                 else if (sp.paths.size() > 1)
                     sp.life.unknown = "unknown: samples of this span name different files";

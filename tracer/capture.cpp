@@ -526,11 +526,13 @@ tep_handle* load_event_formats(const char* tracing_dir, const std::vector<std::s
 // The syscalls that give, copy or end fds with the fd number in their record (the argument or the return value):
 // FdCall in nvtrace/ioctl.hpp. pipe, pipe2 and socketpair are not among them: they write their two fds into user
 // memory, which the tracepoint does not record; the lifetimes account for such fds filling free numbers.
+// io_uring_setup and io_uring_enter mark a process whose ring can open and close fds with no syscall: its fds are of
+// unknown lifetime from then on (build_fd_lifetimes).
 constexpr std::string_view kFdSyscalls =
     "open openat openat2 creat open_by_handle_at close close_range dup dup2 dup3 fcntl socket accept accept4 eventfd "
     "eventfd2 memfd_create memfd_secret signalfd signalfd4 timerfd_create epoll_create epoll_create1 inotify_init "
-    "inotify_init1 fanotify_init userfaultfd perf_event_open io_uring_setup pidfd_open pidfd_getfd fsopen fsmount "
-    "fspick open_tree execve execveat";
+    "inotify_init1 fanotify_init userfaultfd perf_event_open io_uring_setup io_uring_enter pidfd_open pidfd_getfd "
+    "fsopen fsmount fspick open_tree execve execveat";
 
 // What fd_paths.json is made of in the saved pages, gathered while write_capture decodes them (one pass): the records
 // of the fd syscalls (handed over by PageDecoder::observe: nvtrace decodes no Event from them) and of the poll
@@ -609,6 +611,64 @@ private:
     const int self_ = static_cast<int>(::getpid());
     std::vector<int> types_;
     std::map<int, std::pair<int, std::string>> kinds_;  // type id -> (kind, syscall name)
+};
+
+// The comm of each task that task:task_newtask (the comm a task is forked with: its parent's) and task:task_rename
+// (exec, prctl(PR_SET_NAME), a write to /proc/PID/comm) recorded, gathered like FdRecords while write_capture decodes
+// the pages. ftrace's saved_cmdlines keeps a comm only for a task that was switched out while its CPU had a record
+// waiting to be saved (kernel/trace/trace.c, tracing_record_taskinfo_sched_switch), in a table of 128 slots by default
+// that every instance and every task of the machine shares: a short-lived thread of the program is often not there.
+class TaskComms {
+public:
+    explicit TaskComms(tep_handle* tep) : tep_(tep) {
+        for (auto [event, field] : {std::pair{"task_newtask", "comm"}, std::pair{"task_rename", "newcomm"}})
+            if (tep_event* e = tep_find_event_by_name(tep, "task", event); e && e->id >= 0)
+                if (tep_format_field* f = tep_find_field(e, field)) {
+                    types_.push_back(e->id);
+                    fields_[e->id] = {tep_find_field(e, "pid"), f};
+                }
+    }
+    const std::vector<int>& types() const { return types_; }
+
+    // A record of one of types() (PageDecoder::RecordObserver); others are ignored.
+    void add(const tep_record& record) {
+        tep_record rec = record;  // libtraceevent's readers take a non-const record but only read it
+        if (rec.size < 8) return;
+        auto it = fields_.find(tep_data_type(tep_, &rec));
+        if (it == fields_.end()) return;
+        auto [pid_field, comm_field] = it->second;
+        if (comm_field->offset + comm_field->size > rec.size) return;
+        int pid = tep_data_pid(tep_, &rec);  // task_rename of kernels without its pid field: the task renamed itself
+        unsigned long long v = 0;
+        if (pid_field && pid_field->offset + pid_field->size <= rec.size &&
+            tep_read_number_field(pid_field, rec.data, &v) == 0)
+            pid = static_cast<int>(static_cast<std::int32_t>(v));
+        const char* text = static_cast<const char*>(rec.data) + comm_field->offset;
+        std::string comm(text, ::strnlen(text, static_cast<std::size_t>(comm_field->size)));
+        if (pid > 0 && !comm.empty()) seen_.push_back({rec.ts, seen_.size(), pid, std::move(comm)});
+    }
+
+    // pid -> the last comm the task had in the run (by time; equal times in the order read).
+    std::map<int, std::string> last() {
+        std::sort(seen_.begin(), seen_.end(),
+                  [](const Seen& a, const Seen& b) { return std::tie(a.ts, a.seq) < std::tie(b.ts, b.seq); });
+        std::map<int, std::string> out;
+        for (Seen& s : seen_)
+            out[s.pid] = std::move(s.comm);
+        return out;
+    }
+
+private:
+    struct Seen {
+        unsigned long long ts = 0;
+        std::size_t seq = 0;
+        int pid = -1;
+        std::string comm;
+    };
+    tep_handle* tep_;
+    std::vector<int> types_;
+    std::map<int, std::pair<tep_format_field*, tep_format_field*>> fields_;  // type id -> (pid, comm field)
+    std::vector<Seen> seen_;
 };
 
 // fd_paths.json (docs/formats.md): the fd lifetimes (build_fd_lifetimes) from the fd syscalls, the poll brackets and
@@ -877,6 +937,14 @@ Result<CapturePlan> plan_capture(const CaptureOptions& opts, const KernelOffer& 
         p.formats.push_back("syscalls:sys_exit_" + name);
         p.fd_syscalls.push_back(std::move(name));
     }
+    // The comm of every task the events name (comms.json, TaskComms): task_newtask gives a task's comm when it is
+    // forked, task_rename each change (exec, prctl(PR_SET_NAME), a write to /proc/PID/comm);
+    // include/trace/events/task.h.
+    for (const char* name : {"task_newtask", "task_rename"})
+        if (offer.has_event("task", name)) {
+            p.formats.push_back(fmt::format("task:{}", name));
+            p.task_events.emplace_back(name);
+        }
     p.formats.insert(p.formats.end(), m.events.begin(), m.events.end());
     p.meta.kept_events = m.events;
     // printk:console is not enabled by default: on Debian's 6.1 kernel a printk from an idle CPU while the
@@ -1050,6 +1118,8 @@ Result<void> apply(const CapturePlan& p, const CaptureOptions& opts, Session& s,
         return fail(
             Error::environment("cannot enable syscalls:sys_enter_ioctl/sys_exit_ioctl (no syscall tracepoints?)"));
     if (p.xid_event) set_event(inst, "nvidia", "nvidia_dev_xid", true);
+    for (const std::string& name : p.task_events)
+        set_event(inst, "task", name, true);  // without them comms come from saved_cmdlines alone
     if (s.uprobes)
         if (auto r = s.uprobes->enable(inst); !r) return fail(r.error());
     // The fd changes (fd_lifetime_events), where this kernel has both halves: an ioctl is named only from a sample
@@ -1375,8 +1445,9 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
                                      return a.overrun > b.overrun || a.dropped_events > b.dropped_events;
                              return a.overrun > 0 || a.dropped_events > 0;
                          });
-    // Comms of the pids in the events, looked up as each pid first appears (saved_cmdlines, else the program's
-    // name for its own pid, else "<...>").
+    // Comms of the pids in the events (docs/formats.md comms.json): the last one task_newtask / task_rename recorded
+    // (TaskComms), else saved_cmdlines, else the program's name for its own pid, else "" (not known; never ftrace's
+    // "<...>" placeholder for a pid saved_cmdlines lacks).
     tracefs_load_cmdlines(meta.tracing_dir.c_str(), tep);
     const std::string child_comm = meta.command[0].substr(meta.command[0].find_last_of('/') + 1).substr(0, 15);
     std::map<int, std::string> comm_of;
@@ -1391,17 +1462,21 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
     // The fd syscalls' records come with this one decoding of the pages (fd_lifetimes): without fd events or timed
     // polls, fd_paths.json holds the polls alone.
     std::optional<FdRecords> fd_records;
+    std::vector<int> observed;
     if (!meta.fd_events.empty() && s.timed_polls) {
         fd_records.emplace(tep, meta.fd_events);
-        s.pages->observe(fd_records->types(),
-                         [&](std::size_t source, const tep_record& rec) { fd_records->add(source, rec); });
+        observed = fd_records->types();
     }
+    TaskComms task_comms(tep);
+    observed.insert(observed.end(), task_comms.types().begin(), task_comms.types().end());
+    if (!observed.empty())
+        s.pages->observe(observed, [&](std::size_t source, const tep_record& rec) {
+            if (fd_records) fd_records->add(source, rec);
+            task_comms.add(rec);
+        });
     s.raw.decode_merged(*s.pages, [&](Event& ev) {
         if (fd_records) fd_records->event(ev);
-        if (ev.pid > 0 && !comm_of.count(ev.pid)) {
-            const char* c = tep_data_comm_from_pid(tep, ev.pid);
-            comm_of[ev.pid] = (c && std::strcmp(c, "<...>") != 0) ? c : (ev.pid == *meta.pid ? child_comm : "<...>");
-        }
+        if (ev.pid > 0) comm_of.try_emplace(ev.pid);
         if (const auto* m = std::get_if<Marker>(&ev.body); m && !s.uprobe_group.empty()) {
             constexpr std::string_view kArmed = "nvtrace-uprobes-armed-late file=";
             std::string_view t = m->text;
@@ -1423,6 +1498,18 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
         return true;
     });
     s.pages->observe({}, {});
+    {
+        std::map<int, std::string> named = task_comms.last();
+        for (auto& [pid, comm] : comm_of) {
+            if (auto it = named.find(pid); it != named.end()) {
+                comm = it->second;
+            } else if (const char* c = tep_data_comm_from_pid(tep, pid); c && std::strcmp(c, "<...>") != 0) {
+                comm = c;
+            } else if (pid == *meta.pid) {
+                comm = child_comm;
+            }
+        }
+    }
     bool pages_missing = false;  // a page file that could not be read, or a page refused: an fd change may be missing
     for (const auto& src : s.raw.sources())
         pages_missing = pages_missing || src.damaged > 0 || ::access(src.path.c_str(), R_OK) != 0;
@@ -1499,6 +1586,12 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
             module_state(m) != ModuleState::absent)
             env_modules.emplace_back(m);
     add_environment_info(meta.environment, env_modules);
+    // The expectations checked, so that the directory holds what `nvtrace report DIR` checks again.
+    if (meta.expectations_copy) {
+        std::error_code ec;
+        fs::create_directories((out_dir / *meta.expectations_copy).parent_path(), ec);
+        if (auto w = write_file(out_dir / *meta.expectations_copy, opts.expectations_text); !w) return w;
+    }
     // meta.json last: with it the directory can be re-analysed (`nvtrace report DIR`).
     return write_file(out_dir / "meta.json", dump_capture_meta(meta));
 }

@@ -67,6 +67,8 @@ struct CaptureOptions {
     // `api` says whether the CUDA tables are armed: automatic (when the program's DT_NEEDED closure holds
     // libcudart.so.* or libcuda.so.*), forced (--api cuda) or off (--no-api).
     std::vector<std::string> uprobes;
+    // The bytes of the expectations file the run checks, written to out_dir / meta.expectations_copy with meta.json.
+    std::string expectations_text;
     enum class Api : std::uint8_t { automatic, cuda, none };
     Api api = Api::automatic;
 };
@@ -99,6 +101,7 @@ struct CapturePlan {
     };
     std::vector<FilterPart> filter;        // set_ftrace_filter: every module, then every glob
     std::vector<std::string> fd_syscalls;  // kFdSyscalls this kernel has both tracepoints of
+    std::vector<std::string> task_events;  // "task_newtask", "task_rename" where the kernel has them (comms.json)
     bool xid_event = false;                // nvidia:nvidia_dev_xid
     std::vector<std::string> formats;      // the event formats decoded ("system:event", "system:*")
     // The probes to create (entry and return per function; meta.uprobes lists them), and why any table entry or

@@ -1,7 +1,14 @@
 #include "cleanup.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+#include <string_view>
 
 #include <cerrno>
 #include <cstdlib>
@@ -22,6 +29,62 @@ bool pid_alive(int pid) {
     return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
 }
 
+ProcessIdentity process_identity(int pid) {
+    ProcessIdentity id;
+    if (pid <= 0) return id;
+    const std::string proc = fmt::format("/proc/{}", pid);
+    std::ifstream stat_in(proc + "/stat");
+    std::string stat;
+    if (!stat_in || !std::getline(stat_in, stat)) return id;
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and ')', so the fields are counted after the last ')'.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) return id;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    std::vector<std::string> f;  // f[0] is field 3 (state)
+    while (fields >> field && f.size() < 20)
+        f.push_back(field);
+    if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return id;
+    const long tick = ::sysconf(_SC_CLK_TCK);
+    id.start_boot_ns = static_cast<std::int64_t>(std::strtoull(f[19].c_str(), nullptr, 10)) *
+                       (1'000'000'000LL / (tick > 0 ? tick : 100));
+    id.exists = true;
+    std::error_code ec;
+    id.exe = std::filesystem::read_symlink(proc + "/exe", ec).string();
+    if (ec) id.exe.clear();
+    constexpr std::string_view deleted = " (deleted)";
+    if (id.exe.size() > deleted.size() && id.exe.compare(id.exe.size() - deleted.size(), deleted.size(), deleted) == 0)
+        id.exe.resize(id.exe.size() - deleted.size());
+    std::ifstream comm_in(proc + "/comm");
+    std::getline(comm_in, id.comm);
+    return id;
+}
+
+bool owner_running(int pid, const ProcessIdentity& who, std::optional<std::int64_t> made_boot_ns, int self) {
+    if (pid <= 0 || pid == self || !who.exists) return false;
+    const bool nvtrace =
+        who.exe.empty() ? who.comm == "nvtrace" : std::filesystem::path(who.exe).filename() == "nvtrace";
+    if (!nvtrace) return false;
+    // starttime is truncated to a clock tick (10 ms at USER_HZ 100) and an inode time to a jiffy (up to 10 ms):
+    // a run makes its instance after it started, so its start is at most 20 ms "after" the instance's time.
+    constexpr std::int64_t kSlackNs = 20'000'000;
+    return !made_boot_ns || who.start_boot_ns <= *made_boot_ns + kSlackNs;
+}
+
+bool nvtrace_owner_running(int pid, std::optional<std::int64_t> made_boot_ns) {
+    return owner_running(pid, process_identity(pid), made_boot_ns, ::getpid());
+}
+
+std::optional<std::int64_t> made_boot_ns(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    auto ns = [](const timespec& t) { return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000LL + t.tv_nsec; };
+    timespec real{}, boot{};
+    ::clock_gettime(CLOCK_REALTIME, &real);
+    ::clock_gettime(CLOCK_BOOTTIME, &boot);
+    return std::min(ns(st.st_mtim), ns(st.st_ctim)) - (ns(real) - ns(boot));
+}
+
 Result<std::optional<JournalOwner>> journal_owner() {
     std::ifstream in(kJournalPath);
     if (!in) return std::optional<JournalOwner>{};
@@ -31,7 +94,8 @@ Result<std::optional<JournalOwner>> journal_owner() {
             fmt::format("{} is not a journal nvtrace wrote (no pid); inspect it by hand", kJournalPath)));
     JournalOwner o;
     o.pid = j["pid"].get<int>();
-    o.alive = pid_alive(o.pid) && o.pid != ::getpid();
+    // The journal is written before the run's first top-level change, so its owner started before the file was.
+    o.alive = nvtrace_owner_running(o.pid, made_boot_ns(kJournalPath));
     return std::optional<JournalOwner>{o};
 }
 
@@ -95,8 +159,9 @@ Result<CleanupResult> cleanup(bool dry_run) {
         std::string name = *n;
         int pid = owner_of_instance(name);
         if (pid < 0) continue;
-        if (pid_alive(pid)) {
-            res.kept.push_back(fmt::format("instance {} of running pid {}", name, pid));
+        const std::string inst_path = fmt::format("{}/instances/{}", dir, name);
+        if (nvtrace_owner_running(pid, made_boot_ns(inst_path))) {
+            res.kept.push_back(fmt::format("instance {} of running nvtrace pid {}", name, pid));
             continue;
         }
         // What is left of the killed run's program tree holds the instance's trace_marker (inherited as

@@ -14,6 +14,7 @@
 #include "nvtrace/capture_dir.hpp"
 #include "nvtrace/expect.hpp"
 #include "nvtrace/stream_report.hpp"
+#include "nvtrace/visible_text.hpp"
 #include "scenario.hpp"
 #include "stderr_note.hpp"
 #include "summary.hpp"
@@ -30,7 +31,7 @@ void print_program(const CaptureMeta& meta) {
     if (meta.timed_out) status += ", timed out";
     if (!meta.descendants_ended.empty())
         status += fmt::format(", {} process(es) it left running ended", meta.descendants_ended.size());
-    fmt::print("program: {} (pid {}, {})\n", fmt::join(meta.command, " "),
+    fmt::print("program: {} (pid {}, {})\n", visible(fmt::format("{}", fmt::join(meta.command, " "))),
                meta.pid ? std::to_string(*meta.pid) : std::string("unknown"), status);
     fmt::print("tracer: {}\n", meta.absent_keys.count("tracer_mode") ? "unknown" : meta.tracer_mode);
 }
@@ -49,19 +50,67 @@ std::string cannot_run_reason(const Report& r, const std::string& program) {
                        tracer::kScenarioCannotRun);
 }
 
+// The expectations the run checked (docs/report.md "Capture directory"): the copy the run kept in the capture
+// directory (meta.json "expectations_copy"), read as the recorded path so that messages and checks are the run's.
+// A capture made before the copy: the recorded path, a relative one against the run's working directory
+// ("working_dir") when meta.json has it; without it the path cannot be resolved and the error says why.
+Result<ExpectFile> run_expectations(const std::string& dir, const CaptureMeta& meta, const std::string& recorded) {
+    namespace fs = std::filesystem;
+    if (meta.expectations_copy) {
+        const fs::path copy(*meta.expectations_copy);
+        bool inside = copy.is_relative() && !copy.empty();
+        for (const auto& part : copy)
+            inside = inside && part != "..";
+        if (!inside)
+            return fail(
+                Error::usage(fmt::format("{}/meta.json: expectations_copy \"{}\" is not a path inside the "
+                                         "capture directory",
+                                         dir, *meta.expectations_copy)));
+        const fs::path p = fs::path(dir) / copy;
+        std::ifstream in(p, std::ios::binary);
+        if (!in)
+            return fail(Error::usage(fmt::format("their copy {} (meta.json expectations_copy) cannot be opened: {}",
+                                                 p.string(), std::strerror(errno))));
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        return parse_expectations(bytes.str(), recorded);
+    }
+    if (fs::path(recorded).is_absolute()) return read_expectations_file(recorded);
+    if (!meta.working_dir)
+        return fail(Error::usage(fmt::format(
+            "{} is a relative path, and this capture (made before nvtrace kept the expectations in the capture "
+            "directory) does not record the directory the run was started in; give the file with --expect FILE",
+            recorded)));
+    auto ex = read_expectations_file((fs::path(*meta.working_dir) / recorded).string());
+    if (ex) ex->file_name = recorded;
+    return ex;
+}
+
 // The run's checks again: a scenario that said it cannot run here is not checked (report.source.cannot_run);
-// else its expectations file (when still readable) and, for a scenario, the program's own verdict.
-void redo_checks(Report& report, const CaptureMeta& meta, CaptureReport& out) {
+// else its expectations (the capture's copy, or `expect` given to `nvtrace report DIR --expect F`) and, for a
+// scenario, the program's own verdict.
+void redo_checks(Report& report, const std::string& dir, const CaptureMeta& meta, const std::string& expect,
+                 CaptureReport& out) {
     const ReportSource& captured = report.source;
     if (captured.scenario && meta.exit_code == tracer::kScenarioCannotRun) {
         out.cannot_run = cannot_run_reason(report, meta.command.empty() ? std::string() : meta.command[0]);
         report.source.cannot_run = *out.cannot_run;
         return;
     }
-    if (captured.expectations) {
-        auto ex = read_expectations_file(*captured.expectations);
+    if (!expect.empty()) {
+        auto ex = read_expectations_file(expect);
+        if (!ex) {
+            tracer::note("nvtrace: --expect {}\n", ex.error().message);
+            out.exit_code = static_cast<int>(ex.error().code);
+            return;
+        }
+        report.source.expectations = expect;
+        report.checks = check_report(report, *ex);
+    } else if (captured.expectations) {
+        auto ex = run_expectations(dir, meta, *captured.expectations);
         if (!ex)
-            tracer::note("nvtrace: the run's expectations are not checked: {}\n", ex.error().message);
+            tracer::note("nvtrace: the run's expectations {} are not checked: {}\n", *captured.expectations,
+                         ex.error().message);
         else
             report.checks = check_report(report, *ex);
     }
@@ -113,12 +162,15 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
     // Held whole only when something reads it whole: --source (links for every call), the run's checks to redo
     // (docs/architecture.md "The route").
     req.hold_if = [&o](const CaptureMeta* meta) {
-        bool checks = meta && (meta->report_source.expectations || meta->report_source.scenario);
+        bool checks = meta && (meta->report_source.expectations || meta->report_source.scenario || !o.expect.empty());
         return !o.source_dir.empty() || checks;
     };
     auto routed = report_input(in, std::move(req));
     if (!routed) {
-        tracer::note("nvtrace {}: {}\n", sinks.command, routed.error().message);
+        // A full disk at the report's temporary files fails here, not at -o: the run's capture is kept all the same.
+        const bool environment = routed.error().code == ExitCode::environment;
+        tracer::note("nvtrace {}: {}{}\n", sinks.command, routed.error().message,
+                     environment ? sinks.write_hint : std::string());
         return failed(static_cast<int>(routed.error().code));
     }
     if (calls && !calls->flush()) {
@@ -137,7 +189,8 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
     if (!o.source_dir.empty())
         if (int rc = add_source_links(report, o.source_dir, sinks.command)) return failed(rc);
     if (routed->meta) {
-        redo_checks(report, *routed->meta, out);
+        redo_checks(report, in.path, *routed->meta, o.expect, out);
+        if (out.exit_code != 0) return out;
         out.checks = report.checks;
         sinks = with_capture_summary(sinks, *routed->meta, report);
     }

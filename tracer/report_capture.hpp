@@ -28,11 +28,12 @@ struct CaptureReportOptions {
     std::string source_dir;                     // --source: driver sources for source_links
     std::string calls_jsonl;                    // --calls-jsonl FILE: the calls there, report.calls empty
     std::string temp_dir;                       // where the report's temporary files go ("" : where -o is, or $TMPDIR)
+    std::string expect;  // --expect FILE: a capture directory checked against FILE instead of the run's expectations
 };
 
 // The report of `in` (a capture directory, a trace.dat or a text trace), written and printed where `sinks` say.
 // A capture directory's report.source and report.environment are the run's (meta.json "report_source",
-// "environment"); its expectations are checked again when the file is still at its recorded path, and a
+// "environment"); the run's expectations are checked again from the copy the run kept (or `o.expect`), and a
 // scenario's program verdict comes from the recorded exit status; its summary starts with the program and tracer
 // lines and ends with the checks. The report is held whole only when something reads it whole: --source, checks
 // to redo, or a summary of an input that may hold calls (uses_whole_report); otherwise report.json is written as

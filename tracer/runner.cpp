@@ -51,6 +51,10 @@ Result<GatedChild> GatedChild::spawn(const std::vector<std::string>& argv,
         while (::read(gate[0], &c, 1) < 0 && errno == EINTR) {
         }
         ::close(gate[0]);
+        // An ignored signal stays ignored across exec: one nvtrace passes on would then not reach the program,
+        // which nvtrace kills 2 s later instead. Handlers are reset by exec anyway.
+        for (int sig : kPassedOnSignals)
+            ::signal(sig, SIG_DFL);
         ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
         for (const auto& [k, v] : env)
             ::setenv(k.c_str(), v.c_str(), 1);

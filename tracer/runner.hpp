@@ -25,6 +25,11 @@
 
 namespace nvtrace::tracer {
 
+// The signals nvtrace passes on to the program's process group when they stop it (tracer/capture.cpp's drain
+// loop). The program starts with their default action whatever nvtrace inherited (a shell starts a background
+// job with SIGINT and SIGQUIT ignored, nohup SIGHUP), so that each one passed on can end it (docs/run.md).
+inline constexpr int kPassedOnSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
 struct ExitStatus {
     std::optional<int> exit_code;  // set when the program exited
     std::optional<int> signal;     // set when a signal killed it
@@ -39,7 +44,8 @@ public:
         std::string user;  // for the supplementary groups (initgroups); may be empty
     };
 
-    // Forks. The child restores `child_mask` as its signal mask, sets `env`, waits at the gate, drops to
+    // Forks. The child restores `child_mask` as its signal mask, gives kPassedOnSignals their default action,
+    // sets `env`, waits at the gate, drops to
     // `run_as` when given, then execs. File descriptors without FD_CLOEXEC (e.g. the marker fd) are inherited.
     static Result<GatedChild> spawn(const std::vector<std::string>& argv,
                                     const std::vector<std::pair<std::string, std::string>>& env,

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "nvtrace/expect.hpp"
 #include "nvtrace/fleet.hpp"
+#include "nvtrace/visible_text.hpp"
 #include "procfs.hpp"
 
 namespace nvtrace::tracer {
@@ -46,6 +48,16 @@ std::optional<fs::path> self_exe_dir() {
     fs::path exe = fs::read_symlink("/proc/self/exe", ec);
     if (ec) return std::nullopt;
     return exe.parent_path();
+}
+
+// The file name of the expectations' copy in the capture directory: the file's own name, its bytes other than
+// letters, digits, '.', '_', '+', '-' replaced by '_' (never "", "." or "..").
+std::string expectations_copy_name(const std::string& path) {
+    std::string n;
+    for (char c : fs::path(path).filename().string().substr(0, 64))
+        n += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-') ? c : '_';
+    if (n.empty() || n == "." || n == "..") n = "expectations.expect";
+    return n;
 }
 
 bool executable(const fs::path& p) {
@@ -289,6 +301,22 @@ std::optional<std::string> unmet_requirement(const Scenario& s) {
 Result<ResolvedRun> resolve_run(RunRequest a) {
     ResolvedRun out;
     CaptureMeta& m = a.capture.meta;
+    // A module name as the kernel has them (MODULE_NAME_LEN 56 with its NUL; lsmod's names, '-' read as '_'): it
+    // goes into ":mod:M" and /sys/module/M, so a '/' or '..' must never reach a path.
+    auto bad_module = [](const std::vector<std::string>& modules) -> std::optional<Error> {
+        for (const auto& mod : modules) {
+            bool ok = !mod.empty() && mod.size() <= 55;
+            for (char c : mod)
+                ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+            if (!ok)
+                return Error::usage(
+                    fmt::format("--module '{}': not a module name (letters, digits, '_' and '-', at "
+                                "most 55 bytes, as lsmod lists them)",
+                                visible(mod)));
+        }
+        return std::nullopt;
+    };
+    if (auto e = bad_module(m.modules)) return fail(*e);
     if (std::error_code ec; !m.command.empty() && fs::is_directory(m.command[0], ec) && !is_scenario_dir(m.command[0]))
         return fail(Error::usage(
             fmt::format("{} is a directory but not a scenario (no scenario.conf in it; `nvtrace scenarios` lists them)",
@@ -299,6 +327,7 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
         out.scenario = *sc;
         // Command-line tracing options replace the scenario's (modules, filters) or add to them (events).
         if (m.modules.empty()) m.modules = sc->modules;
+        if (auto e = bad_module(m.modules)) return fail(*e);
         if (m.filters.empty()) m.filters = sc->filters;
         if (m.notrace.empty()) m.notrace = sc->notrace;
         if (m.graph_functions.empty()) m.graph_functions = sc->graph_functions;
@@ -354,12 +383,23 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
             "--expect {}: a directory but not a scenario (no scenario.conf): give the .expect file", a.expect)));
     }
     if (!a.expect.empty()) {
-        auto ex = read_expectations_file(a.expect);
+        // Read once: the bytes checked are the bytes the capture directory keeps (expect/NAME, meta.json
+        // "expectations_copy"), so that `nvtrace report DIR` checks the same file wherever it is started.
+        std::error_code ec;
+        if (fs::is_directory(a.expect, ec))
+            return fail(Error::usage(fmt::format("{}: is a directory, not an expectations file", a.expect)));
+        std::ifstream in(a.expect, std::ios::binary);
+        if (!in) return fail(Error::usage(fmt::format("{}: cannot open: {}", a.expect, std::strerror(errno))));
+        std::ostringstream bytes;
+        bytes << in.rdbuf();
+        if (in.bad()) return fail(Error::usage(fmt::format("{}: cannot read: {}", a.expect, std::strerror(errno))));
+        auto ex = parse_expectations(bytes.str(), a.expect);
         if (!ex) return fail(ex.error());
         if (ex->checks.empty())
             return fail(
                 Error::usage(fmt::format("--expect {}: holds no checks, so nothing would be checked", a.expect)));
         out.expectations = std::move(*ex);
+        a.capture.expectations_text = bytes.str();
     }
     // Option errors before anything is announced or made. Whether the event exists is known once tracefs is read.
     for (const auto& e : m.events)
@@ -367,7 +407,13 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
             return fail(Error::usage(fmt::format("--event '{}': expected SYSTEM:EVENT", e)));
     // The report's source names the scenario and the expectations file (capture() adds its own keys).
     if (out.scenario) m.report_source.scenario = out.scenario->name;
-    if (out.expectations) m.report_source.expectations = a.expect;
+    if (out.expectations) {
+        m.report_source.expectations = a.expect;
+        m.expectations_copy = "expect/" + expectations_copy_name(a.expect);
+    }
+    // Where relative paths of the run (its --expect, its command) were resolved.
+    if (std::error_code ec; true)
+        if (fs::path cwd = fs::current_path(ec); !ec) m.working_dir = cwd.string();
     if (out.no_graph_reason) m.environment.function_graph = *out.no_graph_reason;
     if (out.expectations && wants_function_graph(m))
         if (auto nt = not_traceable(*out.expectations); !nt.empty()) m.environment.not_traceable = nt;

@@ -261,7 +261,7 @@ std::vector<CleanupAction> cleanup_uprobes(bool dry_run, std::vector<std::string
         }
         const int pid = j["pid"].get<int>();
         const std::string group = j["group"].get<std::string>();
-        if (pid_alive(pid) && pid != ::getpid()) {
+        if (nvtrace_owner_running(pid, made_boot_ns(entry.path().string()))) {
             kept.push_back(fmt::format("uprobes {} of running nvtrace pid {}", group, pid));
             continue;
         }
@@ -292,8 +292,8 @@ std::vector<CleanupAction> cleanup_uprobes(bool dry_run, std::vector<std::string
         std::free(event);
         auto owner = uprobe_group_owner(g);
         if (!owner) continue;  // another tool's probe
-        if (pid_alive(*owner) && *owner != ::getpid()) {
-            kept.push_back(fmt::format("uprobe {}/{} of running pid {}", g, ev, *owner));
+        if (nvtrace_owner_running(*owner)) {
+            kept.push_back(fmt::format("uprobe {}/{} of running nvtrace pid {}", g, ev, *owner));
             continue;
         }
         remove_listed({g, ev, type == TRACEFS_DYNEVENT_URETPROBE}, dry_run, out, seen);

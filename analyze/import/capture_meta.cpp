@@ -66,7 +66,7 @@ void fields(M& m, F&& f) requires std::is_same_v<std::remove_const_t<M>, Capture
     f("buffer_stats", m.buffer_stats), f("undecodable_records", m.undecodable_records);
     f("unresolved_functions", m.unresolved_functions), f("instance_left", m.instance_left);
     f("trace_dat", m.trace_dat), f("report_source", m.report_source), f("environment", m.environment);
-    f("uprobes", m.uprobes);
+    f("uprobes", m.uprobes), f("expectations_copy", m.expectations_copy), f("working_dir", m.working_dir);
 }
 template <class T>
 concept Record = requires(T& t) {

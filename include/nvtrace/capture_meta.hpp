@@ -93,6 +93,11 @@ struct CaptureMeta {
     // The report's "source" and "environment" objects (docs/report.md), as the run made them.
     ReportSource report_source;
     ReportEnvironment environment;
+    // The expectations the run checked, kept in the capture directory: their path relative to it ("expect/NAME",
+    // the bytes read at the start of the run), so that `nvtrace report DIR` checks them wherever it is started
+    // (report_source.expectations is the path as given). Absent: the run had none, or was made before the copy.
+    Omitted<std::string> expectations_copy;
+    Omitted<std::string> working_dir;  // the run's current directory (absolute), absent in older captures
 
     std::set<std::string> absent_keys;  // optional keys the file read did not have (left out when written)
 };

@@ -157,11 +157,11 @@ struct FdLifetime {
     int fd = -1;
     std::optional<std::uint64_t> from_ns;   // exit of the change that began it; null: from before the run
     std::optional<std::uint64_t> until_ns;  // enter of the change that ended it; null: to the end of the run
-    std::string opened_by;                  // "openat", "dup2", "fcntl", ..., "execve"; empty: before the run
+    std::string opened_by;  // "openat", "dup2", ..., "execve", "io_uring_setup"/"io_uring_enter"; empty: before
     std::optional<std::string> path;
     std::string path_from;  // "poll", "preload", "dup" (from the source fd's span); empty without a path
     std::string unknown;    // without a path: "unknown: opened before the run", "unknown: fd reused since the
-                            // last sample", "unknown: no sample while it was open"
+                            // last sample", "unknown: no sample while it was open", "unknown: ... uses io_uring, ..."
 };
 
 // A value whose key is left out of meta.json when there is none (never written as null; capture_meta.hpp).

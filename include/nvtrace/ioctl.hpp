@@ -99,7 +99,7 @@ struct FdLifetimeInput {
 // split the spans of that number everywhere. A sample whose interval is not entirely inside one span names none;
 // samples of one span that disagree leave it unnamed ("unknown: samples of this span name different files").
 // A span begun by dup, dup2, dup3 or fcntl(F_DUPFD, F_DUPFD_CLOEXEC) takes the path of the source fd's span at
-// that call. O((calls + samples) log).
+// that call. A process's first io_uring_setup/io_uring_enter begins a never-named span of its every fd to the end.
 std::vector<FdLifetime> build_fd_lifetimes(const FdLifetimeInput& in);
 
 // One line written by libnvtrace_preload.so (docs/preload.md):

@@ -270,6 +270,11 @@ TEST(LiveUprobes, probes_of_a_killed_owner_are_removed_by_cleanup_and_no_other_p
     ASSERT_NE(foreign, nullptr);
     ASSERT_EQ(tracefs_dynevent_create(foreign), 0) << kernel_error(nullptr);
 
+    // The owner must be a running nvtrace (cleanup.hpp owner_running: a process whose executable is named nvtrace,
+    // started before its journal was written): after creating the probes it becomes a copy of sleep named nvtrace.
+    const fs::path owner_exe = jdir.parent_path() / fmt::format("owner-{}", ::getpid()) / "nvtrace";
+    fs::create_directories(owner_exe.parent_path());
+    fs::copy_file("/bin/sleep", owner_exe, fs::copy_options::overwrite_existing);
     int ready[2];
     ASSERT_EQ(::pipe(ready), 0);
     pid_t owner = ::fork();
@@ -280,8 +285,9 @@ TEST(LiveUprobes, probes_of_a_killed_owner_are_removed_by_cleanup_and_no_other_p
             if (!set->add(d)) ::_exit(3);
         char c = 'r';
         if (::write(ready[1], &c, 1) != 1) ::_exit(4);
-        for (;;)
-            ::pause();
+        ::close(ready[1]);
+        ::execl(owner_exe.c_str(), "nvtrace", "1000", static_cast<char*>(nullptr));
+        ::_exit(5);
     }
     ::close(ready[1]);
     char c = 0;
@@ -289,7 +295,9 @@ TEST(LiveUprobes, probes_of_a_killed_owner_are_removed_by_cleanup_and_no_other_p
     ::close(ready[0]);
     const std::string group = uprobe_group(owner);
     EXPECT_NE(uprobe_events().find(group + "/getpid "), std::string::npos);
-    // While the owner runs, its probes are kept.
+    // While the owner runs (once it is the nvtrace executable), its probes are kept.
+    for (int i = 0; i < 200 && fs::read_symlink(fmt::format("/proc/{}/exe", owner)) != owner_exe; ++i)
+        ::usleep(10'000);
     {
         std::vector<std::string> kept;
         auto actions = cleanup_uprobes(false, kept, jdir.string());
@@ -317,6 +325,7 @@ TEST(LiveUprobes, probes_of_a_killed_owner_are_removed_by_cleanup_and_no_other_p
     tracefs_dynevent_free(foreign);
     EXPECT_EQ(uprobe_events(), before);
     fs::remove_all(jdir);
+    fs::remove_all(owner_exe.parent_path());
 }
 
 namespace {

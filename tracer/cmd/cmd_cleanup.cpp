@@ -46,9 +46,11 @@ void add_cleanup(CLI::App& app, int& exit_code) {
     cmd->add_flag("--json", *json, "JSON output");
     cmd->footer(
         "Restores the top-level files listed in /run/nvtrace/journal.json when the run that wrote it is gone,\n"
-        "and removes instances/nvtrace-<pid> whose pid is gone, after ending the processes the killed run left\n"
+        "and removes instances/nvtrace-<pid> whose owner is gone, after ending the processes the killed run left\n"
         "running that hold its trace_marker open (SIGTERM, SIGKILL 2 s later). Leftovers of running nvtrace\n"
-        "processes are kept. Exit 3 when something could not be done (the line names who holds the instance).");
+        "processes are kept: the pid must be an nvtrace process (/proc/PID/exe) that started before the leftover\n"
+        "was made (/proc/PID/stat starttime); a pid reused by another program is a leftover (docs/cleanup.md).\n"
+        "Exit 3 when something could not be done (the line names who holds the instance).");
     cmd->callback([dry, json, &exit_code] { exit_code = do_cleanup(*dry, *json); });
 }
 

@@ -42,7 +42,8 @@ void add_doctor(CLI::App& app, int& exit_code) {
     cmd->footer(
         "Each finding: status (ok, warn, fail, info), what was found, and what it means for nvtrace run.\n"
         "Not root: what tracefs or /dev/kmsg refuse to show (EACCES/EPERM) is 'info: cannot tell without root',\n"
-        "never a kernel limit; run `sudo nvtrace doctor` to know. See docs/doctor.md.");
+        "never a kernel limit; run `sudo nvtrace doctor` to know. leftovers: what `nvtrace cleanup` would remove\n"
+        "(an nvtrace-<pid> instance whose pid is not an nvtrace started before it was made). See docs/doctor.md.");
     cmd->callback([modules, json, &exit_code] { exit_code = do_doctor(*modules, *json); });
 }
 

@@ -46,6 +46,7 @@ struct ReportArgs {
     bool reemit = false;      // --reemit: a capture directory's saved report.json instead of a re-analysis
     std::string calls_jsonl;  // --calls-jsonl: calls streamed to this file, report.calls left empty
     std::string source;       // --source DIR: driver sources for source_links
+    std::string expect;       // --expect FILE: a capture directory checked against FILE instead of its run's
     bool verbose = false;     // -v: every ioctl and kernel-log line in the summary
     bool out_given = false, calls_jsonl_given = false, kmsg_given = false;  // given, even as ''
 };
@@ -170,6 +171,12 @@ int do_report(const ReportArgs& a) {
         return static_cast<int>(opened.error().code);
     }
     const Input& in = *opened;
+    if (!a.expect.empty() && (in.kind != InputKind::capture_dir || a.reemit)) {
+        tracer::note(
+            "nvtrace report: --expect takes a capture directory (not with --reemit); to check a report or "
+            "a trace, use `nvtrace check INPUT --expect FILE`\n");
+        return static_cast<int>(ExitCode::usage);
+    }
     if (in.kind == InputKind::saved_report) return report_saved_json(a, in, std::move(kmsg_messages));
     if (in.kind == InputKind::capture_dir_saved) {
         if (a.reemit) return reemit_report_json(a.input, sinks_of(a, ""), std::move(kmsg_messages));
@@ -188,6 +195,7 @@ int do_report(const ReportArgs& a) {
     o.source_dir = a.source;
     o.calls_jsonl = a.calls_jsonl;
     o.temp_dir = temp_dir;
+    o.expect = a.expect;
     // What the input was read as: a text format found by detection (or --format); a text no format fits is read
     // as a kernel log (import_input).
     std::string label =
@@ -217,6 +225,9 @@ void add_report(CLI::App& app, int& exit_code) {
     cmd->add_option("--source", args->source,
                     "Driver source tree (e.g. open-gpu-kernel-modules): file and line of each function's definition "
                     "(report source_links; not with --calls-jsonl or --reemit)");
+    cmd->add_option("--expect", args->expect,
+                    "Capture directory: check its report against this expectations file instead of the run's (which "
+                    "`nvtrace report DIR` otherwise checks again from the copy the run kept in DIR/expect/)");
     cmd->add_flag("-v,--verbose", args->verbose, "Summary: every ioctl and kernel-log line, not folded or capped");
     auto* calls_jsonl =
         cmd->add_option("--calls-jsonl", args->calls_jsonl,

@@ -1,4 +1,5 @@
 // nvtrace run [options] -- CMD [ARGS]   and   nvtrace run [options] SCENARIO_DIR [-- PROGRAM ARGS]   (docs/run.md)
+#include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -6,6 +7,7 @@
 
 #include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "nvtrace/fleet.hpp"
 #include "nvtrace/input.hpp"
 #include "nvtrace/report.hpp"
+#include "nvtrace/visible_text.hpp"
 #include "report_capture.hpp"
 #include "scenario.hpp"
 #include "stderr_note.hpp"
@@ -38,6 +41,7 @@ struct RunArgs {
     std::string exit_status = "nvtrace";  // --exit-status: "nvtrace" (default) or "program"
     std::string api;                      // --api: "cuda" (force the CUDA tables)
     bool no_api = false;                  // --no-api
+    bool out_given = false;               // -o/--out given, even as ''
 };
 
 // --exit-status program: the program's exit status, 128 + N when signal N killed it (as a shell reports it), 0
@@ -69,6 +73,12 @@ Result<std::string> make_default_out_dir(const std::string& raw_name) {
     std::strftime(ts, sizeof ts, "%Y%m%dT%H%M%S", &tm);
     std::error_code ec;
     std::filesystem::create_directories("runs", ec);
+    if (ec) {
+        std::error_code cwd_ec;
+        const std::string cwd = std::filesystem::current_path(cwd_ec).string();
+        return fail(Error::environment(fmt::format("cannot create runs/ in {}: {}; give --out DIR",
+                                                   cwd_ec ? std::string(".") : cwd, ec.message())));
+    }
     std::string base =
         fmt::format("runs/{}-{}.{:06d}Z-{}", sanitized_name(raw_name), ts, now.tv_nsec / 1000, ::getpid());
     for (int i = 1; i < 1000; ++i) {
@@ -97,6 +107,13 @@ Result<std::string> prepare_out_dir(const std::string& dir) {
                         "directory or remove it",
                         dir, f)));
     };
+    if (fs::is_symlink(fs::symlink_status(dir, ec)) && !fs::exists(dir, ec)) {
+        std::error_code rl;
+        return fail(Error::usage(
+            fmt::format("--out {}: a symbolic link to {}, which does not exist: create its target or give another "
+                        "directory",
+                        dir, fs::read_symlink(dir, rl).string())));
+    }
     if (fs::exists(dir, ec)) {
         if (!fs::is_directory(dir, ec))
             return fail(Error::usage(fmt::format("--out {}: exists and is not a directory", dir)));
@@ -137,6 +154,10 @@ struct SigpipeHeld {
 
 int do_run(RunArgs a) {
     SigpipeHeld sigpipe;
+    if (a.out_given && a.out.empty()) {
+        tracer::note("nvtrace run: --out '': an empty directory name (leave --out out for a new runs/... directory)\n");
+        return static_cast<int>(ExitCode::usage);
+    }
     auto resolved = tracer::resolve_run(a.r);
     if (!resolved) {
         tracer::note("nvtrace run: {}\n", resolved.error().message);
@@ -201,8 +222,31 @@ int do_run(RunArgs a) {
     }
     const std::string out_dir = opts.out_dir = *dir_r;
     if (!a.quiet)
-        tracer::note("nvtrace: tracing {}; capture directory {}\n", fmt::join(opts.meta.command, " "), out_dir);
+        tracer::note("nvtrace: tracing {}; capture directory {}\n",
+                     visible(fmt::format("{}", fmt::join(opts.meta.command, " "))), visible(out_dir));
+    // --json: standard output carries the report alone (`nvtrace run --json -- CMD | jq` parses it), so the
+    // program writes its standard output to nvtrace's stderr: fd 1 is stderr while the program runs, and the
+    // report goes to the standard output kept aside (docs/run.md "--json").
+    struct StdoutAside {
+        int saved = -1;
+        void restore() {
+            if (saved < 0) return;
+            std::fflush(stdout);
+            ::dup2(saved, STDOUT_FILENO);
+            ::close(saved);
+            saved = -1;
+        }
+        ~StdoutAside() { restore(); }
+    } stdout_aside;
+    if (a.json) {
+        std::fflush(stdout);
+        stdout_aside.saved = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (stdout_aside.saved >= 0 && ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) stdout_aside.restore();
+        if (!a.quiet && stdout_aside.saved >= 0)
+            tracer::note("nvtrace: --json: the program's standard output goes to stderr; stdout carries the report\n");
+    }
     auto cap = tracer::capture(opts);
+    stdout_aside.restore();
     // Whatever path leaves from here, the signals are given back (take_held_signal does it once).
     struct HeldSignals {
         tracer::CaptureResult* cap = nullptr;
@@ -300,11 +344,12 @@ void add_run(CLI::App& app, int& exit_code) {
                   "No function_graph (drop modules and filters, also a scenario's): ioctls, markers, kernel log only");
     run->add_option("--device", args->r.device,
                     "Scenario only: pass --device PATH to its program (e.g. another GEM driver)");
-    run->add_option("-o,--out", args->out,
-                    "Capture directory: created, or an existing one without a capture (default: a new "
-                    "runs/<program>-<UTC time>.<microseconds>Z-<pid>); %j SLURM_JOB_ID, %s SLURM_STEP_ID, %n "
-                    "SLURMD_NODENAME (else the short host name), %h host name, %p pid, %% a '%' "
-                    "(--out runs/%j/%n under srun)");
+    auto* out_opt =
+        run->add_option("-o,--out", args->out,
+                        "Capture directory: created, or an existing one without a capture (default: a new "
+                        "runs/<program>-<UTC time>.<microseconds>Z-<pid>); %j SLURM_JOB_ID, %s SLURM_STEP_ID, %n "
+                        "SLURMD_NODENAME (else the short host name), %h host name, %p pid, %% a '%' "
+                        "(--out runs/%j/%n under srun)");
     run->add_option("-m,--module", args->r.capture.meta.modules,
                     "Trace every function of this module with function_graph (:mod:M); repeatable")
         ->allow_extra_args(false);
@@ -338,7 +383,9 @@ void add_run(CLI::App& app, int& exit_code) {
     run->add_option("--timeout", args->r.capture.timeout_s,
                     "Stop the program and its process group after this many seconds (SIGTERM, then SIGKILL 2 s later)")
         ->check(nvtrace::cli::positive_number);
-    run->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
+    run->add_flag("--json", args->json,
+                  "Print the report JSON on stdout instead of the summary; the program's standard output goes to "
+                  "stderr then, so that stdout holds the JSON alone (`--json | jq`)");
     run->add_flag("-q,--quiet", args->quiet, "No summary and no progress lines");
     run->add_option("--source", args->source,
                     "Driver source tree (e.g. open-gpu-kernel-modules): file and line of each function's definition "
@@ -368,7 +415,10 @@ void add_run(CLI::App& app, int& exit_code) {
             ->check(CLI::IsMember({"cuda"}));
     run->add_flag("--no-api", args->no_api, "Do not probe the CUDA libraries (no API calls in the report)")
         ->excludes(api);
-    run->callback([args, &exit_code] { exit_code = do_run(*args); });
+    run->callback([args, out_opt, &exit_code] {
+        args->out_given = out_opt->count() > 0;
+        exit_code = do_run(*args);
+    });
 }
 
 }  // namespace
