@@ -669,9 +669,13 @@ void IoctlCollector::loss(std::uint64_t since_ns, std::optional<std::uint64_t> u
     }
 }
 
-std::uint64_t IoctlCollector::outcomes_lost() const { return s_->outcomes_lost; }
+std::uint64_t IoctlCollector::outcomes_lost() const {
+    return s_->outcomes_lost;
+}
 
-const std::string& IoctlCollector::first_outcome_lost() const { return s_->first_outcome_lost; }
+const std::string& IoctlCollector::first_outcome_lost() const {
+    return s_->first_outcome_lost;
+}
 
 void IoctlCollector::pop_front() {
     State& s = *s_;

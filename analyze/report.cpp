@@ -373,7 +373,7 @@ void ReportBuilder::add(const Event& ev) {
         // Where the lost events may lie: after the CPU's last event (all of it for buffer_started: the CPU's
         // older events were overwritten; after the last event of any CPU for a mark without a CPU).
         const std::uint64_t since = l->kind == LostEvents::Kind::buffer_started ? 0
-                                    : ev.cpu < 0                                 ? last_ns_
+                                    : ev.cpu < 0                                ? last_ns_
                                     : static_cast<std::size_t>(ev.cpu) < cpu_last_ns_.size()
                                         ? cpu_last_ns_[static_cast<std::size_t>(ev.cpu)]
                                         : 0;
@@ -535,9 +535,10 @@ Report ReportBuilder::finish() {
     add_diag(cm, Diag::lost_event_marks, loss_marks, first_loss_);
     if (ioctls_.outcomes_lost()) {
         add_diag(cm, Diag::ioctl_outcome_after_loss, ioctls_.outcomes_lost(), ioctls_.first_outcome_lost());
-        cm.reasons.push_back(fmt::format("{} ioctl(s) with an unknown outcome: events were lost while they were "
-                                         "open, so their task's next exit may be another ioctl's (first: {})",
-                                         thousands(ioctls_.outcomes_lost()), ioctls_.first_outcome_lost()));
+        cm.reasons.push_back(
+            fmt::format("{} ioctl(s) with an unknown outcome: events were lost while they were "
+                        "open, so their task's next exit may be another ioctl's (first: {})",
+                        thousands(ioctls_.outcomes_lost()), ioctls_.first_outcome_lost()));
     }
     add_diag(cm, Diag::buffer_started, buffer_marks, first_buffer_mark);
     add_diag(cm, Diag::elided_span, cm.elided_spans(), first_elided);

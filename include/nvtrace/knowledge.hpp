@@ -320,8 +320,8 @@ struct StraceIoctl {
     std::optional<std::uint64_t> cmd;  // nullopt when truncated, or symbolic and unknown to nvtrace
     std::string cmd_text;              // the request as strace printed it
     std::string arg;
-    std::optional<std::int64_t> ret;   // the kernel's: -errno for strace's "-1 ENAME"; nullopt when not known
-    std::optional<std::string> error;  // "EINVAL (Invalid argument)" as printed after the return value
+    std::optional<std::int64_t> ret;           // the kernel's: -errno for strace's "-1 ENAME"; nullopt when not known
+    std::optional<std::string> error;          // "EINVAL (Invalid argument)" as printed after the return value
     std::optional<std::string> errno_name;     // "EINVAL", "ERESTARTSYS", as printed (gVisor: named from errno=N)
     std::optional<std::string> errno_text;     // "Invalid argument", as printed
     std::optional<std::string> fd_path;        // -y/-yy at this call, or from an earlier open/openat of that fd

@@ -134,7 +134,7 @@ struct Gap {
     // has no timestamps. buffer_started: at or before the CPU's first event after the mark; elided: the last
     // line's before the row.
     std::optional<std::uint64_t> ts_ns;
-    std::optional<std::uint32_t> line;   // 1-based line of a text trace
+    std::optional<std::uint32_t> line;  // 1-based line of a text trace
 };
 
 struct Completeness {

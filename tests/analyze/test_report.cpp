@@ -258,7 +258,9 @@ Event ioctl_exit(std::uint64_t ts, int cpu, std::int64_t ret) {
     return Event{ts, cpu, 9, false, x};
 }
 
-Event lost_mark(std::uint64_t ts, int cpu) { return Event{ts, cpu, -1, false, LostEvents{3}}; }
+Event lost_mark(std::uint64_t ts, int cpu) {
+    return Event{ts, cpu, -1, false, LostEvents{3}};
+}
 
 constexpr std::uint64_t kFionread = 0x541b, kTcgets = 0x5401;
 
@@ -274,8 +276,8 @@ const IoctlStat* stat_of(const Report& r, std::uint64_t cmd) {
 // task, TCGETS's -ENOTTY, was paired with the FIONREAD, which then read as failed with ENOTTY and TCGETS's latency.
 TEST(Report, IoctlExitAfterLostEventsIsNotPairedWithTheIoctlOpenBeforeTheLoss) {
     EventStream s;
-    s.events = {ioctl_enter(100, 0, 4, kFionread), lost_mark(150, 0),   ioctl_exit(200, 0, -25),
-                ioctl_enter(300, 0, 4, kTcgets),   ioctl_exit(310, 0, -25)};
+    s.events = {ioctl_enter(100, 0, 4, kFionread), lost_mark(150, 0), ioctl_exit(200, 0, -25),
+                ioctl_enter(300, 0, 4, kTcgets), ioctl_exit(310, 0, -25)};
     Report r = build_report(s);
     ASSERT_EQ(r.ioctls.size(), 2u);
     const IoctlRecord& fionread = r.ioctls[0];
@@ -306,11 +308,14 @@ TEST(Report, IoctlExitAfterLostEventsIsNotPairedWithTheIoctlOpenBeforeTheLoss) {
 // the exit, leaves the pairing alone.
 TEST(Report, IoctlExitInsideTheLostSpanOfAnotherCpuHasAnUnknownOutcome) {
     EventStream s;
-    s.events = {ioctl_enter(10, 0, 4, kTcgets),    ioctl_exit(20, 0, -25),           // before the span: kept
-                ioctl_enter(100, 0, 4, kFionread), entry(105, 9, "f", 0, 0, 0),     // CPU 0's last event
-                ioctl_exit(120, 1, -25),           entry(130, 7, "g", 0, 0, 2),     // CPU 2's last event
-                lost_mark(140, 2),                                                    // CPU 2: after 130
-                lost_mark(150, 0)};                                                   // CPU 0: after 105
+    s.events = {ioctl_enter(10, 0, 4, kTcgets),
+                ioctl_exit(20, 0, -25),  // before the span: kept
+                ioctl_enter(100, 0, 4, kFionread),
+                entry(105, 9, "f", 0, 0, 0),  // CPU 0's last event
+                ioctl_exit(120, 1, -25),
+                entry(130, 7, "g", 0, 0, 2),  // CPU 2's last event
+                lost_mark(140, 2),            // CPU 2: after 130
+                lost_mark(150, 0)};           // CPU 0: after 105
     Report r = build_report(s);
     ASSERT_EQ(r.ioctls.size(), 2u);
     EXPECT_EQ(r.ioctls[0].ret, -25);

@@ -122,7 +122,8 @@ TEST(LiveCaptureDir, TinyBufferWithoutDrainingKeptPlusOverrunIsEveryEvent) {
     const int n = 5000;
     // Only the ioctls, the two markers and the program's exec (task:task_rename, where the kernel has it: the comms):
     // no fd-syscall events and no poll brackets (a test hook, docs/testing.md).
-    const std::uint64_t expected = 2u * n + 2u + (std::filesystem::exists("/sys/kernel/tracing/events/task/task_rename") ? 1u : 0u);
+    const std::uint64_t expected =
+        2u * n + 2u + (std::filesystem::exists("/sys/kernel/tracing/events/task/task_rename") ? 1u : 0u);
     ::setenv("NVTRACE_TEST_NO_FD_EVENTS", "1", 1);
     struct Unset {
         ~Unset() { ::unsetenv("NVTRACE_TEST_NO_FD_EVENTS"); }
