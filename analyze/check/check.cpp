@@ -787,6 +787,7 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
     const std::string& name = f.names[0];
     std::size_t matched = 0, unknown_n = 0, named = 0;
     std::string first_match, first_other, missing_fields;
+    std::set<std::string> missing_keys;  // of every ioctl whose match is unknown
     const std::optional<ApiScope> scope = api_scope(ctx, f);
     if (auto early = api_scope_outcome(ctx, f, scope)) return *early;
     for (const auto& io : ctx.report.ioctls) {
@@ -803,15 +804,24 @@ FactResult eval_ioctl(const Context& ctx, const Fact& f, const std::optional<std
         } else if (t == Tri::unknown) {
             ++unknown_n;
             if (missing_fields.empty()) missing_fields = fmt::format("{}", fmt::join(unknown, ", "));
+            missing_keys.insert(unknown.begin(), unknown.end());
             if (first_other.empty()) first_other = desc;
         } else if (first_other.empty()) {
             first_other = desc;
         }
     }
-    std::string unknown_why = fmt::format(
-        "{} {} ioctl(s) lack {} in this report (the RM status and hClass need user-side decoding; calls= "
-        "needs function_graph)",
-        unknown_n, name, missing_fields);
+    // Why each missing field is missing: its own cause, never another field's.
+    std::vector<std::string> causes;
+    if (missing_keys.count("status") || missing_keys.count("hclass"))
+        causes.emplace_back("the RM status and hClass need user-side decoding");
+    if (missing_keys.count("ret"))
+        causes.emplace_back(
+            "ret needs the ioctl's exit, which was not recorded (events lost around it, or the trace ends inside it)");
+    if (missing_keys.count("fd"))
+        causes.emplace_back("fd needs the file the fd named, which is unknown (fd_path_unknown)");
+    if (missing_keys.count("calls")) causes.emplace_back("calls= needs function_graph");
+    std::string unknown_why = fmt::format("{} {} ioctl(s) lack {} in this report ({})", unknown_n, name, missing_fields,
+                                          fmt::join(causes, "; "));
     if (f.absent) {
         if (matched)
             return {Outcome::fail, fmt::format("{} matching ioctl(s){}: {}", matched, phase_text(phase), first_match),

@@ -500,5 +500,28 @@ TEST(CheckClones, FunctionsNamedByTheirBaseMatchTheirCompilerClones) {
     }
 }
 
+
+// An ioctl whose exit was lost (IoctlCollector::loss) has no ret: check said the RM status and hClass need
+// user-side decoding, which is not why a TCGETS lacks its result. Each missing field now gives its own cause.
+TEST(CheckIoctl, IoctlWithoutItsExitSaysRetIsUnknownBecauseTheExitWasNotRecorded) {
+    Report r;
+    IoctlRecord io;
+    io.fd_path = "/dev/pts/0";
+    io.cmd = 0x5401;
+    io.name = "TCGETS";
+    io.enter_ns = 10;  // ret, exit_ns null: the exit lay in lost events
+    r.ioctls.push_back(io);
+    auto m = by_id(check_report(r, inline_expect("check ret\n  ioctl TCGETS ret=0\n")));
+    ASSERT_EQ(m.count("ret"), 1u);
+    EXPECT_EQ(m["ret"].result, "inconclusive");
+    EXPECT_NE(m["ret"].why.find("lack ret"), std::string::npos) << m["ret"].why;
+    EXPECT_NE(m["ret"].why.find("exit, which was not recorded"), std::string::npos) << m["ret"].why;
+    EXPECT_EQ(m["ret"].why.find("user-side decoding"), std::string::npos) << m["ret"].why;
+    // A status that is missing still names its own cause.
+    m = by_id(check_report(r, inline_expect("check st\n  ioctl TCGETS status=NV_OK\n")));
+    EXPECT_NE(m["st"].why.find("need user-side decoding"), std::string::npos) << m["st"].why;
+    EXPECT_EQ(m["st"].why.find("exit, which was not recorded"), std::string::npos) << m["st"].why;
+}
+
 }  // namespace
 }  // namespace nvtrace
