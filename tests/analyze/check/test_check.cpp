@@ -500,7 +500,6 @@ TEST(CheckClones, FunctionsNamedByTheirBaseMatchTheirCompilerClones) {
     }
 }
 
-
 // An ioctl whose exit was lost (IoctlCollector::loss) has no ret: check said the RM status and hClass need
 // user-side decoding, which is not why a TCGETS lacks its result. Each missing field now gives its own cause.
 TEST(CheckIoctl, IoctlWithoutItsExitSaysRetIsUnknownBecauseTheExitWasNotRecorded) {
