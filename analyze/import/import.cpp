@@ -75,7 +75,10 @@ bool is_strace_line(std::string_view t) {
         is_digit(t[4]) && t[5] == ' ' && t.find(" strace.go:") != std::string_view::npos)
         return true;
     if (starts_with(t, "[pid ")) {
-        std::size_t close = t.find(']');
+        // "[pid 1234<comm>] ": a comm may hold ']' (--decode-pids=comm), so the bracket closes after its '>'.
+        std::size_t lt = t.find('<'), close = t.find(']');
+        if (lt != std::string_view::npos && lt < close)
+            if (std::size_t gt = t.find(">]", lt); gt != std::string_view::npos) close = gt + 1;
         if (close == std::string_view::npos) return false;
         t = ltrim(t.substr(close + 1));
     }
@@ -83,6 +86,9 @@ bool is_strace_line(std::string_view t) {
         std::size_t i = 0;
         while (i < t.size() && (is_digit(t[i]) || t[i] == ':' || t[i] == '.'))
             ++i;
+        // --decode-pids=comm writes the pid as "1234<python3>" (strace.c printleader, print_comm_str).
+        if (k == 0 && i < t.size() && t[i] == '<')
+            if (std::size_t gt = t.find('>', i); gt != std::string_view::npos) i = gt + 1;
         if (i == t.size() || t[i] != ' ') return false;
         t = ltrim(t.substr(i));
     }

@@ -324,3 +324,16 @@ TEST(StraceReader, DecodePidsCommPrefixKeepsThePidAndTheCall) {
     EXPECT_EQ(log.ioctls[3].pid, 1237);
     EXPECT_TRUE(log.diagnostics.empty());
 }
+
+// The same lines are detected as strace: "1234<python3> ioctl(...)" (-ff, -o) failed detection, so such a file
+// was read as a kernel log with nothing in it; "[pid 1236<a]b>]" too (a ']' in the comm).
+TEST(StraceReader, DecodePidsCommPrefixIsDetectedAsStrace) {
+    for (const char* line : {"1235<cuda-EvtHandlr> ioctl(4, TCGETS, 0x7ffd) = 0\n",
+                             "1235<cuda-EvtHandlr> 10:00:00.000001 ioctl(4, TCGETS, 0x7ffd) = 0\n",
+                             "[pid 1236<a]b>] ioctl(5, TCGETS, 0x7ffd) = 0\n"}) {
+        std::string text;
+        for (int i = 0; i < 5; ++i)
+            text += line;
+        EXPECT_EQ(detect_format(text), TraceFormat::strace) << line;
+    }
+}
