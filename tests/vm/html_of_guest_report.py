@@ -39,7 +39,8 @@ def main():
     page.export(nvtrace, report, html)
     dom = page.load(exe, html, work)
     queue = page.frame(dom, "null_queue_rq")
-    if "calls: 4" not in queue or not re.search(r"total: [0-9][0-9,]*\.[0-9]{3} us", queue):
+    # The guest's timing decides the unit (a loaded host's qemu made 1.207 ms of it): any unit the page prints.
+    if "calls: 4" not in queue or not re.search(r"total: [0-9][0-9,]*\.[0-9]{3} (ns|us|ms|s)\b", queue):
         page.fail(f"the null_queue_rq frame: {queue!r}")
     below = [e for e in dom.find("g") if e["attrs"].get("data-path", "").startswith("null_queue_rq > ")]
     if not any(e["attrs"]["data-path"].endswith("null_handle_cmd") for e in below):
