@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
-#include <sstream>
 #include <string_view>
 
 #include <cerrno>
@@ -18,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "procfs.hpp"
 #include "runner.hpp"
 #include "tracefs_cxx.h"
 #include "tracefs_session.hpp"
@@ -33,21 +33,11 @@ ProcessIdentity process_identity(int pid) {
     ProcessIdentity id;
     if (pid <= 0) return id;
     const std::string proc = fmt::format("/proc/{}", pid);
-    std::ifstream stat_in(proc + "/stat");
-    std::string stat;
-    if (!stat_in || !std::getline(stat_in, stat)) return id;
-    // "PID (COMM) STATE PPID ...": COMM may hold spaces and ')', so the fields are counted after the last ')'.
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) return id;
-    std::istringstream fields(stat.substr(close + 1));
-    std::string field;
-    std::vector<std::string> f;  // f[0] is field 3 (state)
-    while (fields >> field && f.size() < 20)
-        f.push_back(field);
-    if (f.size() < 20 || f[0] == "Z" || f[0] == "X") return id;
+    char state = 0;
+    unsigned long long start_ticks = 0;
+    if (!read_proc_start(pid, state, start_ticks) || state == 'Z' || state == 'X') return id;
     const long tick = ::sysconf(_SC_CLK_TCK);
-    id.start_boot_ns = static_cast<std::int64_t>(std::strtoull(f[19].c_str(), nullptr, 10)) *
-                       (1'000'000'000LL / (tick > 0 ? tick : 100));
+    id.start_boot_ns = static_cast<std::int64_t>(start_ticks) * (1'000'000'000LL / (tick > 0 ? tick : 100));
     id.exists = true;
     std::error_code ec;
     id.exe = std::filesystem::read_symlink(proc + "/exe", ec).string();

@@ -51,18 +51,35 @@ std::vector<int> numeric_entries(const char* path) {
 }
 
 // "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses, so the fields start after the last ')'.
-bool read_proc_stat(int pid, char& state, int& ppid, int& pgrp) {
+namespace {
+// The fields of /proc/PID/stat after "PID (COMM)" (COMM may hold spaces and ')': they follow the last ')'), into
+// `buf`; nullptr when the process is gone.
+const char* proc_stat_fields(int pid, char (&buf)[512]) {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
     int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    char buf[512];
+    if (fd < 0) return nullptr;
     ssize_t n = ::read(fd, buf, sizeof buf - 1);
     ::close(fd);
-    if (n <= 0) return false;
+    if (n <= 0) return nullptr;
     buf[n] = '\0';
     const char* close = std::strrchr(buf, ')');
-    return close && std::sscanf(close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3;
+    return close ? close + 1 : nullptr;
+}
+}  // namespace
+
+bool read_proc_stat(int pid, char& state, int& ppid, int& pgrp) {
+    char buf[512];
+    const char* f = proc_stat_fields(pid, buf);
+    return f && std::sscanf(f, " %c %d %d", &state, &ppid, &pgrp) == 3;
+}
+
+bool read_proc_start(int pid, char& state, unsigned long long& starttime_ticks) {
+    char buf[512];
+    const char* f = proc_stat_fields(pid, buf);
+    // Field 3 (state), then fields 4-21 skipped, then field 22 (starttime; proc(5)).
+    return f && std::sscanf(f, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                            &state, &starttime_ticks) == 2;
 }
 
 bool for_each_fd(int pid, const std::function<bool(int fd, std::string_view target)>& f) {

@@ -28,6 +28,8 @@ bool module_loaded(const std::string& module);
 std::vector<int> numeric_entries(const char* path);
 // STATE, PPID and PGRP of /proc/PID/stat. False when the process is gone.
 bool read_proc_stat(int pid, char& state, int& ppid, int& pgrp);
+// STATE and field 22, starttime (clock ticks since boot, proc(5)), of /proc/PID/stat. False when the process is gone.
+bool read_proc_start(int pid, char& state, unsigned long long& starttime_ticks);
 // Calls f(fd, link target) for each open file of `pid` (/proc/PID/fd) until f returns false. False when the
 // directory cannot be read (the process is gone, or not ours to read).
 bool for_each_fd(int pid, const std::function<bool(int fd, std::string_view target)>& f);

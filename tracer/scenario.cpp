@@ -50,22 +50,20 @@ std::optional<fs::path> self_exe_dir() {
     return exe.parent_path();
 }
 
-// The file name of the expectations' copy in the capture directory: the file's own name, its bytes other than
-// letters, digits, '.', '_', '+', '-' replaced by '_' (never "", "." or "..").
-std::string expectations_copy_name(const std::string& path) {
-    std::string n;
-    for (char c : fs::path(path).filename().string().substr(0, 64))
-        n += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-') ? c : '_';
-    if (n.empty() || n == "." || n == "..") n = "expectations.expect";
-    return n;
-}
-
 bool executable(const fs::path& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
 }  // namespace
+
+std::string sanitized_file_name(const std::string& raw, const std::string& fallback) {
+    std::string n;
+    for (char c : raw.substr(0, 64))
+        n += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-') ? c : '_';
+    if (n.empty() || n == "." || n == "..") n = fallback;
+    return n;
+}
 
 bool is_scenario_dir(const fs::path& dir) {
     std::error_code ec;
@@ -409,7 +407,8 @@ Result<ResolvedRun> resolve_run(RunRequest a) {
     if (out.scenario) m.report_source.scenario = out.scenario->name;
     if (out.expectations) {
         m.report_source.expectations = a.expect;
-        m.expectations_copy = "expect/" + expectations_copy_name(a.expect);
+        m.expectations_copy =
+            "expect/" + sanitized_file_name(fs::path(a.expect).filename().string(), "expectations.expect");
     }
     // Where relative paths of the run (its --expect, its command) were resolved.
     if (std::error_code ec; true)

@@ -114,6 +114,10 @@ struct ResolvedRun {
 // or expectations file, an expectations file without checks, --device without a scenario, a bad --event.
 Result<ResolvedRun> resolve_run(RunRequest req);
 
+// `raw` as a file-name part: letters, digits, '.', '_', '+', '-' kept, every other byte '_', at most 64 bytes;
+// `fallback` when that leaves "", "." or ".." (runs/<program>-..., the expectations' copy expect/NAME).
+std::string sanitized_file_name(const std::string& raw, const std::string& fallback);
+
 // Directories that hold scenarios, in search order: `dir` when given, $NVTRACE_SCENARIOS_DIR, ./scenarios, the
 // source tree nvtrace was built from, EXE_DIR/../share/nvtrace/scenarios. Only existing ones.
 std::vector<std::filesystem::path> scenario_roots(const std::optional<std::string>& dir);

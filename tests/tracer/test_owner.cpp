@@ -51,6 +51,7 @@ TEST(OwnerRunning, ProcessIdentityOfThisProcessIsReadFromProc) {
     EXPECT_FALSE(me.comm.empty());
     timespec boot{};
     ::clock_gettime(CLOCK_BOOTTIME, &boot);
+    EXPECT_GT(me.start_boot_ns, 0) << "starttime (field 22) of a process started after boot";
     EXPECT_LE(me.start_boot_ns, boot.tv_sec * kSec + boot.tv_nsec);
     const std::string f = ::testing::TempDir() + "/owner_made_now";
     std::ofstream(f) << "x";

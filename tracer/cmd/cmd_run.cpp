@@ -52,16 +52,6 @@ int program_exit_status(const CaptureMeta& m) {
     return 0;
 }
 
-// A program or scenario name as a file-name part: letters, digits, '.', '_', '+', '-' (others become '_'),
-// at most 64 bytes, never empty, "." or "..".
-std::string sanitized_name(const std::string& raw) {
-    std::string n;
-    for (char c : raw.substr(0, 64))
-        n += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-') ? c : '_';
-    if (n.empty() || n == "." || n == "..") n = "run";
-    return n;
-}
-
 // runs/NAME-<UTC time with microseconds>Z-<nvtrace pid>, created here with mkdir (exclusive): a directory
 // that exists already is never reused; "-2", "-3", ... are appended until a new one is made.
 Result<std::string> make_default_out_dir(const std::string& raw_name) {
@@ -79,8 +69,8 @@ Result<std::string> make_default_out_dir(const std::string& raw_name) {
         return fail(Error::environment(fmt::format("cannot create runs/ in {}: {}; give --out DIR",
                                                    cwd_ec ? std::string(".") : cwd, ec.message())));
     }
-    std::string base =
-        fmt::format("runs/{}-{}.{:06d}Z-{}", sanitized_name(raw_name), ts, now.tv_nsec / 1000, ::getpid());
+    std::string base = fmt::format("runs/{}-{}.{:06d}Z-{}", tracer::sanitized_file_name(raw_name, "run"), ts,
+                                   now.tv_nsec / 1000, ::getpid());
     for (int i = 1; i < 1000; ++i) {
         std::string dir = i == 1 ? base : fmt::format("{}-{}", base, i);
         if (::mkdir(dir.c_str(), 0755) == 0) return dir;
