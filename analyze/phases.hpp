@@ -1,5 +1,6 @@
 // phases.hpp: the phase markers of docs/markers.md ("nvtrace-phase: NAME" starts phase NAME and ends the
-// previous one, "nvtrace-phase-end" ends it), followed as a stream gives them (private to analyze).
+// previous one, "nvtrace-phase-end" ends it), followed as a stream gives them (private to analyze). The one
+// grammar of a phase marker: the builder (Phases), check, diff and the HTML timeline all read markers with it.
 #pragma once
 
 #include <algorithm>
@@ -12,20 +13,48 @@
 
 namespace nvtrace::detail {
 
+// One line of a marker, as a phase marker. `begin` names the phase it starts (the text after "nvtrace-phase: "
+// without trailing blanks: a line written by echo or fprintf may end in spaces, a tab or "\r"); a begin marker
+// whose name is empty after that ends the phase before it like "nvtrace-phase-end" and starts none.
+struct PhaseLine {
+    enum Kind { none, begin, end } kind = none;
+    std::string_view name;  // begin only; points into the line
+};
+
+inline PhaseLine parse_phase_line(std::string_view line) {
+    constexpr std::string_view kBegin = "nvtrace-phase: ";
+    constexpr std::string_view kEnd = "nvtrace-phase-end";
+    if (line.substr(0, kEnd.size()) == kEnd) return {PhaseLine::end, {}};
+    if (line.substr(0, kBegin.size()) != kBegin) return {};
+    std::string_view name = line.substr(kBegin.size());
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t' || name.back() == '\r'))
+        name.remove_suffix(1);
+    if (name.empty()) return {PhaseLine::end, {}};
+    return {PhaseLine::begin, name};
+}
+
+// Calls f(PhaseLine) for each phase-marker line of one marker's text, in order. One write to trace_marker is
+// one event, whatever it holds: each of its lines is a marker of its own ("nvtrace-phase: A\nnvtrace-phase: B"
+// begins A and then B at that time), as the lines read one by one in the trace text.
+template <class F>
+void for_each_phase_line(std::string_view text, F&& f) {
+    for (;;) {
+        std::size_t nl = text.find('\n');
+        PhaseLine p = parse_phase_line(text.substr(0, nl));
+        if (p.kind != PhaseLine::none) f(p);
+        if (nl == std::string_view::npos) return;
+        text.remove_prefix(nl + 1);
+    }
+}
+
 class Phases {
 public:
-    // Every marker text of the stream, in stream order, with its time (ns). One write to trace_marker is one
-    // event, whatever it holds: each of its lines is a marker of its own ("nvtrace-phase: A\nnvtrace-phase: B"
-    // begins A and then B at that time), as the lines read one by one in the trace text.
+    // Every marker text of the stream, in stream order, with its time (ns); each of its lines is read as a
+    // marker of its own (for_each_phase_line).
     void marker(std::uint64_t ts_ns, std::string_view text) {
-        for (std::size_t nl; (nl = text.find('\n')) != std::string_view::npos; text.remove_prefix(nl + 1))
-            line(ts_ns, text.substr(0, nl));
-        line(ts_ns, text);
+        for_each_phase_line(text, [&](const PhaseLine& p) { line(ts_ns, p); });
     }
-    void line(std::uint64_t ts_ns, std::string_view text) {
-        bool begin = text.substr(0, kBegin.size()) == kBegin;
-        bool end = text.substr(0, kEnd.size()) == kEnd;
-        if (!begin && !end) return;
+    void line(std::uint64_t ts_ns, const PhaseLine& p) {
         if (cur_) {
             cur_->end = ts_ns;
             // In time order (the usual case) spans neither overlap nor go back: at() can search them.
@@ -33,7 +62,7 @@ public:
             spans_.push_back(std::move(*cur_));
             cur_.reset();
         }
-        if (begin) cur_ = Span{ts_ns, UINT64_MAX, std::string(text.substr(kBegin.size()))};
+        if (p.kind == PhaseLine::begin) cur_ = Span{ts_ns, UINT64_MAX, std::string(p.name)};
     }
     bool empty() const { return spans_.empty() && !cur_; }
     // The phase holding `ts` among the markers seen so far: the first span with begin <= ts < end, the phase
@@ -57,8 +86,6 @@ public:
     }
 
 private:
-    static constexpr std::string_view kBegin = "nvtrace-phase: ";
-    static constexpr std::string_view kEnd = "nvtrace-phase-end";
     struct Span {
         std::uint64_t begin, end;
         std::string name;

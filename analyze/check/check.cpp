@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "../phases.hpp"
 #include "nvtrace/expect.hpp"
 #include "nvtrace/symbol_name.hpp"
 #include "values.hpp"
@@ -28,7 +29,6 @@ struct FactResult {
     std::string missing;  // for inconclusive: the data that was missing
 };
 
-constexpr std::string_view kPhaseMarker = "nvtrace-phase: ";
 constexpr std::string_view kResultMarker = "nvtrace-result: ";
 constexpr std::size_t kMaxNames = 8;
 
@@ -209,22 +209,22 @@ std::vector<Window> phase_windows(const Report& r, const std::string& phase) {
     std::vector<Window> out;
     bool open = false;
     for (const auto& m : r.markers) {
-        bool begin = m.text.rfind("nvtrace-phase: ", 0) == 0, end = m.text.rfind("nvtrace-phase-end", 0) == 0;
-        if (!begin && !end) continue;
-        if (!m.ts_ns) return {Window{}};
-        if (open) {
-            out.back().until_ns = *m.ts_ns;
-            open = false;
-        }
-        if (begin) {
-            std::string name = m.text.substr(std::strlen("nvtrace-phase: "));
-            while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
-                name.pop_back();
-            if (name == phase) {
+        bool unknown_time = false;
+        detail::for_each_phase_line(m.text, [&](const detail::PhaseLine& p) {
+            if (!m.ts_ns) {
+                unknown_time = true;
+                return;
+            }
+            if (open) {
+                out.back().until_ns = *m.ts_ns;
+                open = false;
+            }
+            if (p.kind == detail::PhaseLine::begin && p.name == phase) {
                 out.push_back({*m.ts_ns, std::nullopt});
                 open = true;
             }
-        }
+        });
+        if (unknown_time) return {Window{}};
     }
     if (out.empty()) out.push_back({});  // never marked: run_check says so before any fact is decided
     return out;
@@ -943,15 +943,13 @@ FactResult eval_result(const Context& ctx, const Fact& f) {
     return {Outcome::fail, fmt::format("{}={}", key, *got), ""};
 }
 
+// The phases the markers begin, in marker order.
 std::vector<std::string> phase_markers(const Context& ctx) {
     std::vector<std::string> out;
     for (const auto& m : ctx.report.markers)
-        if (m.text.rfind(kPhaseMarker, 0) == 0) {
-            std::string p = m.text.substr(kPhaseMarker.size());
-            while (!p.empty() && (p.back() == '\n' || p.back() == ' '))
-                p.pop_back();
-            out.push_back(p);
-        }
+        detail::for_each_phase_line(m.text, [&](const detail::PhaseLine& p) {
+            if (p.kind == detail::PhaseLine::begin) out.emplace_back(p.name);
+        });
     return out;
 }
 

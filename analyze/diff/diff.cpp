@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "../phases.hpp"
 #include "nvtrace/diff.hpp"
 
 namespace nvtrace {
@@ -215,10 +216,10 @@ struct DiffCalls::Impl {
         // Calls are not the only sections with phases: a run without function_graph has ioctls and markers only.
         for (const auto& io : r.ioctls)
             if (io.phase) phases.insert(*io.phase);
-        constexpr std::string_view kPhaseBegin = "nvtrace-phase: ";  // docs/markers.md
         for (const auto& m : r.markers)
-            if (m.text.rfind(kPhaseBegin, 0) == 0 && m.text.size() > kPhaseBegin.size())
-                phases.insert(m.text.substr(kPhaseBegin.size()));
+            detail::for_each_phase_line(m.text, [&](const detail::PhaseLine& p) {
+                if (p.kind == detail::PhaseLine::begin) phases.insert(std::string(p.name));
+            });
         info.phases.assign(phases.begin(), phases.end());
     }
 };

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../phases.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/export.hpp"
 
@@ -400,7 +401,6 @@ Timeline build_timeline(const R& r, const HtmlLimits& lim) {
     // Phases as docs/markers.md defines them: from "nvtrace-phase: NAME" to the next phase marker.
     {
         std::optional<std::pair<std::uint64_t, std::string>> open;
-        std::optional<std::uint64_t> last_ts;
         auto close = [&](std::optional<std::uint64_t> at) {
             if (!open) return;
             std::string tip = "phase " + open->second;
@@ -409,17 +409,14 @@ Timeline build_timeline(const R& r, const HtmlLimits& lim) {
             add("phase", -1, "", open->first, at, open->second, tip, false);
             open.reset();
         };
-        constexpr std::string_view kBegin = "nvtrace-phase: ", kEnd = "nvtrace-phase-end";
         for (const MarkerEntry& m : r.markers) {
-            std::string_view t = m.text;
-            bool begin = t.substr(0, kBegin.size()) == kBegin;
-            bool end = t.substr(0, kEnd.size()) == kEnd;
-            if (m.ts_ns) last_ts = m.ts_ns;
-            if (begin || end) {
+            bool phase = false;
+            detail::for_each_phase_line(m.text, [&](const detail::PhaseLine& p) {
+                phase = true;
                 close(m.ts_ns);
-                if (begin && m.ts_ns) open = std::make_pair(*m.ts_ns, std::string(t.substr(kBegin.size())));
-                continue;
-            }
+                if (p.kind == detail::PhaseLine::begin && m.ts_ns) open = std::make_pair(*m.ts_ns, std::string(p.name));
+            });
+            if (phase) continue;
             add("marker", m.pid, "", m.ts_ns, std::nullopt, m.text, fmt::format("marker\n{}\npid {}", m.text, m.pid),
                 false);
         }

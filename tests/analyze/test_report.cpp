@@ -334,6 +334,19 @@ TEST(Report, IoctlExitInsideTheLostSpanOfAnotherCpuHasAnUnknownOutcome) {
     EXPECT_FALSE(diag(kept, "ioctl_outcome_after_loss"));
 }
 
+// `echo 'nvtrace-phase: A ' > trace_marker` (or a CRLF line) named the phase "A " ("A \r"), so `check` and `diff`
+// (which trimmed) and the calls' phase disagreed; "nvtrace-phase: " with no name began a phase named "".
+TEST(Report, TrailingBlanksAreNotPartOfAPhaseNameAndAnEmptyNameEndsThePhase) {
+    EventStream s;
+    s.events = {
+        Event{10, 0, 9, false, Marker{"nvtrace-phase: A \t\r"}}, entry(20, 9, "f", 0), exit_(21, 9, "f", 0, 20, 21),
+        Event{30, 0, 9, false, Marker{"nvtrace-phase: "}},       entry(40, 9, "g", 0), exit_(41, 9, "g", 0, 40, 41)};
+    Report r = build_report(s);
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(r.calls[0].phase, "A");
+    EXPECT_FALSE(r.calls[1].phase) << *r.calls[1].phase;
+}
+
 // One write of two lines (`printf 'nvtrace-phase: A\nnvtrace-phase: B\n' > trace_marker` is one print event) made
 // one phase named "A\nnvtrace-phase: B".
 TEST(Report, MarkerOfSeveralLinesIsReadLineByLine) {

@@ -162,6 +162,23 @@ TEST(CheckRecorded, AnUnmarkedPhaseIsInconclusiveAndBreaksThePhaseOrder) {
     EXPECT_NE(m["phases-in-order"].evidence.find("no phase mmap-middle in order"), std::string::npos);
 }
 
+// check read a phase marker from its first line only: one write ending the phase before and beginning
+// mmap-middle ("nvtrace-phase-end\nnvtrace-phase: mmap-middle\n", one print event) left mmap-middle "never
+// marked" and failed the phase order, though the report's calls were labelled mmap-middle from that write.
+TEST(CheckRecorded, APhaseBegunOnTheSecondLineOfAMarkerIsMarked) {
+    Report r = recorded();
+    bool changed = false;
+    for (auto& mk : r.markers)
+        if (mk.text == "nvtrace-phase: mmap-middle") {
+            mk.text = "nvtrace-phase-end\nnvtrace-phase: mmap-middle \t\r\n";
+            changed = true;
+        }
+    ASSERT_TRUE(changed);
+    auto m = by_id(check_report(r, expectations("gem-mmap")));
+    EXPECT_EQ(m["middle-einval"].result, "pass") << m["middle-einval"].why;
+    EXPECT_EQ(m["phases-in-order"].result, "pass") << m["phases-in-order"].evidence;
+}
+
 TEST(CheckRecorded, IoctlFactsSeeNamesReturnValuesAndTheCallsInside) {
     auto m = by_id(check_report(recorded(), inline_expect(R"(check good
   ioctls DRM_IOCTL_MODE_CREATE_DUMB, DRM_IOCTL_MODE_MAP_DUMB, DRM_IOCTL_MODE_DESTROY_DUMB

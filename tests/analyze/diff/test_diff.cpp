@@ -294,6 +294,22 @@ TEST(Diff, PhasesComeFromMarkersIoctlsAndCalls) {
               "its markers and ioctls: one, three, two)");
 }
 
+// diff read a marker's text after "nvtrace-phase: " whole, so one write of two lines listed a phase named
+// "one\nnvtrace-phase: two\n" and "three \r" kept its trailing blanks, unlike the phases the report's calls got.
+TEST(Diff, PhasesOfAMarkerOfSeveralLinesAreEachListedWithoutTrailingBlanks) {
+    Report r = fixture("baseline");
+    r.calls.clear();
+    r.graph.clear();
+    for (auto& io : r.ioctls) {
+        io.call.reset();
+        io.calls.clear();
+        io.phase.reset();
+    }
+    r.markers = {{100, 1, "nvtrace-phase: one\nnvtrace-phase: two\n"}, {400, 1, "nvtrace-phase: three \r"}};
+    DiffResult d = diff_reports(r, r, DiffOptions{});
+    EXPECT_EQ(d.a.phases, (std::vector<std::string>{"one", "three", "two"}));
+}
+
 TEST(Diff, EmptyPhaseMessageSaysWhetherThePhaseExists) {
     DiffOptions o;
     o.phase = "nope";

@@ -659,3 +659,17 @@ TEST(ExportFormats, Names) {
     for (auto f : {ExportFormat::json, ExportFormat::chrome, ExportFormat::folded, ExportFormat::csv})
         EXPECT_EQ(parse_export_format(to_string(f)), f);
 }
+
+// The HTML timeline read a marker from its first line only: one write "nvtrace-phase: one\nnvtrace-phase: two\n"
+// drew one phase named "one\nnvtrace-phase: two\n" and never phase two.
+TEST(ExportHtml, AMarkerOfSeveralLinesDrawsEachPhaseItBegins) {
+    Report r;
+    r.markers = {{100, 1, "nvtrace-phase: one\nnvtrace-phase: two\n"}, {300, 1, "nvtrace-phase-end"}};
+    std::ostringstream out;
+    HtmlStats st = write_html_report(r, out);
+    const std::string html = out.str();
+    EXPECT_EQ(st.timeline_items, 2u);
+    EXPECT_NE(html.find(R"(["phase",0,100,100,"one",)"), std::string::npos);
+    EXPECT_NE(html.find(R"(["phase",0,100,300,"two",)"), std::string::npos);
+    EXPECT_EQ(html.find(R"(one\nnvtrace-phase)"), std::string::npos);
+}
