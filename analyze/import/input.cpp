@@ -2,6 +2,7 @@
 #include "nvtrace/input.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,11 +10,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +28,99 @@ namespace nvtrace {
 namespace fs = std::filesystem;
 
 namespace {
+
+// ---- a mapped file that shrinks while it is read ----
+// A regular file is mapped (MAP_PRIVATE), not read. When another program truncates or rewrites it while it is read,
+// a page past its new end is gone and touching it raises SIGBUS (mmap(2), "Errors"): the process would die with
+// "Bus error" and no word of why. Each mapping is registered here, and a SIGBUS handler (installed once, and only
+// where the program has none of its own) that finds the faulting address inside one prints what happened, with
+// the byte offset, and exits 2 (an input error, docs/README.md "Exit codes"); a SIGBUS elsewhere gets the default
+// action, as without the handler. The handler uses only write(2) and _exit(2) (async-signal-safe, signal-safety(7)).
+// At most kMappedSlots mappings are registered at once; one past them keeps the default action.
+struct MappedSlot {
+    std::atomic<std::uintptr_t> begin{0};  // 0: free
+    std::uintptr_t end = 0;
+    char message[512] = {};  // "nvtrace: NAME: cannot be read past byte ", then the offset and kFaultTail
+    std::size_t length = 0;
+};
+constexpr std::size_t kMappedSlots = 32;
+MappedSlot g_mapped[kMappedSlots];
+
+void write_all(const char* p, std::size_t n) {
+    while (n > 0) {
+        ssize_t w = ::write(STDERR_FILENO, p, n);
+        if (w <= 0) return;
+        p += w;
+        n -= static_cast<std::size_t>(w);
+    }
+}
+
+constexpr std::string_view kFaultTail =
+    ": the file shrank while it was read (truncated or rewritten by another program), or its disk failed to give "
+    "that page; read a copy that no program writes\n";
+
+void on_sigbus(int sig, siginfo_t* info, void*) {
+    auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    if (info->si_code > 0) {  // raised by the kernel for a memory access, not sent by kill(2)
+        for (auto& s : g_mapped) {
+            std::uintptr_t b = s.begin.load(std::memory_order_acquire);
+            if (b == 0 || addr < b || addr >= s.end) continue;
+            write_all(s.message, s.length);
+            char num[24];
+            char* e = num + sizeof num;
+            char* q = e;
+            std::uintptr_t off = addr - b;
+            do {
+                *--q = static_cast<char>('0' + off % 10);
+                off /= 10;
+            } while (off != 0);
+            write_all(q, static_cast<std::size_t>(e - q));
+            write_all(kFaultTail.data(), kFaultTail.size());
+            ::_exit(2);
+        }
+    }
+    // Not an access to a registered input: the default action, as if there were no handler (a fault repeats
+    // when the handler returns; a sent signal is raised again).
+    ::signal(sig, SIG_DFL);
+    if (info->si_code <= 0) ::raise(sig);
+}
+
+void install_sigbus_handler() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction old {};
+        if (::sigaction(SIGBUS, nullptr, &old) != 0) return;
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;  // the program's own
+        struct sigaction sa {};
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        ::sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGBUS, &sa, nullptr);
+    });
+}
+
+void register_mapping(const char* data, std::size_t size, const std::string& name) {
+    install_sigbus_handler();
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    for (auto& s : g_mapped) {
+        if (s.begin.load(std::memory_order_relaxed) != 0) continue;
+        auto text = fmt::format("nvtrace: {}: cannot be read past byte ", name);
+        if (text.size() >= sizeof s.message) text = "nvtrace: an input file cannot be read past byte ";
+        std::memcpy(s.message, text.data(), text.size());
+        s.length = text.size();
+        s.end = reinterpret_cast<std::uintptr_t>(data) + size;
+        s.begin.store(reinterpret_cast<std::uintptr_t>(data), std::memory_order_release);
+        return;
+    }
+}
+
+void unregister_mapping(const char* data) {
+    for (auto& s : g_mapped) {
+        std::uintptr_t b = reinterpret_cast<std::uintptr_t>(data);
+        if (s.begin.load(std::memory_order_acquire) == b) s.begin.store(0, std::memory_order_release);
+    }
+}
 
 // The trace formats look at this much of the head (detect_format).
 constexpr std::size_t kDetectBytes = 256 * 1024;
@@ -162,7 +258,10 @@ Input::~Input() {
 }
 
 void Input::release() {
-    if (mapped_ && data_) ::munmap(const_cast<char*>(data_), size_);
+    if (mapped_ && data_) {
+        unregister_mapping(data_);
+        ::munmap(const_cast<char*>(data_), size_);
+    }
     data_ = nullptr;
     size_ = 0;
     mapped_ = false;
@@ -247,6 +346,7 @@ Result<Input> open_input(const std::string& path, const OpenOptions& o) {
         in.data_ = static_cast<const char*>(map);
         in.size_ = size;
         in.mapped_ = true;
+        register_mapping(in.data_, in.size_, in.name);
         ::close(fd);  // the mapping stays
     } else if (!spool_dir.empty()) {
         // Read once into an unlinked file: disk, not memory (a pipe of gigabytes streamed with --calls-jsonl).

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -312,4 +313,35 @@ TEST(Input, DevicesEmptyAndMissingInputsAreErrors) {
     auto proc = open_input("/proc/self/status");
     ASSERT_TRUE(proc) << proc.error().message;
     EXPECT_FALSE(proc->bytes().empty());
+}
+
+// A file truncated by another program while nvtrace read it (`nvtrace report t.txt` while `cat trace > t.txt` ran
+// again) killed nvtrace with "Bus error" (exit 135, no word of why): the mapped pages past the new end raise
+// SIGBUS. Now that is one line naming the file and the offset, and exit 2 (an input error).
+TEST(InputDeathTest, AMappedFileTruncatedWhileReadIsAnInputErrorNotABusError) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    TempDir d("shrank");
+    const std::string path = d / "t.txt";
+    std::ofstream(path) << std::string(1 << 20, 'x');
+    EXPECT_EXIT(
+        {
+            auto in = open_input(path);
+            if (!in || !in->mapped()) std::_Exit(7);
+            if (::truncate(path.c_str(), 0) != 0) std::_Exit(8);
+            volatile char c = in->bytes()[(1 << 20) - 1];  // the last page: gone
+            (void)c;
+            std::_Exit(9);
+        },
+        ::testing::ExitedWithCode(2),
+        "nvtrace: .*t\\.txt: cannot be read past byte 1048575: the file shrank while it was read");
+    // A SIGBUS that is not an access to a mapped input keeps the default action.
+    std::ofstream(path) << std::string(1 << 20, 'x');
+    EXPECT_EXIT(
+        {
+            auto in = open_input(path);
+            if (!in || !in->mapped()) std::_Exit(7);
+            ::raise(SIGBUS);
+            std::_Exit(9);
+        },
+        ::testing::KilledBySignal(SIGBUS), "");
 }
