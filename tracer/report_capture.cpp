@@ -1,5 +1,12 @@
 #include "report_capture.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ext/stdio_filebuf.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +29,82 @@
 namespace nvtrace::cli {
 
 namespace {
+
+// --calls-jsonl OUT: the calls go into an unlinked file beside OUT (O_TMPFILE; a named ".OUT.nvtrace-XXXXXX" that is
+// removed on every exit where the file system has none), which gets OUT's name only once the report is complete
+// (commit). An input found unusable part way, a failed check file or a signal leave OUT as it was: never a file of
+// half the calls under the name a notebook reads. OUT that is not a regular file or absent (a FIFO, /dev/null,
+// a symbolic link) is written directly, as before.
+class CallsJsonlFile {
+public:
+    CallsJsonlFile() = default;
+    CallsJsonlFile(const CallsJsonlFile&) = delete;
+    CallsJsonlFile& operator=(const CallsJsonlFile&) = delete;
+    ~CallsJsonlFile() {
+        os_.reset();
+        buf_.reset();
+        if (fd_ >= 0) ::close(fd_);
+        if (!temp_name_.empty()) ::unlink(temp_name_.c_str());
+    }
+
+    // false with errno set when it cannot be created.
+    bool open(const std::string& path) {
+        path_ = path;
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+            direct_.emplace(path, std::ios::trunc | std::ios::binary);
+            return static_cast<bool>(*direct_);
+        }
+        std::string dir = std::filesystem::path(path).parent_path().string();
+        if (dir.empty()) dir = ".";
+        fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+            std::string name =
+                fmt::format("{}/.{}.nvtrace-XXXXXX", dir, std::filesystem::path(path).filename().string());
+            fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+            if (fd_ >= 0) temp_name_ = name;
+        }
+        if (fd_ < 0) return false;
+        if (fd_ <= STDERR_FILENO) {  // standard output closed: never write the calls into "standard output"
+            int moved = ::fcntl(fd_, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+            int err = errno;
+            ::close(fd_);
+            fd_ = moved;
+            errno = err;
+            if (fd_ < 0) return false;
+        }
+        buf_ = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd_, std::ios::out | std::ios::binary, 1 << 16);
+        os_ = std::make_unique<std::ostream>(buf_.get());
+        return true;
+    }
+    std::ostream& stream() { return direct_ ? *direct_ : *os_; }
+
+    // Gives the written file OUT's name (replacing what had it). false with errno set when it cannot.
+    bool commit() {
+        if (!stream().flush()) return false;
+        if (direct_) return true;
+        if (temp_name_.empty()) {
+            // A name for the unlinked file beside OUT, then rename(2) over OUT (linkat cannot replace a file).
+            std::string name = fmt::format("{}.nvtrace-{}", path_, ::getpid());
+            ::unlink(name.c_str());
+            if (::linkat(AT_FDCWD, fmt::format("/proc/self/fd/{}", fd_).c_str(), AT_FDCWD, name.c_str(),
+                         AT_SYMLINK_FOLLOW) != 0)
+                return false;
+            temp_name_ = name;
+        }
+        if (::rename(temp_name_.c_str(), path_.c_str()) != 0) return false;
+        temp_name_.clear();
+        return true;
+    }
+
+private:
+    std::string path_;
+    std::optional<std::ofstream> direct_;
+    int fd_ = -1;
+    std::string temp_name_;
+    std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> buf_;
+    std::unique_ptr<std::ostream> os_;
+};
 
 // "program: CMD (pid P, exit N)" and "tracer: MODE", from meta.json (docs/run.md "Summary").
 void print_program(const CaptureMeta& meta) {
@@ -141,9 +224,8 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
         out.exit_code = code;
         return out;
     };
-    std::optional<std::ofstream> calls;
-    if (!o.calls_jsonl.empty()) calls.emplace(o.calls_jsonl, std::ios::trunc | std::ios::binary);
-    if (calls && !*calls) {
+    std::optional<CallsJsonlFile> calls;
+    if (!o.calls_jsonl.empty() && !calls.emplace().open(o.calls_jsonl)) {
         tracer::note("nvtrace {}: cannot write {}: {}\n", sinks.command, o.calls_jsonl, std::strerror(errno));
         return failed(static_cast<int>(ExitCode::environment));
     }
@@ -152,7 +234,7 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
     // meta.json says, fail after events were read (--json alone goes through a temporary file too).
     req.out = streamed_output(sinks, true, req.temp_dir);
     if (!o.temp_dir.empty()) req.temp_dir = o.temp_dir;
-    req.calls_jsonl = calls ? &*calls : nullptr;
+    req.calls_jsonl = calls ? &calls->stream() : nullptr;
     req.diagnostics = std::move(o.extra_diagnostics);
     SummaryTap tap(sinks.verbose);  // the summary of a report written as it is built
     if (sinks.summary && !sinks.json) {
@@ -173,7 +255,7 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
                      environment ? sinks.write_hint : std::string());
         return failed(static_cast<int>(routed.error().code));
     }
-    if (calls && !calls->flush()) {
+    if (calls && !calls->stream().flush()) {
         tracer::note("nvtrace {}: cannot write {}: {}\n", sinks.command, o.calls_jsonl, std::strerror(errno));
         return failed(static_cast<int>(ExitCode::environment));
     }
@@ -193,6 +275,10 @@ CaptureReport report_and_write(const Input& in, ReportSinks sinks, CaptureReport
         if (out.exit_code != 0) return out;
         out.checks = report.checks;
         sinks = with_capture_summary(sinks, *routed->meta, report);
+    }
+    if (calls && !calls->commit()) {
+        tracer::note("nvtrace {}: cannot write {}: {}\n", sinks.command, o.calls_jsonl, std::strerror(errno));
+        return failed(static_cast<int>(ExitCode::environment));
     }
     out.exit_code = rs.held() ? write_and_print(report, sinks) : write_and_print_streamed(rs, tap, sinks);
     return out;

@@ -229,10 +229,11 @@ void add_report(CLI::App& app, int& exit_code) {
                     "Capture directory: check its report against this expectations file instead of the run's (which "
                     "`nvtrace report DIR` otherwise checks again from the copy the run kept in DIR/expect/)");
     cmd->add_flag("-v,--verbose", args->verbose, "Summary: every ioctl and kernel-log line, not folded or capped");
-    auto* calls_jsonl =
-        cmd->add_option("--calls-jsonl", args->calls_jsonl,
-                        "Write the calls to this file as JSON Lines, as they end, and leave report.calls empty: memory "
-                        "bounded by the distinct call paths for function_graph text (not for a capture directory)");
+    auto* calls_jsonl = cmd->add_option(
+        "--calls-jsonl", args->calls_jsonl,
+        "Write the calls to this file as JSON Lines, as they end, and leave report.calls empty: memory "
+        "bounded by the distinct call paths for function_graph text (not for a capture directory). The file gets "
+        "its name only once the report is complete; a failed report leaves it as it was");
     cmd->add_flag("--reemit", args->reemit,
                   "Capture directory: print its saved report.json instead of re-analysing the raw data "
                   "(the only way for directories written before the raw format)");

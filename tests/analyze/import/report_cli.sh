@@ -581,6 +581,30 @@ PY
     "$nv" report "$f" --kmsg "$tmp" >/dev/null 2>"$tmp/err"; rc=$?
     [ "$rc" = 2 ] && grep -q -- '--kmsg .*is a directory' "$tmp/err" || fail "--kmsg DIR: exit $rc, $(cat "$tmp/err")"
     ;;
+calls_jsonl_of_a_failed_report_leaves_the_file_as_it_was)
+    # --calls-jsonl truncated its file at the start: a report that then failed (exit 2: --source naming no
+    # directory, an input that is not the --format given) left the file emptied, or holding calls under the name a
+    # notebook reads. The calls now get the name only once the report is complete.
+    f="$cases/fgraph-retval-merged-format.txt"
+    for extra in "--source $tmp/no-such-dir" "--format strace"; do
+        echo previous >"$tmp/c.jsonl"
+        # shellcheck disable=SC2086
+        "$nv" report "$f" --calls-jsonl "$tmp/c.jsonl" $extra >/dev/null 2>"$tmp/err"; rc=$?
+        [ "$rc" = 2 ] || fail "$extra: exit $rc, $(cat "$tmp/err")"
+        [ "$(cat "$tmp/c.jsonl")" = previous ] || fail "$extra: the previous --calls-jsonl file was changed"
+    done
+    [ -z "$(find "$tmp" -name '.c.jsonl.nvtrace-*' -o -name 'c.jsonl.nvtrace-*')" ] || fail "a temporary file was left"
+    "$nv" report "$f" --calls-jsonl "$tmp/c.jsonl" >"$tmp/out" 2>"$tmp/err" || fail "exit $?, $(cat "$tmp/err")"
+    n=$(wc -l <"$tmp/c.jsonl")
+    [ "$n" -gt 1 ] && ! grep -q previous "$tmp/c.jsonl" || fail "the complete report did not write its $n calls"
+    grep -q "written to $tmp/c.jsonl" "$tmp/out" || fail "summary: $(cat "$tmp/out")"
+    # Not a regular file: written into, as before (a FIFO read by another program).
+    mkfifo "$tmp/c.fifo"
+    cat "$tmp/c.fifo" >"$tmp/from-fifo" &
+    "$nv" report "$f" --calls-jsonl "$tmp/c.fifo" >/dev/null 2>"$tmp/err" || fail "FIFO: exit $?, $(cat "$tmp/err")"
+    wait
+    cmp -s "$tmp/from-fifo" "$tmp/c.jsonl" || fail "the FIFO did not get the calls"
+    ;;
 *) fail "unknown test $t" ;;
 esac
 echo "PASS: $t"
