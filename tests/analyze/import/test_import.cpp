@@ -16,8 +16,19 @@ using namespace nvtrace;
 namespace {
 const std::string kData = NVTRACE_TEST_DATA;
 
+// This process's files, removed when it exits (each ctest test is a process of its own: they were left in /tmp).
+struct TempDirOfThisProcess {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("nvtrace-import-test-" + std::to_string(getpid()));
+    ~TempDirOfThisProcess() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
 std::string temp_file(const std::string& name, const std::string& content) {
-    auto dir = std::filesystem::temp_directory_path() / ("nvtrace-import-test-" + std::to_string(getpid()));
+    static TempDirOfThisProcess temp;
+    const auto& dir = temp.path;
     std::filesystem::create_directories(dir);
     auto p = dir / name;
     std::ofstream(p, std::ios::binary) << content;

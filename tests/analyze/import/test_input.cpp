@@ -319,7 +319,6 @@ TEST(Input, DevicesEmptyAndMissingInputsAreErrors) {
 // again) killed nvtrace with "Bus error" (exit 135, no word of why): the mapped pages past the new end raise
 // SIGBUS. Now that is one line naming the file and the offset, and exit 2 (an input error).
 TEST(InputDeathTest, AMappedFileTruncatedWhileReadIsAnInputErrorNotABusError) {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
     TempDir d("shrank");
     const std::string path = d / "t.txt";
     std::ofstream(path) << std::string(1 << 20, 'x');
