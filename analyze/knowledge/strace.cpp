@@ -543,6 +543,11 @@ CallResult parse_result(std::string_view r) {
     // "= 0x7f0c (flags O_RDONLY)"-style decoded values follow a success: not an errno.
     if (failed && !rest.empty() && rest != "<unavailable>") split_errno(rest, out);
     out.syscall_ret = out.ret;
+    // print_erestart's "= ? ERESTARTSYS (To be restarted if SA_RESTART is set)": the program saw no value (the
+    // call is restarted, or fails with EINTR), but the kernel's return was -ERESTARTSYS (strace read it from the
+    // return register), as sys_exit_ioctl gives it: the kernel-internal codes 512..530 only.
+    if (num == "?" && out.errno_number && *out.errno_number >= 512 && *out.errno_number <= 530)
+        out.syscall_ret = -*out.errno_number;
     if (out.ret && *out.ret == -1) {
         // strace prints libc's -1 and the errno (print_err_ret); the kernel returned -errno.
         out.syscall_ret = out.errno_number ? std::optional<std::int64_t>(-*out.errno_number) : std::nullopt;
