@@ -877,7 +877,10 @@ FactResult eval_ioctls(const Context& ctx, const Fact& f, const std::optional<st
 // ---- kernel log ------------------------------------------------------------------------------------------
 
 FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
-    if (!ctx.live && ctx.report.kernel_log.empty())
+    // A kernel log was read when the run read /dev/kmsg, `report --kmsg FILE` read one, or the input was one: then
+    // an empty kernel_log is evidence (no message), else there is nothing to tell absence from not reading it.
+    const ReportSource& src = ctx.report.source;
+    if (!ctx.live && ctx.report.kernel_log.empty() && !src.kmsg && src.format != "kernel-log")
         return {Outcome::inconclusive, "", "the report has no kernel log (not a live capture, no --kmsg)"};
     const std::string& kind = f.names[0];
     std::size_t matched = 0, of_kind = 0;

@@ -431,6 +431,25 @@ TEST(CheckNvidia, KernelLogFieldsCompareByValue) {
     EXPECT_EQ(m["none"].result, "pass");
 }
 
+// `nvtrace report trace.txt --kmsg dmesg.log` with a log that holds no message: "absent log xid" was inconclusive,
+// "the report has no kernel log (not a live capture, no --kmsg)", though --kmsg was given and read.
+TEST(CheckNvidia, AnEmptyKernelLogThatWasReadIsEvidenceOfAbsence) {
+    Report r = NvReport{}.build();
+    r.source.kind = "file";
+    r.source.format = "fgraph-text";
+    const ExpectFile e = inline_expect("check none\n  absent log xid\n");
+    auto m = by_id(check_report(r, e));
+    EXPECT_EQ(m["none"].result, "inconclusive");  // no log was read: nothing to tell absence from
+    EXPECT_NE(m["none"].why.find("no --kmsg"), std::string::npos) << m["none"].why;
+    r.source.kmsg = "dmesg.log";
+    m = by_id(check_report(r, e));
+    EXPECT_EQ(m["none"].result, "pass") << m["none"].why;
+    r.source.kmsg.reset();
+    r.source.format = "kernel-log";  // the input itself was the log
+    m = by_id(check_report(r, e));
+    EXPECT_EQ(m["none"].result, "pass") << m["none"].why;
+}
+
 TEST(CheckNvidia, MissingResultMarkerIsInconclusive) {
     Report r = NvReport{}.build();
     r.markers.erase(r.markers.begin() + 1);
