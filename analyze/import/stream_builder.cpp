@@ -285,7 +285,9 @@ void StreamBuilder::header(std::string_view h) {
 }
 
 void StreamBuilder::comm(int pid, std::string_view comm) {
-    if (pid < 0) return;
+    // "<...>" is ftrace's placeholder for a pid missing from saved_cmdlines (kernel/trace/trace.c,
+    // __trace_find_cmdline), not a name: it names no task, and, longer than "cat", it must not replace one.
+    if (pid < 0 || comm == "<...>") return;
     // Nearly every line of a funcgraph-proc trace names its task, and consecutive lines mostly name the same
     // one: the map is looked up only when the pid changes or a longer name comes (a truncated one grew).
     if (pid == last_comm_pid_ && comm.size() <= last_comm_size_) return;

@@ -272,6 +272,22 @@ TEST(FgraphText, HighLeadBytesAreReplaced) {
     EXPECT_NO_THROW(to_json(build_report(s)).dump());
 }
 
+// ftrace prints "<...>" for a pid missing from saved_cmdlines (__trace_find_cmdline). Calls carried it as their comm,
+// and, longer than "cat", it replaced the pid's real name seen on an earlier line.
+TEST(FgraphText, FtracePlaceholderCommNamesNoTask) {
+    auto s = read(
+        " 0)    cat-1234      |               |  f() {\n"
+        " 0)    <...>-1234    |   1.000 us    |    g();\n"
+        " 0)    <...>-1234    |   3.000 us    |  }\n"
+        " 1)    <...>-999     |   2.000 us    |  h();\n");
+    EXPECT_EQ(s.comms.at(1234), "cat");
+    EXPECT_FALSE(s.comms.count(999));
+    Report r = build_report(s);
+    ASSERT_EQ(r.calls.size(), 3u);
+    EXPECT_EQ(r.calls[1].comm, "cat");
+    EXPECT_EQ(r.calls[2].comm, "");
+}
+
 // funcgraph-proc prints a task's comm cut to fit its column (print_graph_proc in kernel/trace/trace_functions_graph.c:
 // TRACE_GRAPH_PROCINFO_LENGTH characters with the pid); the context-switch banner that follows names the same pid in
 // full. The longer name replaces the cut one even when it comes right after lines of that very task, and the cut
