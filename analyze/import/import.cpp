@@ -126,6 +126,8 @@ Result<EventStream> read_strace_text(std::string_view text, std::string_view fil
     s.diagnostics = std::move(log.diagnostics);
     for (Diagnostic& d : s.diagnostics)
         d.first_example = clean(d.first_example);  // it quotes the input's bytes
+    for (auto& [pid, comm] : log.comms)
+        s.comms.emplace(pid, clean(comm));  // --decode-pids=comm
     // Everything in file order: ioctls, failed device opens and exits interleaved by line.
     struct Item {
         std::uint32_t line;

@@ -47,6 +47,7 @@ std::optional<T> parse_int(std::string_view s) {
 // One syscall line, split into its parts. `args` is the text inside the outer parentheses.
 struct Line {
     std::optional<int> pid;
+    std::string_view comm;   // --decode-pids=comm: the comm printed with the pid ("python3"), or empty
     std::string_view stamp;  // the -t/-tt/-ttt/-r column as printed ("10:15:30.123456"); empty without one
     std::string_view name;
     std::string_view args;
@@ -59,21 +60,25 @@ struct Line {
 
 // "1234" or, with --decode-pids=comm, "1234<python3>" (strace printleader: the comm quoted with '<' and '>'
 // escaped, so the first '>' closes it): the pid.
-std::optional<int> prefix_pid(std::string_view tok) {
-    if (auto lt = tok.find('<'); lt != std::string_view::npos && tok.back() == '>') tok = tok.substr(0, lt);
+std::optional<int> prefix_pid(std::string_view tok, std::string_view* comm = nullptr) {
+    if (auto lt = tok.find('<'); lt != std::string_view::npos && tok.back() == '>') {
+        if (comm) *comm = tok.substr(lt + 1, tok.size() - lt - 2);
+        tok = tok.substr(0, lt);
+    }
     return parse_int<int>(tok);
 }
 
 // Skips "[pid N] ", "N " (strace -f into one file), their --decode-pids=comm forms "[pid N<comm>] " and
 // "N<comm> ", and -t/-tt/-ttt/-r timestamps (the last one kept in `stamp`).
-std::string_view strip_prefix(std::string_view s, std::optional<int>& pid, std::string_view* stamp = nullptr) {
+std::string_view strip_prefix(std::string_view s, std::optional<int>& pid, std::string_view* stamp = nullptr,
+                              std::string_view* comm = nullptr) {
     s = trim(s);
     if (starts_with(s, "[pid ")) {
         std::size_t from = 5;  // a comm may hold ']'
         if (auto lt = s.find('<'); lt != std::string_view::npos && lt < s.find(']')) from = s.find('>', lt);
         auto close = from == std::string_view::npos ? from : s.find(']', from);
         if (close != std::string_view::npos) {
-            pid = prefix_pid(trim(s.substr(5, close - 5)));
+            pid = prefix_pid(trim(s.substr(5, close - 5)), comm);
             s = trim(s.substr(close + 1));
         }
     }
@@ -84,7 +89,7 @@ std::string_view strip_prefix(std::string_view s, std::optional<int>& pid, std::
         if (n > 0 && n < s.size() && s[n] == '<') {  // "1234<python3> "
             std::size_t gt = s.find('>', n);
             if (gt == std::string_view::npos || gt + 1 >= s.size() || s[gt + 1] != ' ') break;
-            if (!pid) pid = prefix_pid(s.substr(0, gt + 1));
+            if (!pid) pid = prefix_pid(s.substr(0, gt + 1), comm);
             s = trim(s.substr(gt + 1));
             continue;
         }
@@ -126,7 +131,7 @@ std::size_t matching_paren(std::string_view s, std::size_t open) {
 
 std::optional<Line> tokenize(std::string_view raw) {
     Line l;
-    std::string_view s = strip_prefix(raw, l.pid, &l.stamp);
+    std::string_view s = strip_prefix(raw, l.pid, &l.stamp, &l.comm);
     if (starts_with(s, "<... ")) {
         auto end = s.find(" resumed>");
         if (end == std::string_view::npos) return std::nullopt;
@@ -783,13 +788,23 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
     std::uint32_t last_nonblank = 0, last_cut = 0, first_output_line = 0;
     StampClock clock;
 
+    // --decode-pids=comm: each line names its task; the last name strace printed for a pid wins (after an
+    // execve, the program's new name).
+    auto note_comm = [&](const std::optional<int>& pid, std::string_view comm) {
+        if (pid && !comm.empty()) {
+            std::string& known = log.comms[*pid];
+            if (known != comm) known = std::string(comm);
+        }
+    };
     auto handle = [&](std::string_view raw, std::uint32_t lineno, bool joined) {
         auto l = tokenize(raw);
+        if (l) note_comm(l->pid, l->comm);
         if (!l) {
             // "+++ exited with 1 +++", "+++ killed by SIGSEGV (core dumped) +++": how the traced task ended.
             std::optional<int> pid;
-            std::string_view stamp;
-            std::string_view t = strip_prefix(raw, pid, &stamp);
+            std::string_view stamp, comm;
+            std::string_view t = strip_prefix(raw, pid, &stamp, &comm);
+            note_comm(pid, comm);
             if (starts_with(t, "+++ ") && t.size() > 8 && t.substr(t.size() - 4) == " +++") {
                 std::string_view in = trim(t.substr(4, t.size() - 8));
                 StraceExit x;

@@ -66,8 +66,8 @@ struct IoctlEnter {
     bool arg_known = true;
 };
 struct IoctlExit {
-    // The return value; nullopt when the source printed none (strace "= ? ERESTARTSYS": the call was interrupted
-    // and restarted, so no value reached the program, though the errno is known).
+    // The return value; nullopt when the source printed none (strace "= ?" alone: the process ended inside the
+    // call; "= ? ERESTARTSYS" gives the kernel's -512).
     std::optional<std::int64_t> ret = 0;
     // The errno as the source printed it (strace "= -1 ENOTTY (Inappropriate ioctl for device)": name
     // "ENOTTY", text "Inappropriate ioctl for device"; gVisor "errno=22 (invalid argument)"). Empty when the

@@ -383,6 +383,9 @@ struct StraceLog {
     std::vector<StraceOpen> opens;         // successful open/openat/creat calls, in order
     std::vector<StraceOpen> failed_opens;  // failed ones, in order
     std::vector<StraceExit> exits;
+    // --decode-pids=comm ("1234<python3> ioctl(...)"): pid -> the comm strace printed last for it (print_comm_str,
+    // as printed, escapes kept); empty without the option.
+    std::map<int, std::string> comms;
     std::uint32_t lines = 0;
     std::vector<std::uint32_t> elided_rows;  // lines of the "..." rows of an excerpt (lines left out)
     std::uint32_t program_output_lines = 0;  // the traced program's output found inside call lines

@@ -339,3 +339,23 @@ TEST(StraceReader, DecodePidsCommPrefixIsDetectedAsStrace) {
         EXPECT_EQ(detect_format(text), TraceFormat::strace) << line;
     }
 }
+
+// --decode-pids=comm names each line's task ("1234<python3> ioctl(...)", strace printleader/print_comm_str); the
+// reader read the pid and dropped the name, so the report's ioctls had comm "".
+TEST(StraceReader, DecodePidsCommNamesTheIoctlsTask) {
+    const char* text =
+        "1234<python3> openat(AT_FDCWD, \"/dev/nvidiactl\", O_RDWR|O_CLOEXEC) = 3</dev/nvidiactl>\n"
+        "1234<python3> ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = 0\n"
+        "[pid 1236<a]b>] ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = 0\n"
+        "1237 ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd) = 0\n"
+        "1234<nvidia-smi> +++ exited with 0 +++\n";
+    StraceLog log = parse_strace(text, "c.txt");
+    EXPECT_EQ(log.comms.at(1234), "nvidia-smi");  // the last name printed (after an execve)
+    EXPECT_EQ(log.comms.at(1236), "a]b");
+    EXPECT_FALSE(log.comms.count(1237));
+    Report r = report_of(text);
+    ASSERT_EQ(r.ioctls.size(), 3u);
+    EXPECT_EQ(r.ioctls[0].comm, "nvidia-smi");
+    EXPECT_EQ(r.ioctls[1].comm, "a]b");
+    EXPECT_EQ(r.ioctls[2].comm, "");
+}
