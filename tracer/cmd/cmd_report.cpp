@@ -1,5 +1,8 @@
 // nvtrace report INPUT [--kmsg FILE] [--format F] [--json | -o OUT]   (docs/report.md)
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -116,11 +119,26 @@ int do_report(const ReportArgs& a) {
         tracer::note("nvtrace report: standard input can be read only once: give - as INPUT or as --kmsg, not both\n");
         return static_cast<int>(ExitCode::usage);
     }
-    if (a.calls_jsonl == "-" || (a.json && !a.calls_jsonl.empty() && same_output(a.calls_jsonl, "/dev/stdout"))) {
+    // Standard output always carries the summary or, with --json, the report: an output file that is standard
+    // output too (`-o /dev/stdout > f`: two descriptors of one file, each at its own offset) was overwritten by
+    // the summary from its first byte, exit 0; into a pipe the two were mixed. A terminal or /dev/null is no file
+    // to keep, and may be both.
+    auto is_stdout = [](const std::string& path) {
+        struct stat st {};
+        return same_output(path, "/dev/stdout") && !(::fstat(STDOUT_FILENO, &st) == 0 && S_ISCHR(st.st_mode));
+    };
+    if (a.calls_jsonl == "-" || (!a.calls_jsonl.empty() && is_stdout(a.calls_jsonl))) {
         tracer::note(
             "nvtrace report: --calls-jsonl {}: give a file (standard output carries the summary or, with "
             "--json, the report)\n",
             a.calls_jsonl);
+        return static_cast<int>(ExitCode::usage);
+    }
+    if (a.out == "-" || (!a.out.empty() && is_stdout(a.out))) {
+        tracer::note(
+            "nvtrace report: -o {}: give a file (standard output carries the summary; --json prints the report "
+            "there instead)\n",
+            a.out);
         return static_cast<int>(ExitCode::usage);
     }
     std::vector<KernelLogMessage> kmsg_messages;
@@ -243,7 +261,9 @@ void add_report(CLI::App& app, int& exit_code) {
                     "fgraph-text, function-text, trace-cmd-report, trace-dat, kernel-log or strace (default: detect)");
     auto* json = cmd->add_flag("--json", args->json, "Print the report JSON on stdout instead of the summary");
     auto* out =
-        cmd->add_option("-o,--out", args->out, "Write the report JSON to this file (the summary still goes to stdout)")
+        cmd->add_option(
+               "-o,--out", args->out,
+               "Write the report JSON to this file (the summary still goes to stdout, so not - or stdout itself)")
             ->excludes(json);
     cmd->callback([args, out, calls_jsonl, kmsg, &exit_code] {
         args->out_given = out->count() > 0;

@@ -605,6 +605,24 @@ calls_jsonl_of_a_failed_report_leaves_the_file_as_it_was)
     wait
     cmp -s "$tmp/from-fifo" "$tmp/c.jsonl" || fail "the FIFO did not get the calls"
     ;;
+output_file_that_is_standard_output_is_refused)
+    # `report F -o /dev/stdout > f` wrote the report into f and then the summary over its first bytes (two
+    # descriptors of one file): exit 0, f neither JSON nor a summary. --calls-jsonl likewise without --json.
+    f="$cases/fgraph-retval-merged-format.txt"
+    for opt in "-o /dev/stdout" "-o /proc/self/fd/1" "-o -" "--calls-jsonl /dev/stdout"; do
+        # shellcheck disable=SC2086
+        (cd "$tmp" && "$nv" report "$f" $opt >"$tmp/out" 2>"$tmp/err"); rc=$?
+        [ "$rc" = 2 ] || fail "$opt > file: exit $rc"
+        grep -q "give a file (standard output carries the summary" "$tmp/err" || fail "$opt: $(cat "$tmp/err")"
+        [ ! -s "$tmp/out" ] || fail "$opt: something was written to the file"
+    done
+    [ ! -e "$tmp/-" ] || fail "a file named - was made"
+    "$nv" report "$f" -o /dev/stdout | cat >"$tmp/out" 2>/dev/null
+    [ ! -s "$tmp/out" ] || fail "-o /dev/stdout into a pipe: something was written"
+    # A character device is no file to keep: /dev/null may be both.
+    "$nv" report "$f" -o /dev/null >/dev/null || fail "-o /dev/null > /dev/null: exit $?"
+    "$nv" report "$f" --calls-jsonl /dev/null --json >/dev/null || fail "--calls-jsonl /dev/null --json: exit $?"
+    ;;
 *) fail "unknown test $t" ;;
 esac
 echo "PASS: $t"
