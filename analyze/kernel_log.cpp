@@ -451,6 +451,11 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         last_ = -1;
         return;
     }
+    if (klog::is_journal_marker(t)) {
+        diag(Diag::journal_marker, lineno, fmt::format("\"{}\" is journalctl's own line", t.substr(0, 80)));
+        last_ = -1;
+        return;
+    }
     if (looks_like_kmsg(raw)) {
         auto rec = parse_kmsg_record(raw);
         if (!rec) {

@@ -81,6 +81,11 @@ std::size_t find_glued_message(std::string_view body);
 bool continues_nvrm_text(std::string_view previous_last_line, std::string_view body);
 // Lines that stand for removed text: "...", "[...]", "<snip>".
 bool is_elision(std::string_view trimmed);
+// A line journalctl writes itself, not a journal entry (systemd src/shared/logs-show.c and journalctl.c): "-- Boot
+// 1a2b...ff --" and "-- Reboot --" between boots, "-- No entries --", "-- Logs begin at T, end at T. --" and
+// "-- Journal begins at T, ends at T. --" (the header of older versions), and `journalctl -x`'s catalog text,
+// every line of it prefixed "-- ". `trimmed`: the line without surrounding blanks.
+bool is_journal_marker(std::string_view trimmed);
 
 // ---- the grammar of message bodies (grammar.cpp) ----
 using Fields = std::map<std::string, std::string>;

@@ -265,6 +265,10 @@ bool continues_nvrm_text(std::string_view previous_last_line, std::string_view b
     return true;
 }
 
+bool is_journal_marker(std::string_view trimmed) {
+    return trimmed == "--" || trimmed.substr(0, 3) == "-- ";
+}
+
 bool is_elision(std::string_view trimmed) {
     return trimmed == "..." || trimmed == "[...]" || trimmed == "<snip>" || trimmed == "[snip]" || trimmed == "…" ||
            trimmed == "(...)";

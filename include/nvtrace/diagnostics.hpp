@@ -81,6 +81,7 @@ enum class Diag : std::uint8_t {
     // Kernel logs (analyze/kernel_log.cpp) and /dev/kmsg records.
     non_log_line,
     elided_lines,
+    journal_marker,
     message_too_long,
     long_line,
     quoted_line,
@@ -171,6 +172,9 @@ inline constexpr std::array kDiagnostics{
         "lines of a kernel-log input that are not a kernel log line: not read"},
     DiagnosticInfo{Diag::elided_lines, "elided_lines", Severity::data_loss, false,
         "`...` / `[...]` rows of a kernel-log excerpt: lines left out"},
+    DiagnosticInfo{Diag::journal_marker, "journal_marker", Severity::info, false,
+        "journalctl's own lines (`-- Boot ID --`, `-- Reboot --`, `-- No entries --`, `-- Logs begin at ... --`, "
+        "`journalctl -x` catalog text): not kernel messages, nothing is missing"},
     DiagnosticInfo{Diag::message_too_long, "message_too_long", Severity::data_loss, false,
         "a kernel-log message continued past the cap on its joined text: the rest is dropped"},
     DiagnosticInfo{Diag::long_line, "long_line", Severity::data_loss, false,

@@ -88,6 +88,36 @@ TEST(KlogFormat, JournalShortMonotonic) {
     EXPECT_EQ(p.messages[0].text, kXid);
 }
 
+// journalctl writes lines of its own between entries (systemd logs-show.c / journalctl.c): "-- Boot ID --" and
+// "-- Reboot --" between boots, "-- No entries --", the "-- Logs begin at ... --" header of older versions, and
+// -x's catalog text. They were non_log_line (data_loss): a whole `journalctl -k` of two boots was "complete: no",
+// and `absent log` checks on it inconclusive.
+TEST(KlogFormat, JournalctlsOwnLinesAreNotLostData) {
+    auto p = read_kernel_log(
+        "-- Logs begin at Mon 2024-01-01 10:00:00 UTC, end at Tue 2024-01-02 11:00:00 UTC. --\n"
+        "Jan 01 10:00:01 host1 kernel: " +
+            kXid +
+            "\n"
+            "-- Subject: A kernel message\n"
+            "-- Defined-By: systemd\n"
+            "--\n"
+            "-- Boot 1a2b3c4d5e6f47889900aabbccddeeff --\n"
+            "Jan 02 10:00:01 host1 kernel: nvidia-uvm: Loaded the UVM driver, major device number 509.\n"
+            "-- Reboot --\n"
+            "-- No entries --\n",
+        "t.log");
+    EXPECT_EQ(p.format, "journal");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.messages[0].kind, "xid");
+    EXPECT_EQ(p.messages[0].text, kXid);  // the catalog lines after it are not its continuation
+    EXPECT_EQ(p.unread_lines, 0u);
+    EXPECT_TRUE(p.complete);
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "journal_marker");
+    EXPECT_EQ(p.diagnostics[0].count, 7u);
+    EXPECT_EQ(p.diagnostics[0].severity, "info");
+}
+
 TEST(KlogFormat, JournalContinuationAlignedUnderMessage) {
     auto p =
         one("Aug 26 14:08:07 host1 kernel: NVRM: The NVIDIA GPU 0000:01:00.0\n"
