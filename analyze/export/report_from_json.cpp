@@ -349,6 +349,24 @@ void fill_head(Report& r, const json& j) {
                 {need<std::string>(d, "name", dw), value_or<std::string>(d, "severity", dw, "info"),
                  value_or<std::uint64_t>(d, "count", dw, 0), value_or<std::string>(d, "first_example", dw, "")});
         }
+    // "complete": true beside counts that say data is missing (a report edited by hand, another producer's) is not
+    // believed: the summary printed "complete: yes" under the data_loss diagnostics it listed, while check treated
+    // the same data as lost. The report is incomplete, with a reason for each count, as the builder gives them.
+    if (cm.complete) {
+        const std::string said = " (the saved report said complete)";
+        for (const auto& [n, what] : {std::pair<std::uint64_t, const char*>{cm.lost_events, "events lost"},
+                                      {cm.overruns, "events overwritten in the ring buffer (overrun)"},
+                                      {cm.dropped_events, "events dropped"},
+                                      {cm.graph_overruns, "graph return-stack overruns"}})
+            if (n) cm.reasons.push_back(fmt::format("{} {}{}", n, what, said));
+        for (const Diagnostic& d : cm.diagnostics) {
+            const DiagnosticInfo* info = find_diagnostic(d.name);
+            bool loses = info ? makes_incomplete(*info) : d.severity == "data_loss";
+            if (loses && d.count)
+                cm.reasons.push_back(fmt::format("{}: {} ({}){}", d.name, d.count, d.first_example, said));
+        }
+        cm.complete = cm.reasons.empty();
+    }
 }
 
 // A report written before `ioctl_stats` existed: the statistics of its ioctls, as the builder makes them.

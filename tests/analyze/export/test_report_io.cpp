@@ -608,3 +608,37 @@ TEST(ReportIo, CallSinkGetsEveryCallInOrderAndTheSameErrors) {
     }
     fs::remove_all(d);
 }
+
+// A fresh user's finding: a saved report with "complete": true (edited by hand, or another producer's) beside
+// data_loss diagnostics printed "complete: yes" under the diagnostics it listed, while `check` treated the same
+// data as lost. Such a report is read as incomplete, a reason for each count.
+TEST(ReportIo, CompleteBesideCountsOfLostDataIsNotBelieved) {
+    fs::path d = temp_dir("said-complete");
+    nlohmann::json j = baseline();
+    j["completeness"]["complete"] = true;
+    j["completeness"]["reasons"] = nlohmann::json::array();
+    j["completeness"]["lost_events"] = 3;
+    j["completeness"]["diagnostics"] = nlohmann::json::array(
+        {{{"name", "strace_truncated_line"}, {"severity", "data_loss"}, {"count", 1}, {"first_example", "s:5: cut"}},
+         {{"name", "starts_mid_tree"}, {"severity", "info"}, {"count", 2}, {"first_example", "f:1: x"}},
+         {{"name", "other_tools_loss"}, {"severity", "data_loss"}, {"count", 4}, {"first_example", ""}}});
+    auto r = read_text(d, "said.json", j.dump());
+    ASSERT_TRUE(r) << r.error().message;
+    const Completeness& c = r->completeness;
+    EXPECT_FALSE(c.complete);
+    ASSERT_EQ(c.reasons.size(), 3u);
+    EXPECT_EQ(c.reasons[0], "3 events lost (the saved report said complete)");
+    EXPECT_EQ(c.reasons[1], "strace_truncated_line: 1 (s:5: cut) (the saved report said complete)");
+    EXPECT_EQ(c.reasons[2].rfind("other_tools_loss: 4", 0), 0u);
+    // Without such counts, complete stays as saved.
+    nlohmann::json k = baseline();
+    k["completeness"]["complete"] = true;
+    k["completeness"]["reasons"] = nlohmann::json::array();
+    k["completeness"]["lost_events"] = 0;
+    k["completeness"]["diagnostics"] = nlohmann::json::array(
+        {{{"name", "starts_mid_tree"}, {"severity", "info"}, {"count", 2}, {"first_example", "f:1: x"}}});
+    auto ok = read_text(d, "ok.json", k.dump());
+    ASSERT_TRUE(ok) << ok.error().message;
+    EXPECT_TRUE(ok->completeness.complete);
+    fs::remove_all(d);
+}
