@@ -328,9 +328,18 @@ IoctlDescription describe_ioctl(std::uint64_t cmd, std::optional<std::string_vie
         case DeviceKind::tty:
             add(claim_generic(c));
             break;
+        case DeviceKind::other:
+            // A file known to be none of the nodes whose tables nvtrace has (/dev/fb0, /dev/sda, a socket): an
+            // NVIDIA, UVM, GDRCopy or DRM name would be made up ('F' is also the framebuffer's magic).
+            add(claim_generic(c));
+            if (claims.empty())
+                d.notes.push_back(
+                    fmt::format("{} is not an NVIDIA, UVM, GDRCopy, DRM or accel node: only generic "
+                                "requests are named on it",
+                                *device_path));
+            break;
         case DeviceKind::unknown:
         case DeviceKind::nvidia_other:
-        case DeviceKind::other:
             add(claim_generic(c));
             add(claim_nvidia(f, d.device));
             add(claim_uvm(c, d.device));

@@ -128,3 +128,21 @@ TEST(DescribeIoctl, IoctlNameUsesTheDevicePath) {
     EXPECT_FALSE(ioctl_name(0x21, "/dev/nvidiactl").has_value());
     EXPECT_EQ(ioctl_name(0xc028462bULL), "NV_ESC_RM_ALLOC");
 }
+
+// A fresh user's finding: strace -y's "ioctl(3</dev/fb0>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), ...)" was
+// named NV_ESC_RM_CONTROL and "ioctl(7</dev/sda>, _IOC(0, 0, 0x2, 0x3000), ...)" UVM_DEINITIALIZE: on a file
+// known to be no NVIDIA, UVM, GDRCopy or DRM node those names are made up ('F' is also the framebuffer's magic).
+TEST(DescribeIoctl, NoDriverNameOnAFileKnownToBeAnotherDevice) {
+    for (const char* path : {"/dev/fb0", "/dev/sda", "socket:[1234]"}) {
+        IoctlDescription fb = describe_ioctl(0xc020462a, std::string_view(path));
+        EXPECT_FALSE(fb.name) << path << ": " << *fb.name;
+        IoctlDescription uvm = describe_ioctl(0x30000002, std::string_view(path));
+        EXPECT_FALSE(uvm.name) << path << ": " << *uvm.name;
+        ASSERT_FALSE(fb.notes.empty());
+        EXPECT_NE(fb.notes.back().find("only generic requests are named"), std::string::npos) << fb.notes.back();
+        EXPECT_EQ(describe_ioctl(0x5401, std::string_view(path)).name, "TCGETS");  // generic: any file
+    }
+    // The same numbers where they belong, and where the file is not known.
+    EXPECT_EQ(describe_ioctl(0xc020462a, std::string_view("/dev/nvidiactl")).name, "NV_ESC_RM_CONTROL");
+    EXPECT_EQ(describe_ioctl(0x30000002, std::string_view("/dev/nvidia-uvm")).name, "UVM_DEINITIALIZE");
+}
