@@ -190,7 +190,14 @@ void write_ioctl_stats_csv(const Report& r, std::ostream& out) {
             if (!first) row += ',';
             first = false;
             const auto& v = s.*(f.member);
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::map<std::string, std::uint64_t>>) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::uint64_t>) {
+                // The request in hex, as the ioctls table writes it (0xc020462a); a count in decimal.
+                if (f.key == std::string_view("cmd"))
+                    put_cell(row, *hex(v));
+                else
+                    put_cell(row, v);
+            } else if constexpr (std::is_same_v<V, std::map<std::string, std::uint64_t>>) {
                 std::string cell;
                 for (const auto& [name, n] : v)
                     cell += fmt::format("{}{}={}", cell.empty() ? "" : ";", name, n);

@@ -294,11 +294,12 @@ TEST(IoctlCsv, OneRowPerIoctlWithRfc4180Quoting) {
     r.ioctl_stats = ioctl_stats(r.ioctls);
     std::ostringstream stats;
     write_csv(r, CsvTable::ioctl_stats, stats);
+    // cmd in hex, as in the ioctls table above (it was decimal: the two tables did not join on it).
     EXPECT_EQ(stats.str(),
               "device,fd,cmd,name,pid,comm,count,errors,errors_by_name,unfinished,latency_unknown,total_ns,mean_ns,"
               "min_ns,max_ns\n"
-              "/dev/nvidiactl,,3224389163,NV_ESC_RM_ALLOC,,,1,1,NV_ERR_INVALID_ARGUMENT=1,0,0,250,250,250,250\n"
-              "/dev/pts/0,,21531,FIONREAD,,,1,1,ENOTTY=1,0,0,40,40,40,40\n");
+              "/dev/nvidiactl,,0xc030462b,NV_ESC_RM_ALLOC,,,1,1,NV_ERR_INVALID_ARGUMENT=1,0,0,250,250,250,250\n"
+              "/dev/pts/0,,0x541b,FIONREAD,,,1,1,ENOTTY=1,0,0,40,40,40,40\n");
 
     r.calls.push_back(Call{});
     EXPECT_EQ(default_csv_table(r), CsvTable::calls);

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../../../analyze/json_values.hpp"
@@ -672,4 +673,18 @@ TEST(ExportHtml, AMarkerOfSeveralLinesDrawsEachPhaseItBegins) {
     EXPECT_NE(html.find(R"(["phase",0,100,100,"one",)"), std::string::npos);
     EXPECT_NE(html.find(R"(["phase",0,100,300,"two",)"), std::string::npos);
     EXPECT_EQ(html.find(R"(one\nnvtrace-phase)"), std::string::npos);
+}
+
+// A fresh user's finding: `--table ioctls` wrote cmd in hex (0xc020462a) and `--table ioctl-stats` in decimal
+// (3223340586), so the two tables of one report could not be joined on it.
+TEST(ExportCsv, BothIoctlTablesWriteTheRequestInHex) {
+    Report r = fixture("baseline");
+    ASSERT_FALSE(r.ioctl_stats.empty());
+    std::ostringstream ios, sts;
+    write_csv(r, CsvTable::ioctls, ios);
+    write_csv(r, CsvTable::ioctl_stats, sts);
+    const std::string want = fmt::format(",0x{:x},", r.ioctl_stats[0].cmd);
+    EXPECT_NE(ios.str().find(want), std::string::npos) << ios.str().substr(0, 400);
+    EXPECT_NE(sts.str().find(want), std::string::npos) << sts.str().substr(0, 400);
+    EXPECT_EQ(sts.str().find(fmt::format(",{},", r.ioctl_stats[0].cmd)), std::string::npos);
 }
