@@ -16,24 +16,22 @@ namespace {
 
 constexpr size_t block_size = 4096;
 
-int usage(const char* argv0)
-{
+int usage(const char* argv0) {
     std::fprintf(stderr, "usage: %s DEV COUNT\n  COUNT 4 KiB O_DIRECT preads at offsets 0, 4096, ... of DEV\n", argv0);
     return 1;
 }
 
 }  // namespace
 
-int main(int argc, char** argv)
-{
-    if (argc != 3)
-        return usage(argv[0]);
+int main(int argc, char** argv) {
+    if (argc != 3) return usage(argv[0]);
     const char* dev = argv[1];
 
     errno = 0;
     char* end = nullptr;
     const long long count = std::strtoll(argv[2], &end, 10);
-    if (errno != 0 || end == argv[2] || *end != '\0' || count < 1 || count > LLONG_MAX / static_cast<long long>(block_size)) {
+    if (errno != 0 || end == argv[2] || *end != '\0' || count < 1 ||
+        count > LLONG_MAX / static_cast<long long>(block_size)) {
         std::fprintf(stderr, "odirect_read: COUNT must be a positive integer, got '%s'\n", argv[2]);
         return 1;
     }
