@@ -812,7 +812,10 @@ std::string format_ioctl_line(const IoctlRecord& io, const std::optional<IoctlKe
     }
     if (io.status) s += " status=" + *io.status;
     if (!io.ret) {
+        // Unknown; with an errno the source printed but nvtrace has no number for (strace "= -1 EFOOBAR (...)"),
+        // the call failed: say so, unlike a call whose exit was not seen.
         s += " ret=?";
+        if (io.errno_name) s += fmt::format("({}: failed, errno number unknown)", *io.errno_name);
     } else {
         s += fmt::format(" ret={}", *io.ret);
         if (io.errno_name)  // as the source printed it (strace's -1 is libc's, not -errno)

@@ -228,3 +228,17 @@ TEST(IoctlSummary, PreloadMarkerCtrlFillsTheControlCommand) {
               "nvidiactl NV_ESC_RM_CONTROL cmd=0x20800110(NV20_SUBDEVICE_0) status=NV_OK ret=0");
     EXPECT_EQ(format_ioctl_line(io[2], std::nullopt), "fd7 NV_ESC_RM_CONTROL ret=?");
 }
+
+// A fresh user's finding: strace "= -1 EFOOBAR (Weird)" (an errno name nvtrace has no number for: ret unknown)
+// printed "ret=?", the same as a call whose exit was not seen, though the call failed.
+TEST(IoctlSummary, AFailureWithAnErrnoOfUnknownNumberIsNotShownAsUnfinished) {
+    IoctlRecord io;
+    io.fd_path = "/dev/nvidiactl";
+    io.cmd = 0xc020462a;
+    io.name = "NV_ESC_RM_CONTROL";
+    io.errno_name = "EFOOBAR";
+    EXPECT_EQ(format_ioctl_line(io, std::nullopt),
+              "nvidiactl NV_ESC_RM_CONTROL ret=?(EFOOBAR: failed, errno number unknown)");
+    io.errno_name.reset();
+    EXPECT_EQ(format_ioctl_line(io, std::nullopt), "nvidiactl NV_ESC_RM_CONTROL ret=?");
+}
