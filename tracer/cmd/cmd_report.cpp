@@ -127,20 +127,15 @@ int do_report(const ReportArgs& a) {
         struct stat st {};
         return same_output(path, "/dev/stdout") && !(::fstat(STDOUT_FILENO, &st) == 0 && S_ISCHR(st.st_mode));
     };
-    if (a.calls_jsonl == "-" || (!a.calls_jsonl.empty() && is_stdout(a.calls_jsonl))) {
-        tracer::note(
-            "nvtrace report: --calls-jsonl {}: give a file (standard output carries the summary or, with "
-            "--json, the report)\n",
-            a.calls_jsonl);
-        return static_cast<int>(ExitCode::usage);
-    }
-    if (a.out == "-" || (!a.out.empty() && is_stdout(a.out))) {
-        tracer::note(
-            "nvtrace report: -o {}: give a file (standard output carries the summary; --json prints the report "
-            "there instead)\n",
-            a.out);
-        return static_cast<int>(ExitCode::usage);
-    }
+    for (const auto& [what, path, hint] : {std::tuple<const char*, const std::string&, const char*>{
+                                               "--calls-jsonl", a.calls_jsonl, " or, with --json, the report"},
+                                           std::tuple<const char*, const std::string&, const char*>{
+                                               "-o", a.out, "; --json prints the report there instead"}})
+        if (path == "-" || (!path.empty() && is_stdout(path))) {
+            tracer::note("nvtrace report: {} {}: give a file (standard output carries the summary{})\n", what, path,
+                         hint);
+            return static_cast<int>(ExitCode::usage);
+        }
     std::vector<KernelLogMessage> kmsg_messages;
     std::vector<Diagnostic> kmsg_diags;
     if (!a.kmsg.empty()) {
