@@ -104,6 +104,9 @@ public:
     std::uint64_t markers() const;
     const std::map<std::string, std::uint64_t>& event_names() const;  // events[] by name
     std::uint64_t events() const;
+    // Bytes of waiting calls' JSON read back from the temporary file so far (Options::waiting_calls_memory), in
+    // 16 KiB blocks: what the read-back costs, for a bound in a test or a figure in bench/.
+    std::uint64_t spill_bytes_read() const;
 
     // report.json: the bytes write_json would write for report() with every record (errors: the system's reason).
     // write_to() gives the temporary file holding them the name `path` when nothing has that name (a link: `path` must
