@@ -876,6 +876,16 @@ FactResult eval_ioctls(const Context& ctx, const Fact& f, const std::optional<st
 
 // ---- kernel log ------------------------------------------------------------------------------------------
 
+// A message is of `kind` when it has that kind, or when it is an Xid that took in a line of that kind: the
+// `GPU ...: GPU has fallen off the bus.` line printed with an Xid 79 is joined to it (docs/dmesg.md, kind `xid`,
+// field fallen_off_bus=true) and is no message of its own, yet the GPU fell off the bus.
+bool is_of_kind(const KernelLogMessage& m, const std::string& kind) {
+    if (m.kind == kind) return true;
+    if (kind != "fallen_off_bus" || m.kind != "xid") return false;
+    auto it = m.fields.find("fallen_off_bus");
+    return it != m.fields.end() && it->second == "true";
+}
+
 FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::string>& phase) {
     // A kernel log was read when the run read /dev/kmsg, `report --kmsg FILE` read one, or the input was one: then
     // an empty kernel_log is evidence (no message), else there is nothing to tell absence from not reading it.
@@ -892,13 +902,18 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
             if (auto it = ctx.by_id.find(*m.call); it != ctx.by_id.end() && !in_phase(it->second->phase, phase))
                 continue;
         if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) kinds.push_back(m.kind);
-        if (m.kind != kind) continue;
+        if (!is_of_kind(m, kind)) continue;
         ++of_kind;
-        bool ok = true;
-        for (const auto& [k, v] : f.fields) {
+        auto has = [&m](const std::string& k, const std::string& v) {
             auto it = m.fields.find(k);
-            ok = ok && it != m.fields.end() && same_value(v, it->second);
-        }
+            return it != m.fields.end() && same_value(v, it->second);
+        };
+        // An Xid's `pci` is the bus and device its line names (0000:b3:00); the joined line's full address, which
+        // a fallen_off_bus message's `pci` holds (0000:b3:00.0), is the Xid's `device`.
+        const bool joined = m.kind != kind;
+        bool ok = true;
+        for (const auto& [k, v] : f.fields)
+            ok = ok && (has(k, v) || (joined && k == "pci" && has("device", v)));
         std::string text = m.text.substr(0, m.text.find('\n'));
         if (ok) {
             if (matched++ == 0) first_match = text;

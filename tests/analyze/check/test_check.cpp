@@ -431,6 +431,32 @@ TEST(CheckNvidia, KernelLogFieldsCompareByValue) {
     EXPECT_EQ(m["none"].result, "pass");
 }
 
+// The `GPU ...: GPU has fallen off the bus.` line printed with an Xid 79 is joined to the Xid (kind xid, field
+// fallen_off_bus=true) and is no message of its own: "absent log fallen_off_bus" passed on a log where the GPU fell
+// off the bus, and "log fallen_off_bus" failed.
+TEST(CheckNvidia, FallenOffTheBusJoinedToAnXidIsAFallenOffBusMessage) {
+    Report r = NvReport{}.build();
+    r.source.kmsg = "dmesg.log";
+    KernelLogMessage k;
+    k.kind = "xid";
+    k.fields = {{"xid", "79"}, {"pci", "0000:b3:00"}, {"device", "0000:b3:00.0"}, {"fallen_off_bus", "true"}};
+    k.text = "NVRM: Xid (PCI:0000:b3:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.";
+    r.kernel_log.push_back(k);
+    const ExpectFile e = inline_expect(
+        "check gone\n  absent log fallen_off_bus\ncheck fell\n  log fallen_off_bus pci=0000:b3:00.0\n"
+        "check other-gpu\n  log fallen_off_bus pci=0000:17:00.0\ncheck short\n  log fallen_off_bus pci=0000:b3:00\n");
+    auto m = by_id(check_report(r, e));
+    EXPECT_EQ(m["gone"].result, "fail");
+    EXPECT_NE(m["gone"].evidence.find("Xid (PCI:0000:b3:00): 79"), std::string::npos) << m["gone"].evidence;
+    EXPECT_EQ(m["fell"].result, "pass") << m["fell"].evidence;
+    EXPECT_EQ(m["other-gpu"].result, "fail");
+    EXPECT_EQ(m["short"].result, "pass") << m["short"].evidence;  // the Xid line's own form of the address
+    r.kernel_log[0].fields.erase("fallen_off_bus");  // an Xid without that line: not a fallen-off-bus message
+    m = by_id(check_report(r, e));
+    EXPECT_EQ(m["gone"].result, "pass") << m["gone"].evidence;
+    EXPECT_EQ(m["fell"].result, "fail");
+}
+
 // `nvtrace report trace.txt --kmsg dmesg.log` with a log that holds no message: "absent log xid" was inconclusive,
 // "the report has no kernel log (not a live capture, no --kmsg)", though --kmsg was given and read.
 TEST(CheckNvidia, AnEmptyKernelLogThatWasReadIsEvidenceOfAbsence) {
