@@ -229,6 +229,10 @@ struct Parser {
                     return fail(error(vcol, "a return value: a number or an errno name (0, -22, EINVAL)", value));
                 if (kw.text == "ioctl" && key == "status" && !check_values::status_value(value))
                     return fail(error(vcol, "an NV_STATUS name or number (NV_OK, 0x1f)", value));
+                // An Xid message's xid is the number its line printed (kernel_rc.c: "Xid (PCI:...): %d"); the
+                // checker compares numbers by value and nothing else matches it.
+                if (kw.text == "log" && f.names[0] == "xid" && key == "xid" && !check_values::number(value))
+                    return fail(error(vcol, "an Xid number (79, 0x4f; the name is the field xid_name)", value));
                 if (kw.text == "ioctl" && key == "hclass" && !check_values::hclass_value(value))
                     return fail(
                         error(vcol, "an RM class name or number (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, 0x71)", value));

@@ -51,6 +51,10 @@ TEST(ExpectParse, NamesAndValuesNvtraceCannotMatchAreRefused) {
     EXPECT_EQ(
         error_of("check a\n  absent log xdi\n"),
         "t.expect:2:14: expected a kernel-log kind (docs/dmesg.md: xid, nv_status, bar_overlap, ...), found 'xdi'");
+    // `absent log xid xid=abc` (fresh user) passed on every report: no Xid message has a number that is no number.
+    EXPECT_EQ(error_of("check a\n  absent log xid xid=abc\n"),
+              "t.expect:2:22: expected an Xid number (79, 0x4f; the name is the field xid_name), found 'abc'");
+    EXPECT_EQ(error_of("check a\n  log xid xid=0x4f pci=0000:b3:00\n  absent log xid xid=79\n"), "<parsed>");
     // What is known parses: names, numbers, errno names and numbers, NV_STATUS and class names.
     EXPECT_EQ(error_of("check a\n  ioctl FIONREAD ret=-22\n  absent ioctl 0x541b ret=EINVAL\n  absent log xid\n"
                        "  ioctl NV_ESC_RM_ALLOC_MEMORY hclass=0x71 status=NV_OK\n"),
