@@ -124,8 +124,11 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
 
     // Whether --module, --filter and --graph-function can work: function_graph exists and filters are accepted.
     bool fgraph_usable = false;
-    // Without root tracefs (mode 0700) cannot be read: whether function_graph works is then unknown, not refused.
-    bool fgraph_unknown = false;
+    // Without root tracefs (mode 0700) cannot be read, and unmounted it cannot be looked at: whether function_graph
+    // works is then unknown, not refused. `know`: what would tell.
+    bool fgraph_unknown = !mounted;
+    const std::string unknown_since = mounted ? fmt::format("needs root to tell: {}", kAskRoot)
+                                              : std::string("is unknown: tracefs is not mounted (see tracefs)");
     if (mounted) {
         std::string base = dir;
         Line tl = read_line(base + "/available_tracers");
@@ -262,8 +265,8 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
                                            m, m)
                          : fgraph_unknown
                              ? fmt::format("--module {} needs the module loaded (modprobe {}) or armed with --future; "
-                                           "whether function_graph works here needs root to tell: {}",
-                                           m, m, kAskRoot)
+                                           "whether function_graph works here {}",
+                                           m, m, unknown_since)
                              : fmt::format("--module {} cannot work here (no usable function_graph); where it can, it "
                                            "needs the module loaded (modprobe {}) or armed with --future",
                                            m, m)});
@@ -277,8 +280,7 @@ std::vector<Finding> doctor(const std::vector<std::string>& extra_modules) {
             fmt::format("loaded, version {}{}{}", v.empty() ? fmt::format("of the kernel ({})", kernel_release()) : v,
                         src.empty() ? "" : ", srcversion " + src, taint.empty() ? "" : ", taint " + taint);
         if (fgraph_unknown) {
-            f.push_back({id, "info", value,
-                         fmt::format("cannot tell without root whether --module {} can trace it: {}", m, kAskRoot)});
+            f.push_back({id, "info", value, fmt::format("whether --module {} can trace it {}", m, unknown_since)});
             continue;
         }
         if (!fgraph_usable) {

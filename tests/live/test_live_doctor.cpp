@@ -307,6 +307,31 @@ TEST(LiveDoctor, UnprivilegedUserIsToldToRunWithSudoNotGivenKernelLimits) {
         EXPECT_EQ(t.out.find(claim), std::string::npos) << claim << " in\n" << t.out;
 }
 
+// With tracefs not mounted, doctor cannot look at the tracers, yet every --module line said "cannot work here (no
+// usable function_graph)", a kernel limit it had not seen (fresh user). Run in a mount namespace of its own, where
+// tracefs is unmounted: this machine's mounts are not changed.
+TEST(LiveDoctor, TracefsNotMountedLeavesFunctionGraphUnknownNotRefused) {
+    REQUIRE_LIVE();
+    if (::access("/usr/bin/unshare", X_OK) != 0) GTEST_SKIP() << "needs unshare (util-linux)";
+    const std::string script =
+        fmt::format("umount {} 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; exec {} doctor --json",
+                    kTracing, NVTRACE_BIN);
+    Ran r = run({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    auto f = findings_by_id(r.out);
+    ASSERT_TRUE(f.count("tracefs")) << r.out;
+    ASSERT_EQ(f["tracefs"].value("value", ""), "not mounted") << "the namespace still has tracefs:\n" << r.out;
+    for (const char* id : {"module:nvidia", "module:vgem", "module:null_blk"}) {
+        ASSERT_TRUE(f.count(id)) << id << " missing from\n" << r.out;
+        const std::string meaning = f[id].value("meaning", "");
+        EXPECT_EQ(meaning.find("cannot work here"), std::string::npos) << f[id].dump();
+        EXPECT_TRUE(meaning.find("tracefs is not mounted") != std::string::npos ||
+                    meaning.find("built-in functions") != std::string::npos)
+            << f[id].dump();
+    }
+    EXPECT_EQ(first_line(kTracing + "/tracing_on").empty(), false) << "tracefs must still be mounted here";
+}
+
 // printk:console is opt-in: with it on, a printk from an idle CPU panicked Debian's 6.1 kernel in the qemu
 // guest (function_graph at the top level). The program reads its own instance's set_event while it runs: the
 // run's events are there, printk:console is not, and meta.json says so. --event adds events to the same list,
