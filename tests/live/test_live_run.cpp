@@ -86,6 +86,23 @@ TEST(LiveRun, ProgramThatCannotBeExecutedIsAUsageErrorAndLeavesNothingBehind) {
     EXPECT_EQ(tracefs_snapshot(), before);
 }
 
+// The start announces "capture directory D"; when the program cannot start, D is removed again (nvtrace made it)
+// and stderr said nothing of it, so the announced directory was looked for in vain (fresh user).
+TEST(LiveRun, ProgramThatCannotBeExecutedSaysTheAnnouncedDirectoryIsNotKept) {
+    REQUIRE_LIVE();
+    const std::string parent = temp_dir();
+    const std::string out = parent + "/capture";
+    Ran r = run({NVTRACE_BIN, "run", "--out", out, "--", "/nonexistent/program"});
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("capture directory " + out + "\n"), std::string::npos) << r.err;  // the announcement
+    EXPECT_NE(r.err.find("nothing was recorded; capture directory " + out + " not kept"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    r = run({NVTRACE_BIN, "run", "--out", parent, "--", "/nonexistent/program"});  // a directory that was there
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_NE(r.err.find("nothing was recorded; " + parent + " is as it was"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::exists(parent));
+}
+
 TEST(LiveRun, NotRootIsAnEnvironmentError) {
     REQUIRE_LIVE();
     if (::access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "needs setpriv (util-linux)";

@@ -262,6 +262,11 @@ int do_run(RunArgs a) {
             std::filesystem::remove_all(out_dir, ec);
         else
             std::filesystem::remove_all(raw, ec);
+        // The start announced the capture directory: say what became of it.
+        if (bytes == 0 && !a.quiet)
+            tracer::note("nvtrace run: nothing was recorded; {}\n",
+                         out_existed ? visible(out_dir) + " is as it was"
+                                     : "capture directory " + visible(out_dir) + " not kept");
         return static_cast<int>(cap.error().code);
     }
     for (const auto& f : cap->restore_failures)
