@@ -360,6 +360,7 @@ private:
                         }
                         if (known) {
                             ++n.self_timed;
+                            if (*c.duration_ns < kids_ns || kids_over) ++n.self_clamped;
                             add_sat(n.self_ns, *c.duration_ns > kids_ns ? *c.duration_ns - kids_ns : 0, n.overflow);
                         }
                     }
@@ -746,6 +747,9 @@ private:
             notes.push_back(fmt::format("{} without a duration", thousands(n.count - n.timed)));
         if (n.kind != TreeNode::Kind::group && n.timed != 0 && n.self_timed < n.timed)
             notes.push_back(fmt::format("self of {} unknown", thousands(n.count - n.self_timed)));
+        if (n.self_clamped)
+            notes.push_back(fmt::format("{} shorter than {} children: self taken as 0", thousands(n.self_clamped),
+                                        n.self_clamped == 1 ? "its" : "their"));
         if (o_.max_depth && depth >= *o_.max_depth && !n.children.empty()) {
             std::uint64_t below = 0;
             for (auto c : n.children)

@@ -70,6 +70,8 @@ struct TreeNode {
     std::uint64_t max_ns = 0;             // the largest known duration
     std::uint64_t self_timed = 0;         // calls whose self time is known: their own and every direct child's duration
     std::uint64_t self_ns = 0;            // the sum of those self times
+    std::uint64_t self_clamped = 0;       // of those, calls shorter than their direct children together (inconsistent
+                                          // durations, e.g. a hand-edited report): self taken as 0, noted
     bool overflow = false;                // a sum (total_ns, self_ns) passed 2^64-1 ns: saturated, printed "overflow"
     std::vector<std::string> notes;       // annotations, in print order
     bool error = false;                   // a note says something failed (an RM status other than NV_OK, ret < 0)

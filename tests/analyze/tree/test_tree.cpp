@@ -156,6 +156,27 @@ TEST(Tree, FocusMergesEveryCallOfTheFunction) {
               "complete: yes\n");
 }
 
+// A saved report whose child (5 us) is longer than its parent (1 us): the parent's self was shown as 0 with no
+// word of why (fresh user). The note names the inconsistent durations; a consistent parent gets none.
+TEST(Tree, CallShorterThanItsChildrenIsNotedNotSilentlyGivenSelfZero) {
+    Report r;
+    r.calls = {call(1, std::nullopt, "parent", 1'000), call(2, 1, "child", 5'000), call(3, std::nullopt, "ok", 9'000),
+               call(4, 3, "child", 5'000)};
+    TreeView v = build_tree(r, {});
+    std::uint64_t clamped = 0;
+    for (const TreeNode& n : v.nodes)
+        if (n.label.rfind("parent", 0) == 0) {
+            EXPECT_EQ(n.self_ns, 0u);
+            clamped = n.self_clamped;
+        } else {
+            EXPECT_EQ(n.self_clamped, 0u) << n.label;
+        }
+    EXPECT_EQ(clamped, 1u);
+    const std::string text = tree_text(r);
+    EXPECT_NE(text.find("parent [nvidia]  (1 shorter than its children: self taken as 0)"), std::string::npos) << text;
+    EXPECT_EQ(text.find("ok [nvidia]  ("), std::string::npos) << text;
+}
+
 // A recursive function: the inner call is part of the outer call's subtree, not a second top.
 TEST(Tree, FocusTakesOnlyTheOutermostCallOfARecursiveFunction) {
     Report r;
