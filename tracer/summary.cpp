@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -64,17 +65,29 @@ void print_report_body(const Report& r, bool markers, bool diagnostics, bool ver
     rec.event_names = by_count(by_name);
     SummaryCalls calls;
     calls.calls = r.calls.size();
+    // Ids are index + 1 in a built report; a report read from elsewhere is looked up by id.
+    bool dense = true;
+    for (std::size_t i = 0; dense && i < r.calls.size(); ++i)
+        dense = r.calls[i].id == i + 1;
+    std::unordered_map<std::uint64_t, const Call*> by_id;
+    if (!dense)
+        for (const auto& c : r.calls)
+            by_id.emplace(c.id, &c);
+    auto find = [&r, dense, &by_id](std::uint64_t id) -> const Call* {
+        if (dense) return id >= 1 && id <= r.calls.size() ? &r.calls[id - 1] : nullptr;
+        auto it = by_id.find(id);
+        return it == by_id.end() ? nullptr : it->second;
+    };
+    // A root: a call without a parent, or whose parent is not in the report (it heads its own tree, as `nvtrace
+    // tree` shows it; a saved report may hold one).
     for (const auto& c : r.calls) {
-        if (c.parent) continue;
+        if (c.parent && find(*c.parent)) continue;
         ++calls.roots;
         if (c.duration_ns) ++calls.known_roots[c.function];
     }
-    // Ids are index + 1 in a built report; a report read from elsewhere is searched.
-    calls.function_of = [&r](std::uint64_t id) -> const std::string* {
-        if (id >= 1 && id <= r.calls.size() && r.calls[id - 1].id == id) return &r.calls[id - 1].function;
-        for (const auto& c : r.calls)
-            if (c.id == id) return &c.function;
-        return nullptr;
+    calls.function_of = [find](std::uint64_t id) -> const std::string* {
+        const Call* c = find(id);
+        return c ? &c->function : nullptr;
     };
     print_body(r, rec, calls, markers, diagnostics, verbose);
 }

@@ -115,6 +115,21 @@ for seed in range(1, 11):
     done
     cat "$tmp/err"
     ;;
+dangling_parent_call_is_a_root_in_report_and_tree)
+    # A saved report whose call names a parent that is not in it: the call heads its own tree. `nvtrace tree` showed
+    # two roots and `nvtrace report` said "(1 roots)" (it counted calls without a parent only).
+    printf '# tracer: function_graph\n#\n 0)               |  a() {\n 0)   1.000 us    |    b();\n 0)   3.000 us    |  }\n' \
+        >"$tmp/t.txt"
+    "$nv" report "$tmp/t.txt" -o "$tmp/r.json" >/dev/null || fail "report: exit $?"
+    sed 's/"parent":1,/"parent":77,/' "$tmp/r.json" >"$tmp/d.json"
+    grep -q '"parent":77' "$tmp/d.json" || fail "the test's edit did not apply"
+    "$nv" report "$tmp/r.json" | grep -q '^calls: 2 (1 roots)$' || fail "the intact report: not 1 root"
+    "$nv" report "$tmp/d.json" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; fail "exit $?"; }
+    cat "$tmp/out"
+    grep -q '^calls: 2 (2 roots)$' "$tmp/out" || fail "report: not 2 roots"
+    "$nv" tree "$tmp/d.json" >"$tmp/tree" || fail "tree: exit $?"
+    [ "$(grep -cE '^ +[0-9.]+ +[0-9.]+ +[0-9.]+ +1x  [ab]$' "$tmp/tree")" = 2 ] || { cat "$tmp/tree"; fail "tree: not 2 roots"; }
+    ;;
 saved_report_json_input)
     # `nvtrace report runs/X/report.json` (the path nvtrace run prints) was "expected a trace ... found '{'".
     cd_=$cases/../capture_dir/fionread20
