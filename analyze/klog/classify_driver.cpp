@@ -567,9 +567,8 @@ void modeset_fields(KernelLogMessage& msg, std::string_view rest) {
                 f[fmt::format("tuple[{}]", i)] = v;
         }
         if (f.count("status"))
-            if (auto code = std::stoul(f["status"], nullptr, 16);
-                code && nv_status_info(static_cast<std::uint32_t>(code)))
-                add_status_fields(f, static_cast<std::uint32_t>(code), "");
+            if (auto code = parse_hex(f["status"]); code && *code && nv_status_info(*code))
+                add_status_fields(f, *code, "");
     }
 }
 
@@ -664,12 +663,11 @@ void classify_driver(KernelLogMessage& msg, const std::string& flat_in) {
         auto& f = msg.fields;
         if (!f.count("status_name") && f.count("status") && !f.count("status_truncated")) {
             std::string v = f["status"];
-            if (v.rfind("0x", 0) == 0 && v.size() > 2 && v.size() <= 10) {
-                auto code = static_cast<std::uint32_t>(std::stoul(v.substr(2), nullptr, 16));
-                if (code && nv_status_info(code)) {
-                    add_status_fields(f, code, "");
-                    if (!known) msg.kind = "nv_status";
-                }
+            // A status that is no hex number ("status=0xqq") is no NV_STATUS: left as text.
+            if (auto code = v.rfind("0x", 0) == 0 ? parse_hex(v) : std::nullopt;
+                code && *code && nv_status_info(*code)) {
+                add_status_fields(f, *code, "");
+                if (!known) msg.kind = "nv_status";
             }
         }
         if (f.count("fn")) f.emplace("rpc_function", f["fn"]);

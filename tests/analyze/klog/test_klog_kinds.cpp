@@ -301,3 +301,22 @@ TEST(KlogUser, PresetUserSourceStaysUnlessADriverIsNamed) {
 }
 
 }  // namespace
+
+// A status that is no 32-bit hex number ended `nvtrace dmesg` with "internal error: stoul" (exit 4), found by
+// fuzz_kernel_log: an NVRM key/value `status=0xqq` (std::invalid_argument) and a modeset channel-state tuple whose
+// status has 22 hex digits (std::out_of_range). The message is kept, the status as text, with no NV_STATUS name.
+TEST(KlogKinds, StatusThatIsNoHexNumberIsKeptAsTextNotACrash) {
+    KernelLogMessage a = classify("NVRM: nvAssertFailed: status=0xqq");
+    EXPECT_EQ(a.source, "NVRM");
+    EXPECT_EQ(f(a, "status"), "0xqq");
+    EXPECT_EQ(a.fields.count("status_name"), 0u);
+    KernelLogMessage b = classify(
+        "nvidia-modeset: ERROR: GPU:0: Failed to query display engine channel state: "
+        "0x0000ca7e:2:0:0x1234567890123456789012");
+    EXPECT_EQ(b.kind, "driver_error");
+    EXPECT_EQ(f(b, "channel"), "2");
+    EXPECT_EQ(b.fields.count("status_name"), 0u);
+    KernelLogMessage c = classify(  // a real one still names its status
+        "nvidia-modeset: ERROR: GPU:0: Failed to query display engine channel state: 0x0000ca7e:2:0:0x00000062");
+    EXPECT_FALSE(f(c, "status_name").empty());
+}
