@@ -881,7 +881,10 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                         diag(req.malformed ? Diag::strace_malformed_ioctl : Diag::strace_unknown_request, lineno,
                              req.why);
                 }
-            }
+            } else if (!truncated && !l->unfinished)
+                // ioctl(2) always has a request and strace always prints it: a line without one is not strace's.
+                diag(Diag::strace_malformed_ioctl, lineno,
+                     "no request in ioctl() (expected 'ioctl(FD, REQUEST, ...)')");
             if (args.size() >= 3) io.arg = std::string(args[2]);
             take_result(io, res);
             if (l->unfinished) pending[l->pid.value_or(-1)] = log.ioctls.size();

@@ -159,7 +159,7 @@ inline constexpr std::array kDiagnostics{
     DiagnosticInfo{Diag::strace_truncated_line, "strace_truncated_line", Severity::data_loss, false,
         "strace lines that end mid-call"},
     DiagnosticInfo{Diag::strace_malformed_ioctl, "strace_malformed_ioctl", Severity::error, true,
-        "strace ioctl lines that could not be read (no fd, an _IOC field or return that does not fit, -1 without errno)"},
+        "strace ioctl lines that could not be read (no fd, no request, an _IOC field or return that does not fit, -1 without errno)"},
     DiagnosticInfo{Diag::strace_unknown_request, "strace_unknown_request", Severity::data_loss, false,
         "ioctl requests strace printed by a name nvtrace cannot turn into a number: those calls are not in `ioctls`"},
     DiagnosticInfo{Diag::strace_program_output, "strace_program_output", Severity::info, false,

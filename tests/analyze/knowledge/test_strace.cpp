@@ -359,3 +359,20 @@ TEST(StraceReader, DecodePidsCommNamesTheIoctlsTask) {
     EXPECT_EQ(r.ioctls[1].comm, "a]b");
     EXPECT_EQ(r.ioctls[2].comm, "");
 }
+
+// `ioctl(3</dev/nvidiactl>) = -1 EINVAL (Invalid argument)` has no request, which ioctl(2) and strace always
+// have: it was kept as an ioctl of no request without a word, so the report was complete and
+// `absent ioctl NV_ESC_RM_ALLOC ret=EINVAL` passed (fresh user). It is a malformed line naming file:line.
+TEST(StraceReader, IoctlWithoutRequestIsAMalformedLineNotACompleteReport) {
+    const char* text =
+        "1234  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffd) = 0\n"
+        "1234  ioctl(3</dev/nvidiactl>) = -1 EINVAL (Invalid argument)\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    const Diagnostic* d = diagnostic(log.diagnostics, "strace_malformed_ioctl");
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count, 1u);
+    EXPECT_EQ(d->first_example, "v.txt:2: no request in ioctl() (expected 'ioctl(FD, REQUEST, ...)')");
+    Report r = report_of(text);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
+}
