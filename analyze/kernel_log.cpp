@@ -72,7 +72,9 @@ Result<KmsgRecord> parse_kmsg_record(std::string_view record) {
                                              record.substr(0, semi))));
     r.level = static_cast<int>(prio & 7u);
     r.facility = static_cast<int>(prio >> 3);
-    if (n >= 4 && !parts[3].empty()) r.flags = parts[3][0];
+    if (n >= 4 && !parts[3].empty())
+        r.flags = parts[3].size() == 1 && (parts[3][0] == '-' || parts[3][0] == 'c' || parts[3][0] == '+') ? parts[3][0]
+                                                                                                           : '?';
 
     auto nl = rest.find('\n');
     r.message = unescape(rest.substr(0, nl));
@@ -92,6 +94,9 @@ Result<KmsgRecord> parse_kmsg_record(std::string_view record) {
 
 void classify_kernel_message(KernelLogMessage& msg) {
     msg.kind = "other";
+    // Written from user space (a /dev/kmsg record of facility other than 0, another program's syslog line): the
+    // text is read by the grammar of the driver it names, but the driver did not print it.
+    const bool from_user = msg.source == "user";
     std::string_view t = klog::trim(std::string_view(msg.text).substr(0, msg.text.find('\n')));
     auto starts = [&](std::string_view p) { return t.substr(0, p.size()) == p; };
     if (starts("NVRM:") || starts("NVOC:") || klog::nvrm_nocolon_len(t) || starts("Cannot map memory with base addr"))
@@ -124,6 +129,10 @@ void classify_kernel_message(KernelLogMessage& msg) {
     // errnos in any spelling ("-2", "(-2)", "-ENOENT") become errno + errno_name, for every source.
     if (msg.kind != "oops" && msg.kind != "call_trace")
         klog::errno_fields(std::string_view(flat).substr(0, 4096), msg.fields);
+    if (from_user && msg.source != "user") {
+        msg.fields["text_source"] = msg.source;
+        msg.source = "user";
+    }
 }
 
 namespace klog {
@@ -245,16 +254,15 @@ bool valid_utf8(std::string_view s) {
 }
 
 bool looks_like_kmsg(std::string_view line) {
-    // "<prio>,<seq>,<ts_usec>[,<flags>...];" (Documentation/ABI/testing/dev-kmsg)
+    // "<prio>,<seq>,<ts_usec>[,<flags>...];" (Documentation/ABI/testing/dev-kmsg). A header of that shape whose
+    // fields are not numbers is still a record (read by parse_kmsg_record, which names what is wrong): a digit
+    // first, then no blank before the ';' within 64 bytes, and two commas.
     std::size_t commas = 0, i = 0;
     for (; i < line.size() && i < 64; ++i) {
         char c = line[i];
         if (c == ';') break;
-        if (c == ',') {
-            ++commas;
-            continue;
-        }
-        if (commas < 3 && !(c >= '0' && c <= '9')) return false;
+        if (c == ',') ++commas;
+        if (c == ' ' || c == '\t' || c == '[' || c == ':') return false;
     }
     return i < line.size() && line[i] == ';' && commas >= 2 && line[0] >= '0' && line[0] <= '9';
 }
@@ -285,7 +293,8 @@ public:
 private:
     // The example quotes the input: control bytes (a terminal escape in a hostile log) and bytes that are not
     // UTF-8 are shown as \xNN, so printing a diagnostic never echoes them.
-    void diag(Diag d, std::uint32_t lineno, std::string_view what) {
+    void diag(Diag d, std::uint32_t lineno, std::string_view what) { diag_n(d, lineno, what, 1); }
+    void diag_n(Diag d, std::uint32_t lineno, std::string_view what, std::uint64_t count) {
         std::string shown = fmt::format("{}:{}: ", file_, lineno);
         bool utf8 = valid_utf8(what);
         for (char ch : what) {
@@ -295,7 +304,7 @@ private:
             else
                 shown.push_back(ch);
         }
-        count_diagnostic(out_.diagnostics, d, shown);
+        count_diagnostic(out_.diagnostics, d, shown, count);
     }
     void append(int idx, std::string_view body, std::uint32_t lineno);
     void record(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno,
@@ -309,6 +318,7 @@ private:
     KernelLogParse out_;
     std::vector<std::string> formats_;
     bool syslog_evidence_ = false;
+    std::optional<std::uint64_t> last_kmsg_seq_;
     int last_ = -1, open_oops_ = -1, open_trace_ = -1, open_words_ = -1, open_gsp_ = -1;
 };
 
@@ -462,6 +472,19 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
             diag(Diag::malformed_kmsg_record, lineno, rec.error().message);
             return;
         }
+        // Sequence numbers count every record the kernel logged: a jump forward means records are missing (the
+        // reader fell behind the ring buffer, or the file left them out); a step back, another boot or a second
+        // read of the buffer, starts over.
+        if (last_kmsg_seq_ && rec->seq > *last_kmsg_seq_ + 1)
+            diag_n(Diag::kmsg_seq_gap, lineno,
+                   fmt::format("seq {} follows seq {}: {} record(s) missing", rec->seq, *last_kmsg_seq_,
+                               rec->seq - *last_kmsg_seq_ - 1),
+                   rec->seq - *last_kmsg_seq_ - 1);
+        last_kmsg_seq_ = rec->seq;
+        if (rec->flags == '?')
+            diag(Diag::kmsg_unknown_flags, lineno,
+                 fmt::format("flags of '{}' are not '-', 'c' or '+': read as a record of its own",
+                             raw.substr(0, std::min<std::size_t>(raw.find(';'), 64))));
         if (rec->flags == '+' && last_ >= 0) {  // continuation fragment (LOG_CONT, kernels before 4.9)
             append(last_, rec->message, lineno);
             return;

@@ -447,14 +447,24 @@ Report ReportBuilder::finish() {
     if (!stream.kmsg.empty())
         for (std::size_t i = 0; i < r.kernel_log.size(); ++i)
             console_by_text[r.kernel_log[i].text].push_back(i);
-    std::uint64_t bad_kmsg = 0;
-    std::string first_bad_kmsg;
+    std::uint64_t bad_kmsg = 0, kmsg_missing = 0;
+    std::string first_bad_kmsg, first_kmsg_gap;
+    std::optional<std::uint64_t> last_seq;
     for (const auto& raw : stream.kmsg) {
         auto rec = parse_kmsg_record(raw.text);
         if (!rec) {
             if (bad_kmsg++ == 0) first_bad_kmsg = rec.error().message;
             continue;
         }
+        // The records were read in order from one open /dev/kmsg: a jump in seq is the records the kernel
+        // overwrote before they were read (read() said EPIPE; Documentation/ABI/testing/dev-kmsg).
+        if (last_seq && rec->seq > *last_seq + 1) {
+            if (kmsg_missing == 0)
+                first_kmsg_gap = fmt::format("seq {} follows seq {}: {} record(s) missing", rec->seq, *last_seq,
+                                             rec->seq - *last_seq - 1);
+            kmsg_missing += rec->seq - *last_seq - 1;
+        }
+        last_seq = rec->seq;
         // The same line seen in the trace buffer (printk:console) keeps its call and trace-clock time and
         // takes the record's level, sequence number and facility, which the console event does not carry.
         KernelLogMessage* twin = nullptr;
@@ -518,7 +528,13 @@ Report ReportBuilder::finish() {
     if (g.unclosed_calls) cm.reasons.push_back(fmt::format("{} calls without their return", g.unclosed_calls));
     if (cm.graph_overruns)
         cm.reasons.push_back(fmt::format("{} calls not traced: return stack full", cm.graph_overruns));
-    if (stream.kmsg_overwritten) cm.reasons.push_back("kernel log records were overwritten before they were read");
+    if (kmsg_missing)
+        cm.reasons.push_back(fmt::format("{} kernel log record{} overwritten before {} read", thousands(kmsg_missing),
+                                         kmsg_missing == 1 ? " was" : "s were",
+                                         kmsg_missing == 1 ? "it was" : "they were"));
+    else if (stream.kmsg_overwritten)
+        cm.reasons.push_back("kernel log records were overwritten before they were read");
+    add_diag(cm, Diag::kmsg_seq_gap, kmsg_missing, first_kmsg_gap);
 
     std::uint64_t loss_marks = 0, buffer_marks = 0;
     std::string first_buffer_mark, first_elided;

@@ -372,7 +372,11 @@ std::vector<Hole> build_holes(const Report& r) {
         if (info &&
             (info->id == Diag::lost_event_marks || info->id == Diag::buffer_started || info->id == Diag::elided_span ||
              info->id == Diag::orphan_return || info->id == Diag::unclosed_call))
-            continue;  // the gaps and counts above
+            continue;                                  // the gaps and counts above
+        if (info && info->id == Diag::kmsg_seq_gap) {  // /dev/kmsg records: they hold kernel-log lines only
+            unplaced(kLog, fmt::format("{} kernel log records missing by their seq ({})", d.count, d.first_example));
+            continue;
+        }
         if (info && info->id == Diag::depth_gap) {
             unplaced(kCalls, fmt::format("{} calls whose parent entries are missing", d.count));
             continue;
@@ -893,8 +897,8 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
     if (!ctx.live && ctx.report.kernel_log.empty() && !src.kmsg && src.format != "kernel-log")
         return {Outcome::inconclusive, "", "the report has no kernel log (not a live capture, no --kmsg)"};
     const std::string& kind = f.names[0];
-    std::size_t matched = 0, of_kind = 0;
-    std::string first_match, first_other;
+    std::size_t matched = 0, of_kind = 0, user_written = 0;
+    std::string first_match, first_other, first_user;
     std::vector<std::string> kinds;
     for (const auto& m : ctx.report.kernel_log) {
         // A message tied to a call has that call's phase; others cannot be placed and always count.
@@ -903,6 +907,12 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
                 continue;
         if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) kinds.push_back(m.kind);
         if (!is_of_kind(m, kind)) continue;
+        // A driver's line written from user space (echo into /dev/kmsg, another program's syslog line) is no
+        // evidence that the driver printed it (kernel_log.hpp, field text_source).
+        if (m.source == "user" && m.fields.count("text_source")) {
+            if (user_written++ == 0) first_user = m.text.substr(0, m.text.find('\n'));
+            continue;
+        }
         ++of_kind;
         auto has = [&m](const std::string& k, const std::string& v) {
             auto it = m.fields.find(k);
@@ -924,16 +934,22 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
             first_other = fmt::format("{} [{}]", text, fmt::join(fs, " "));
         }
     }
+    const std::string not_counted = user_written
+                                        ? fmt::format(" ({} {} line(s) written from user space not counted, first: {})",
+                                                      user_written, kind, first_user)
+                                        : std::string();
     if (f.absent) {
         if (matched) return {Outcome::fail, fmt::format("{} message(s): {}", matched, first_match), ""};
         if (auto lost = ctx.missing_for(kLog, std::nullopt))
-            return {Outcome::inconclusive, "not seen", "data was lost (" + *lost + ")"};
-        return {Outcome::pass, fmt::format("none among {} kernel-log message(s)", ctx.report.kernel_log.size()), ""};
+            return {Outcome::inconclusive, "not seen" + not_counted, "data was lost (" + *lost + ")"};
+        return {Outcome::pass,
+                fmt::format("none among {} kernel-log message(s){}", ctx.report.kernel_log.size(), not_counted), ""};
     }
     if (matched) return {Outcome::pass, first_match, ""};
     std::string ev =
-        of_kind ? fmt::format("{} {} message(s), none with these fields; first: {}", of_kind, kind, first_other)
-                : fmt::format("no {} message; kinds seen: {}", kind, kinds.empty() ? "none" : join_limited(kinds));
+        (of_kind ? fmt::format("{} {} message(s), none with these fields; first: {}", of_kind, kind, first_other)
+                 : fmt::format("no {} message; kinds seen: {}", kind, kinds.empty() ? "none" : join_limited(kinds))) +
+        not_counted;
     if (auto lost = ctx.missing_for(kLog, std::nullopt))
         return {Outcome::inconclusive, ev, "not seen, but data was lost (" + *lost + ")"};
     return {Outcome::fail, ev, ""};

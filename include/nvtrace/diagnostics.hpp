@@ -55,6 +55,7 @@ enum class Diag : std::uint8_t {
     uprobes_armed_late,
     // Text trace readers (analyze/import/stream_builder.cpp, fgraph_text.cpp).
     malformed_line,
+    graph_unknown_tail,
     truncated_last_line,
     unsorted_timestamps,
     pid_backfill_limit,
@@ -78,6 +79,7 @@ enum class Diag : std::uint8_t {
     strace_program_output,
     strace_exit_without_entry,
     strace_unfinished_call,
+    strace_other_line,
     // Kernel logs (analyze/kernel_log.cpp) and /dev/kmsg records.
     non_log_line,
     elided_lines,
@@ -88,6 +90,8 @@ enum class Diag : std::uint8_t {
     unknown_prefix,
     invalid_utf8,
     malformed_kmsg_record,
+    kmsg_seq_gap,
+    kmsg_unknown_flags,
 };
 
 struct DiagnosticInfo {
@@ -132,6 +136,8 @@ inline constexpr std::array kDiagnostics{
         "libraries the program mapped after the start, probed only then: their calls before the arming are not seen"},
     DiagnosticInfo{Diag::malformed_line, "malformed_line", Severity::error, true,
         "lines of a text trace that could not be read"},
+    DiagnosticInfo{Diag::graph_unknown_tail, "graph_unknown_tail", Severity::info, false,
+        "function_graph lines with text after `{`, `;` or `}` that is no `/* */` comment or ` (ret=V)`: the call is read, the text is not"},
     DiagnosticInfo{Diag::truncated_last_line, "truncated_last_line", Severity::data_loss, false,
         "a last line cut off (no newline, not readable)"},
     DiagnosticInfo{Diag::unsorted_timestamps, "unsorted_timestamps", Severity::info, false,
@@ -168,6 +174,9 @@ inline constexpr std::array kDiagnostics{
         "gVisor exit (X) lines whose entry (E) line is not in the log"},
     DiagnosticInfo{Diag::strace_unfinished_call, "strace_unfinished_call", Severity::data_loss, false,
         "calls whose return is not in the log"},
+    DiagnosticInfo{Diag::strace_other_line, "strace_other_line", Severity::info, false,
+        "lines of a strace log that are no call, exit or signal line (the program's output when it shared strace's "
+        "stderr, text around a pasted log): not read"},
     DiagnosticInfo{Diag::non_log_line, "non_log_line", Severity::data_loss, false,
         "lines of a kernel-log input that are not a kernel log line: not read"},
     DiagnosticInfo{Diag::elided_lines, "elided_lines", Severity::data_loss, false,
@@ -187,6 +196,11 @@ inline constexpr std::array kDiagnostics{
         "bytes that are not UTF-8 (kept; replaced by U+FFFD in JSON)"},
     DiagnosticInfo{Diag::malformed_kmsg_record, "malformed_kmsg_record", Severity::error, true,
         "/dev/kmsg records that are not `<prio>,<seq>,<ts_usec>,<flags>;<msg>`"},
+    DiagnosticInfo{Diag::kmsg_seq_gap, "kmsg_seq_gap", Severity::data_loss, false,
+        "/dev/kmsg records missing by their sequence numbers (overwritten in the kernel's buffer before they were "
+        "read, or left out of the file), one count per missing record"},
+    DiagnosticInfo{Diag::kmsg_unknown_flags, "kmsg_unknown_flags", Severity::info, false,
+        "/dev/kmsg records whose flags are not `-`, `c` or `+`: read as records of their own, not as continuations"},
 };
 // clang-format on
 
@@ -198,7 +212,7 @@ constexpr bool table_in_enum_order() {
 }
 }  // namespace detail
 static_assert(detail::table_in_enum_order(), "kDiagnostics must list every Diag once, in enum order");
-static_assert(kDiagnostics.size() == static_cast<std::size_t>(Diag::malformed_kmsg_record) + 1,
+static_assert(kDiagnostics.size() == static_cast<std::size_t>(Diag::kmsg_unknown_flags) + 1,
               "kDiagnostics must list every Diag");
 
 constexpr const DiagnosticInfo& diagnostic_info(Diag d) {

@@ -25,8 +25,8 @@ struct KmsgRecord {
     int facility = 0;  // prio >> 3; 0 = kernel, 1 = user (lines written to /dev/kmsg by root)
     std::uint64_t seq = 0;
     std::uint64_t ts_us = 0;  // CLOCK_MONOTONIC microseconds, as the record carries it
-    char flags = '-';
-    std::string message;                      // with the kernel's \xNN escapes undone
+    char flags = '-';         // '-', 'c' (a continuation starts), '+' (continues the last); '?' for any other field
+    std::string message;      // with the kernel's \xNN escapes undone
     std::map<std::string, std::string> dict;  // SUBSYSTEM=, DEVICE= continuation lines
 };
 
@@ -57,7 +57,10 @@ struct KernelLogMessage {
 
 // Classifies a message text (no prefix, e.g. "NVRM: Xid (PCI:0000:01:00): 79, pid=123, GPU has fallen
 // off the bus."; may hold several lines joined with '\n'): sets source, kind and fields. A preset source
-// ("user" for /dev/kmsg lines written from user space) is kept unless the text names a driver.
+// ("user": a /dev/kmsg record of facility other than 0, which user space wrote, the kernel ABI guaranteeing that
+// user space cannot write facility 0 (Documentation/ABI/testing/dev-kmsg); another program's syslog line) is
+// kept: a text that names a driver is read by that driver's grammar (kind and fields) and the driver goes into
+// field `text_source`, since the driver did not print it.
 void classify_kernel_message(KernelLogMessage& msg);
 
 // A kernel log in any supported text format, split into logical messages (continuation lines joined) and

@@ -6,11 +6,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nvtrace/expect.hpp"
 #include "nvtrace/report.hpp"
@@ -443,6 +447,56 @@ TEST(Check, LostEventsMarkWithoutALaterLineOfItsCpuCoversEveryPhase) {
     EXPECT_FALSE(r.completeness.gaps[0].ts_ns);
     auto m = checks(r, "check one\n  phase one\n  absent call nv_isr\n");
     EXPECT_EQ(m["one"].result, "inconclusive") << m["one"].why;
+}
+
+// A live capture's /dev/kmsg records with a jump in seq (read() said EPIPE: the kernel overwrote them before they
+// were read) are records missing, counted: `absent log xid` cannot pass, ioctl facts are not touched. The report
+// said only "kernel log records were overwritten" when the EPIPE was seen, and nothing when it was not recorded.
+TEST(Check, KmsgSeqGapInALiveCaptureIsMissingLogRecordsOnly) {
+    EventStream st;
+    st.kmsg = {KmsgRecordText{"6,10,1000,-;nvidia-uvm: Loaded the UVM driver"},
+               KmsgRecordText{"6,14,2000,-;nvidia-uvm: done"}};
+    Report r = build_report(st);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.completeness.diagnostic_count(Diag::kmsg_seq_gap), 3u);
+    ASSERT_FALSE(r.completeness.reasons.empty());
+    EXPECT_NE(std::find(r.completeness.reasons.begin(), r.completeness.reasons.end(),
+                        "3 kernel log records were overwritten before they were read"),
+              r.completeness.reasons.end())
+        << fmt::format("{}", fmt::join(r.completeness.reasons, "; "));
+    auto m = checks(r, "check no-xid\n  absent log xid\n");
+    EXPECT_EQ(m["no-xid"].result, "inconclusive") << m["no-xid"].why;
+    EXPECT_NE(m["no-xid"].why.find("seq 14 follows seq 10: 3 record(s) missing"), std::string::npos) << m["no-xid"].why;
+
+    Report p = phased_report();
+    p.completeness.complete = false;
+    p.completeness.diagnostics.push_back(make_diagnostic(Diag::kmsg_seq_gap, 3, "seq 14 follows seq 10"));
+    auto pm = checks(p, kPerPhase);
+    EXPECT_EQ(pm["one-none"].result, "pass") << pm["one-none"].why;
+}
+
+// A driver's line written from user space (echo "NVRM: Xid ..." > /dev/kmsg: facility 1) is no evidence of the
+// driver printing it: `log xid` does not pass on it and `absent log xid` does not fail; the evidence says it was not
+// counted. It passed, and the message said source NVRM.
+TEST(Check, XidLineWrittenFromUserSpaceIsNotAnXidOfTheDriver) {
+    EventStream st;
+    st.kmsg = {KmsgRecordText{"11,10,1000,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."}};
+    Report r = build_report(st);
+    ASSERT_EQ(r.kernel_log.size(), 1u);
+    EXPECT_EQ(r.kernel_log[0].source, "user");
+    EXPECT_EQ(r.kernel_log[0].kind, "xid");
+    auto m = checks(r, "check xid\n  log xid xid=79\ncheck no-xid\n  absent log xid\n");
+    EXPECT_EQ(m["xid"].result, "fail") << m["xid"].why;
+    EXPECT_NE(m["xid"].evidence.find("1 xid line(s) written from user space not counted"), std::string::npos)
+        << m["xid"].evidence;
+    EXPECT_EQ(m["no-xid"].result, "pass") << m["no-xid"].why;
+    EXPECT_NE(m["no-xid"].evidence.find("1 xid line(s) written from user space not counted"), std::string::npos)
+        << m["no-xid"].evidence;
+    // The kernel's own line (facility 0) is one.
+    EventStream k;
+    k.kmsg = {KmsgRecordText{"3,10,1000,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."}};
+    auto km = checks(build_report(k), "check xid\n  log xid xid=79\n");
+    EXPECT_EQ(km["xid"].result, "pass") << km["xid"].why;
 }
 
 }  // namespace

@@ -179,10 +179,61 @@ TEST(KlogFormat, KmsgRecordsWithDictionaryAndEscapedNewlines) {
     EXPECT_EQ(m.fields.at("kmsg_device"), "+pci:0000:b3:00.0");
 }
 
-TEST(KlogFormat, KmsgFromUserSpaceKeepsFacility) {
+// User space cannot write a /dev/kmsg record of facility 0 (Documentation/ABI/testing/dev-kmsg): an Xid line of
+// facility 1 was echoed into /dev/kmsg, not printed by nvidia.ko. It is read as an Xid (kind, fields) but its
+// source stays user, the driver its text names in text_source (docs/dmesg.md says so; the reader said NVRM).
+TEST(KlogFormat, KmsgNvrmXidWrittenFromUserSpaceIsSourceUserNotNvrm) {
     auto p = one("11,343,1703889856,-;" + kXid, "kmsg");
-    EXPECT_EQ(p.messages[0].source, "NVRM");
+    EXPECT_EQ(p.messages[0].source, "user");
+    EXPECT_EQ(p.messages[0].kind, "xid");
+    EXPECT_EQ(p.messages[0].fields.at("xid"), "79");
+    EXPECT_EQ(p.messages[0].fields.at("text_source"), "NVRM");
     EXPECT_EQ(p.messages[0].fields.at("facility"), "1");
+    auto k = one("3,343,1703889856,-;" + kXid, "kmsg");  // facility 0: the kernel's
+    EXPECT_EQ(k.messages[0].source, "NVRM");
+    EXPECT_EQ(k.messages[0].fields.count("text_source"), 0u);
+    EXPECT_EQ(k.messages[0].fields.count("facility"), 0u);
+}
+
+// Sequence numbers count every record the kernel logged: 5 then 9 is three records missing (overwritten before
+// they were read, or left out of the file). The reader said complete.
+TEST(KlogFormat, KmsgSequenceGapIsMissingRecordsNotACompleteLog) {
+    auto p = read_kernel_log("6,5,100,-;first\n6,6,101,-;second\n6,9,102,-;after the gap\n6,10,103,-;next\n", "k.log");
+    ASSERT_EQ(p.messages.size(), 4u);
+    EXPECT_FALSE(p.complete);
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "kmsg_seq_gap");
+    EXPECT_EQ(p.diagnostics[0].severity, "data_loss");
+    EXPECT_EQ(p.diagnostics[0].count, 2u);
+    EXPECT_EQ(p.diagnostics[0].first_example, "k.log:3: seq 9 follows seq 6: 2 record(s) missing");
+    ASSERT_EQ(p.incomplete.size(), 1u);
+    EXPECT_NE(p.incomplete[0].find("kmsg_seq_gap x2"), std::string::npos) << p.incomplete[0];
+    // A step back (a second boot's records, the buffer read twice) starts over: nothing is known missing.
+    auto q = read_kernel_log("6,5,100,-;a\n6,6,101,-;b\n6,0,1,-;reboot\n6,1,2,-;c\n", "k.log");
+    EXPECT_TRUE(q.complete) << (q.incomplete.empty() ? "" : q.incomplete[0]);
+    // Continuation fragments of kernels before 4.9 have their own seq: no gap.
+    auto c = read_kernel_log("6,5,100,c;NVRM: one\n6,6,100,+; two\n6,7,101,-;three\n", "k.log");
+    EXPECT_TRUE(c.complete);
+    EXPECT_EQ(c.messages.size(), 2u);
+}
+
+// Flags other than '-', 'c' and '+' ("+x", "?") were read by their first byte: "+x" joined the record to the one
+// before as a continuation. They are records of their own now, counted; a header whose fields are not numbers is a
+// malformed record (was non_log_line, as if it were no kmsg record at all).
+TEST(KlogFormat, KmsgUnknownFlagsAreARecordOfTheirOwnAndBadNumbersAMalformedRecord) {
+    auto p = read_kernel_log("6,5,100,-;NVRM: first\n6,6,101,+x;NVRM: second\n", "k.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.messages[1].text, "NVRM: second");
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "kmsg_unknown_flags");
+    EXPECT_EQ(p.diagnostics[0].severity, "info");
+    EXPECT_TRUE(p.complete);
+    auto m = read_kernel_log("6,5,100,-;ok\n6,x7,101,-;NVRM: bad seq\n", "k.log");
+    ASSERT_EQ(m.diagnostics.size(), 1u);
+    EXPECT_EQ(m.diagnostics[0].name, "malformed_kmsg_record");
+    EXPECT_NE(m.diagnostics[0].first_example.find("k.log:2: kmsg record: expected numeric"), std::string::npos)
+        << m.diagnostics[0].first_example;
+    EXPECT_FALSE(m.complete);
 }
 
 TEST(KlogFormat, QuotedInOtherOutput) {

@@ -291,13 +291,18 @@ TEST(KlogPeermemGdrdrv, SourcesAndErrors) {
     EXPECT_EQ(f(g, "function"), "gdrdrv_mmap");
 }
 
-TEST(KlogUser, PresetUserSourceStaysUnlessADriverIsNamed) {
+// A driver's text written from user space is read by the driver's grammar, but the driver did not print it: the
+// source stays user and the driver goes into text_source (was: source NVRM, as if nvidia.ko had printed it).
+TEST(KlogUser, PresetUserSourceStaysWhenTheTextNamesADriver) {
     auto u = classify("hello from user space", "user");
     EXPECT_EQ(u.source, "user");
     EXPECT_EQ(u.kind, "other");
+    EXPECT_EQ(u.fields.count("text_source"), 0u);
     auto n = classify("NVRM: Xid (PCI:0000:01:00): 79, pid=123, GPU has fallen off the bus.", "user");
-    EXPECT_EQ(n.source, "NVRM");
+    EXPECT_EQ(n.source, "user");
     EXPECT_EQ(n.kind, "xid");
+    EXPECT_EQ(f(n, "text_source"), "NVRM");
+    EXPECT_EQ(f(n, "xid"), "79");
 }
 
 }  // namespace
