@@ -216,7 +216,8 @@ void parse_suffixes(std::string_view r, GraphBody& out, bool want_name) {
             if (end == std::string_view::npos) return;
             r.remove_prefix(end + 1);
         } else {
-            return;  // unknown trailing text: the call itself is understood, keep it
+            out.unknown_tail = r;  // the call itself is understood and kept; the text is counted
+            return;
         }
     }
 }
@@ -324,6 +325,7 @@ void parse_graph_columns(std::string_view rest, int base, std::size_t first_bar,
     b.comment = {};
     b.retval.reset();
     b.expected = {};
+    b.unknown_tail = {};
     std::size_t body_start = 0;
     for (int col = 0; col < 3; ++col) {
         if (col == 0) {

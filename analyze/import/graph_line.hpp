@@ -26,6 +26,9 @@ struct GraphBody {
     std::string_view comment;                  // comment lines: the text inside "/* */"
     std::optional<std::int64_t> retval;        // "/* = V */", "/* f = V */", "/* f ret=V */", " (ret=V)"
     std::string_view expected;                 // malformed: what was expected
+    // Text after "{", ";" or "}" that is no "/* */" comment, " (ret=V)" or " (N)": not read (the call is kept;
+    // StreamBuilder::graph counts it, diagnostic graph_unknown_tail).
+    std::string_view unknown_tail;
 };
 
 // The columns after the CPU column, each optional, in the kernel's order: TASK/PID (" comm-pid | "),

@@ -109,6 +109,10 @@ void StreamBuilder::backfill_pid(std::size_t from, int cpu, int pid) {
 
 void StreamBuilder::graph(const LineCtx& ctx, const GraphBody& b) {
     using K = GraphBody::Kind;
+    if (!b.unknown_tail.empty()) [[unlikely]]
+        count_diagnostic(
+            stream_.diagnostics, Diag::graph_unknown_tail,
+            example(file_, ctx.line, "a '/* ... */' comment or ' (ret=V)' after the call", b.unknown_tail));
     switch (b.kind) {
         case K::irq_enter:
             ++irq_marks(ctx.cpu);

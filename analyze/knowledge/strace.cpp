@@ -819,7 +819,21 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                     x.signal = std::string(sig.substr(0, sig.find(' ')));
                 }
                 if (x.status || x.signal) log.exits.push_back(std::move(x));
+                return;
             }
+            // strace's own lines: "--- SIGCHLD {...} ---" (a signal), "strace: Process 12 attached", and the
+            // frames of -k's stack trace (" > /usr/lib/libc.so.6(ioctl+0xb) [0xf1b]").
+            if (starts_with(t, "--- ") || starts_with(t, "strace: ") || starts_with(t, "> ")) return;
+            // "ioctl 3 ..." (no argument list): an ioctl that cannot be read is no line to skip.
+            if (starts_with(t, "ioctl") &&
+                (t.size() == 5 || !(std::isalnum(static_cast<unsigned char>(t[5])) || t[5] == '_'))) {
+                diag(Diag::strace_malformed_ioctl, lineno,
+                     fmt::format("expected ioctl(fd, request, ...) = result, found \"{}\"", t.substr(0, 80)));
+                return;
+            }
+            diag(Diag::strace_other_line, lineno,
+                 fmt::format("expected a call, exit or signal line, found \"{}\"; the line is not read",
+                             t.substr(0, 80)));
             return;
         }
         const bool truncated = !l->complete && !l->unfinished;

@@ -223,6 +223,22 @@ TEST(FgraphText, MalformedLinesAreCountedWithTheFirstExample) {
     EXPECT_NE(s.diagnostics[0].first_example.find("garbage here"), std::string::npos);
 }
 
+// Text after "{" or "}" that is no comment or "(ret=V)" was dropped without a word; the calls are still read, the
+// text is counted (info: the call and its time are what the line carries).
+TEST(FgraphText, TextAfterTheBraceIsCountedNotDroppedSilently) {
+    auto s = read(
+        " 0)               |  f() { garbage\n"
+        " 0)   0.100 us    |    g(); /* = 0x0 */\n"
+        " 0)   1.000 us    |  } more text\n");
+    ASSERT_EQ(s.diagnostics.size(), 1u);
+    EXPECT_EQ(s.diagnostics[0].name, "graph_unknown_tail");
+    EXPECT_EQ(s.diagnostics[0].severity, "info");
+    EXPECT_EQ(s.diagnostics[0].count, 2u);
+    EXPECT_EQ(s.diagnostics[0].first_example,
+              "t.txt:1: expected a '/* ... */' comment or ' (ret=V)' after the call, found 'garbage'");
+    expect_tree(s);
+}
+
 TEST(FgraphText, NothingUsableIsAnErrorNamingFileAndLine) {
     auto r = read_fgraph_text("hello\nworld\n", "x.txt");
     ASSERT_FALSE(r);

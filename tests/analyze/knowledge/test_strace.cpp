@@ -376,3 +376,38 @@ TEST(StraceReader, IoctlWithoutRequestIsAMalformedLineNotACompleteReport) {
     EXPECT_FALSE(r.completeness.complete);
     EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
 }
+
+// A line that is no call was skipped without a word: "ioctl garbage here" may have been any ioctl (malformed,
+// unreadable: the report is not complete), other text is counted as strace_other_line (info); strace's own signal,
+// "strace:" and -k frame lines are not counted.
+TEST(StraceReader, LinesThatAreNoCallAreCountedNotSkipped) {
+    const char* text =
+        "1234  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffd) = 0\n"
+        "hello from the program\n"
+        "1234  ioctl garbage here\n"
+        "1234  --- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=1235} ---\n"
+        "strace: Process 1235 attached\n"
+        " > /usr/lib/x86_64-linux-gnu/libc.so.6(ioctl+0xb) [0x11c3ab]\n"
+        "second stray line\n"
+        "1234  +++ exited with 0 +++\n";
+    StraceLog log = parse_strace(text, "v.txt");
+    const Diagnostic* bad = diagnostic(log.diagnostics, "strace_malformed_ioctl");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->count, 1u);
+    EXPECT_EQ(bad->first_example, "v.txt:3: expected ioctl(fd, request, ...) = result, found \"ioctl garbage here\"");
+    const Diagnostic* other = diagnostic(log.diagnostics, "strace_other_line");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->count, 2u);
+    EXPECT_EQ(other->severity, "info");
+    EXPECT_EQ(other->first_example,
+              "v.txt:2: expected a call, exit or signal line, found \"hello from the program\"; the line is not read");
+    EXPECT_EQ(log.diagnostics.size(), 2u);
+    Report r = report_of(text);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
+    // Only the stray text: complete (nothing an ioctl could have been in), the lines counted.
+    Report ok =
+        report_of("1234  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffd) = 0\nhello\n");
+    EXPECT_TRUE(ok.completeness.complete);
+    EXPECT_EQ(ok.completeness.diagnostic_count(Diag::strace_other_line), 1u);
+}
