@@ -385,6 +385,20 @@ void fill_ioctl_stats(Report& r, const json& head) {
 // own parent or has a parent with a larger id that is in the report.
 class CallTreeCheck {
 public:
+    void add(const Call& c) {
+        if (!c.exit_seen && unclosed_++ == 0) first_unclosed_ = c.id;
+        add(c.id, c.parent);
+    }
+    // A report that says it is complete while calls in it never returned (exit_seen false: the builder counts
+    // each as unclosed_call, data_loss) is not believed, like fill_head's counts.
+    void believe_unclosed(Completeness& cm) const {
+        if (!cm.complete || !unclosed_) return;
+        cm.reasons.push_back(
+            fmt::format("{} call{} without {} return (exit_seen false, first: call {}; the saved "
+                        "report said complete)",
+                        unclosed_, unclosed_ == 1 ? "" : "s", unclosed_ == 1 ? "its" : "their", first_unclosed_));
+        cm.complete = false;
+    }
     void add(std::uint64_t id, std::optional<std::uint64_t> parent) {
         const std::size_t i = n_++;
         if (twice_) return;
@@ -440,6 +454,7 @@ private:
         std::uint64_t id, parent;
     };
     std::size_t n_ = 0;
+    std::uint64_t unclosed_ = 0, first_unclosed_ = 0;
     bool dense_ = true;
     bool own_parent_ = false;
     std::unordered_set<std::uint64_t> ids_;
@@ -452,10 +467,11 @@ private:
     std::vector<Suspect> suspects_;  // calls whose parent id is not smaller than their own, in order
 };
 
-std::optional<std::string> bad_call_tree(const std::vector<Call>& calls) {
+std::optional<std::string> bad_call_tree(const std::vector<Call>& calls, Completeness& cm) {
     CallTreeCheck check;
     for (const Call& c : calls)
-        check.add(c.id, c.parent);
+        check.add(c);
+    check.believe_unclosed(cm);
     return check.result();
 }
 
@@ -475,7 +491,7 @@ Result<Report> report_from_json(const json& j) {
     } catch (const FieldError& e) {
         return fail(Error::usage(e.where));
     }
-    if (auto bad = bad_call_tree(r.calls)) return fail(Error::usage(*bad));
+    if (auto bad = bad_call_tree(r.calls, r.completeness)) return fail(Error::usage(*bad));
     fill_ioctl_stats(r, j);
     return r;
 }
@@ -869,7 +885,7 @@ private:
     }
 
     void give(Call&& c) {
-        call_tree.add(c.id, c.parent);
+        call_tree.add(c);
         if (sink_) {
             if (calls_given++ >= skip_calls_) (*sink_)(std::move(c));
             return;
@@ -1198,6 +1214,7 @@ Result<Report> read_report_once(const std::string& path, const CallSink* sink, s
         return fail(Error::usage(fmt::format("{}: {}", path, e.where)));
     }
     if (auto bad = sax.call_tree.result()) return fail(Error::usage(fmt::format("{}: {}", path, *bad)));
+    sax.call_tree.believe_unclosed(r.completeness);
     fill_ioctl_stats(r, sax.head);
     return r;
 }

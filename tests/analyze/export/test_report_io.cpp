@@ -612,6 +612,39 @@ TEST(ReportIo, CallSinkGetsEveryCallInOrderAndTheSameErrors) {
 // A fresh user's finding: a saved report with "complete": true (edited by hand, or another producer's) beside
 // data_loss diagnostics printed "complete: yes" under the diagnostics it listed, while `check` treated the same
 // data as lost. Such a report is read as incomplete, a reason for each count.
+// A fresh user's finding: a saved report with "complete": true whose calls include one that never returned
+// (exit_seen false: the builder counts it as unclosed_call, data_loss) printed "complete: yes". Both readers (the
+// file's, used by every command, and the DOM's) say incomplete, naming the first such call.
+TEST(ReportIo, CompleteBesideACallThatNeverReturnedIsNotBelieved) {
+    fs::path d = temp_dir("said-complete-unclosed");
+    nlohmann::json j = baseline();
+    j["completeness"]["complete"] = true;
+    j["completeness"]["reasons"] = nlohmann::json::array();
+    j["calls"][3]["exit_seen"] = false;
+    j["calls"][5]["exit_seen"] = false;
+    const std::string want = fmt::format(
+        "2 calls without their return (exit_seen false, first: call {}; the saved "
+        "report said complete)",
+        j["calls"][3]["id"].get<std::uint64_t>());
+    auto r = read_text(d, "said.json", j.dump());
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_FALSE(r->completeness.complete);
+    ASSERT_EQ(r->completeness.reasons.size(), 1u);
+    EXPECT_EQ(r->completeness.reasons[0], want);
+    auto dom = report_from_json(j);
+    ASSERT_TRUE(dom) << dom.error().message;
+    EXPECT_FALSE(dom->completeness.complete);
+    ASSERT_EQ(dom->completeness.reasons.size(), 1u);
+    EXPECT_EQ(dom->completeness.reasons[0], want);
+    // A report that says it is incomplete keeps its own reasons.
+    j["completeness"]["complete"] = false;
+    j["completeness"]["reasons"] = nlohmann::json::array({"2 calls without their return"});
+    auto kept = read_text(d, "kept.json", j.dump());
+    ASSERT_TRUE(kept) << kept.error().message;
+    EXPECT_EQ(kept->completeness.reasons, std::vector<std::string>{"2 calls without their return"});
+    fs::remove_all(d);
+}
+
 TEST(ReportIo, CompleteBesideCountsOfLostDataIsNotBelieved) {
     fs::path d = temp_dir("said-complete");
     nlohmann::json j = baseline();
