@@ -323,6 +323,11 @@ private:
             std::optional<std::uint64_t> took = io.duration_ns;
             if (!took && io.enter_ns && io.exit_ns && *io.exit_ns >= *io.enter_ns) took = *io.exit_ns - *io.enter_ns;
             if (took) args["duration_ns"] = *took;
+            // The input's clock went back between the call and its return (strace -t across midnight, a clock
+            // step): no duration, so an instant, which says why.
+            if (!took && io.enter_ns && io.exit_ns && *io.exit_ns < *io.enter_ns)
+                args["duration_unknown"] =
+                    fmt::format("the exit's time ({} ns) is before the entry's ({} ns)", *io.exit_ns, *io.enter_ns);
             if (io.phase) args["phase"] = *io.phase;
             if (!io.calls.empty()) args["calls"] = io.calls;
             std::optional<std::uint64_t> ts = io.enter_ns;

@@ -279,6 +279,36 @@ TEST(ExportChrome, IoctlsWithoutCallsAreSlicesOfTheirThread) {
     EXPECT_EQ(xs, (std::vector<X>{{100, 1000, 2500}, {100, 5000, 4000}, {101, 1200, 500}}));
 }
 
+// An ioctl whose exit's time is before its entry's (strace -t across midnight) was an instant without a word: it is
+// an instant that says why it has no duration.
+TEST(ExportChrome, IoctlWhoseExitIsBeforeItsEntryIsAnInstantThatSaysWhy) {
+    Report r;
+    IoctlRecord io;
+    io.pid = 100;
+    io.comm = "app";
+    io.fd = 3;
+    io.cmd = 0x541b;
+    io.name = "FIONREAD";
+    io.enter_ns = 86'399'000'000'000;
+    io.exit_ns = 1'000'000;
+    r.ioctls.push_back(io);
+    std::ostringstream out;
+    ChromeTraceStats stats = write_chrome_trace(r, out);
+    EXPECT_EQ(stats.ioctl_slices, 0u);
+    EXPECT_EQ(stats.instants, 1u);
+    nlohmann::json j = nlohmann::json::parse(out.str());
+    bool seen = false;
+    for (const auto& e : j["traceEvents"])
+        if (e.value("cat", "") == "ioctl") {
+            seen = true;
+            EXPECT_EQ(e["ph"], "i");
+            EXPECT_EQ(e["args"].value("duration_unknown", ""),
+                      "the exit's time (1000000 ns) is before the entry's (86399000000000 ns)")
+                << e.dump();
+        }
+    EXPECT_TRUE(seen);
+}
+
 TEST(ExportChrome, UntimedTraceIsLaidOutFromDurations) {
     // A function_graph text without timestamps: every call is synthetic, children inside parents.
     Report r = load(std::string(NVTRACE_TEST_DATA) + "/golden/fgraph-irq-nested-module-suffix.json");
