@@ -56,7 +56,7 @@ int do_check(const CheckArgs& a) {
             {"report", a.report}, {"expectations", expect_path}, {"checks", tracer::checks_json(checks)}};
         fmt::print("{}\n", out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
-        fmt::print("report: {}\nexpectations: {}{}\n", a.report, expect_path,
+        fmt::print("report: {}\nexpectations: {}{}\n", a.report == "-" ? "- (standard input)" : a.report, expect_path,
                    ex->title.empty() ? std::string() : " (" + ex->title + ")");
         tracer::print_checks(checks, a.verbose);
     }
