@@ -27,6 +27,15 @@ const Diagnostic* diagnostic(const std::vector<Diagnostic>& ds, std::string_view
     return nullptr;
 }
 
+// The diagnostic `name` of `log` is there, `count` times, with `first_example`.
+void expect_diagnostic(const StraceLog& log, std::string_view name, std::uint64_t count,
+                       std::string_view first_example) {
+    const Diagnostic* d = diagnostic(log.diagnostics, name);
+    ASSERT_TRUE(d) << name;
+    EXPECT_EQ(d->count, count) << name;
+    EXPECT_EQ(d->first_example, first_example) << name;
+}
+
 std::string read_case(const char* name) {
     std::ifstream in(std::string(NVTRACE_CASES_DIR) + "/" + name, std::ios::binary);
     std::stringstream ss;
@@ -367,11 +376,8 @@ TEST(StraceReader, IoctlWithoutRequestIsAMalformedLineNotACompleteReport) {
     const char* text =
         "1234  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffd) = 0\n"
         "1234  ioctl(3</dev/nvidiactl>) = -1 EINVAL (Invalid argument)\n";
-    StraceLog log = parse_strace(text, "v.txt");
-    const Diagnostic* d = diagnostic(log.diagnostics, "strace_malformed_ioctl");
-    ASSERT_TRUE(d);
-    EXPECT_EQ(d->count, 1u);
-    EXPECT_EQ(d->first_example, "v.txt:2: no request in ioctl() (expected 'ioctl(FD, REQUEST, ...)')");
+    expect_diagnostic(parse_strace(text, "v.txt"), "strace_malformed_ioctl", 1,
+                      "v.txt:2: no request in ioctl() (expected 'ioctl(FD, REQUEST, ...)')");
     Report r = report_of(text);
     EXPECT_FALSE(r.completeness.complete);
     EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
@@ -391,16 +397,15 @@ TEST(StraceReader, LinesThatAreNoCallAreCountedNotSkipped) {
         "second stray line\n"
         "1234  +++ exited with 0 +++\n";
     StraceLog log = parse_strace(text, "v.txt");
-    const Diagnostic* bad = diagnostic(log.diagnostics, "strace_malformed_ioctl");
-    ASSERT_TRUE(bad);
-    EXPECT_EQ(bad->count, 1u);
-    EXPECT_EQ(bad->first_example, "v.txt:3: expected ioctl(fd, request, ...) = result, found \"ioctl garbage here\"");
+    expect_diagnostic(log, "strace_malformed_ioctl", 1,
+                      "v.txt:3: expected ioctl(fd, request, ...) = result, found \"ioctl garbage here\"");
+    expect_diagnostic(
+        log, "strace_other_line", 2,
+        "v.txt:2: expected a call, exit or signal line, found \"hello from the program\"; the line is not "
+        "read");
     const Diagnostic* other = diagnostic(log.diagnostics, "strace_other_line");
     ASSERT_TRUE(other);
-    EXPECT_EQ(other->count, 2u);
     EXPECT_EQ(other->severity, "info");
-    EXPECT_EQ(other->first_example,
-              "v.txt:2: expected a call, exit or signal line, found \"hello from the program\"; the line is not read");
     EXPECT_EQ(log.diagnostics.size(), 2u);
     Report r = report_of(text);
     EXPECT_FALSE(r.completeness.complete);
