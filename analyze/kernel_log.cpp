@@ -72,7 +72,7 @@ Result<KmsgRecord> parse_kmsg_record(std::string_view record) {
                                              record.substr(0, semi))));
     r.level = static_cast<int>(prio & 7u);
     r.facility = static_cast<int>(prio >> 3);
-    if (n >= 4 && !parts[3].empty())
+    if (n >= 4)
         r.flags = parts[3].size() == 1 && (parts[3][0] == '-' || parts[3][0] == 'c' || parts[3][0] == '+') ? parts[3][0]
                                                                                                            : '?';
 
@@ -279,6 +279,7 @@ struct Building {
     std::string format;
     std::string last_line;
     bool removed = false;
+    bool user = false;  // written from user space (source user): never joined with the kernel's lines
     ReportState report = ReportState::none;
     int report_text = 0;
 };
@@ -395,7 +396,8 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
             append(open_gsp_, body, lineno);
             return;
         }
-        if (last_ >= 0 && same_stream(last_) && same_time(msgs_[static_cast<std::size_t>(last_)].msg) &&
+        if (last_ >= 0 && same_stream(last_) && !msgs_[static_cast<std::size_t>(last_)].user &&
+            same_time(msgs_[static_cast<std::size_t>(last_)].msg) &&
             klog::continues_nvrm_text(msgs_[static_cast<std::size_t>(last_)].last_line, first)) {
             append(last_, body, lineno);
             return;
@@ -423,6 +425,7 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
         b.msg.source = "user";  // another program's syslog line: kept, attributed to its tag
         b.msg.fields["ident"] = p.ident;
     }
+    b.user = b.msg.source == "user";
     msgs_.push_back(std::move(b));
     ++out_.log_lines;
     int idx = static_cast<int>(msgs_.size() - 1);
@@ -436,7 +439,7 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
              fmt::format("text before the message start kept as field line_prefix: \"{}\"",
                          std::string_view(p.unknown_prefix).substr(0, 80)));
     }
-    if (!preset_source.empty()) return;
+    if (msgs_.back().user) return;
     if (klog::is_oops_start(first)) {
         open_oops_ = idx;
         msgs_.back().report = klog::is_report_banner(first) ? ReportState::banner : ReportState::title;
@@ -485,7 +488,9 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
             diag(Diag::kmsg_unknown_flags, lineno,
                  fmt::format("flags of '{}' are not '-', 'c' or '+': read as a record of its own",
                              raw.substr(0, std::min<std::size_t>(raw.find(';'), 64))));
-        if (rec->flags == '+' && last_ >= 0) {  // continuation fragment (LOG_CONT, kernels before 4.9)
+        // A continuation fragment (LOG_CONT, kernels before 4.9) of the same writer: a record of facility 0 never
+        // continues one user space wrote, nor the other way round.
+        if (rec->flags == '+' && last_ >= 0 && msgs_[static_cast<std::size_t>(last_)].user == (rec->facility != 0)) {
             append(last_, rec->message, lineno);
             return;
         }
@@ -525,7 +530,9 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
     }
     // No prefix. Indented: a continuation (dmesg prints a multi-line record's further lines under the message,
     // journalctl aligns them under the message column).
-    if ((raw.front() == ' ' || raw.front() == '\t') && last_ >= 0) {
+    // Not after a /dev/kmsg record: it escapes its line breaks, and its only indented lines are KEY=value.
+    if ((raw.front() == ' ' || raw.front() == '\t') && last_ >= 0 &&
+        msgs_[static_cast<std::size_t>(last_)].format != "kmsg") {
         append(last_, t, lineno);
         return;
     }
@@ -624,6 +631,13 @@ std::string field(const KernelLogMessage& m, const std::string& k) {
     return it == m.fields.end() ? std::string{} : it->second;
 }
 
+// Whether two messages were written by the same side: the kernel, or user space (source user: a /dev/kmsg record
+// of facility other than 0, another program's syslog line, tool output). One event's lines never mix the two: a
+// user-space line joined to the kernel's would pass for the driver's, or hide it.
+bool same_writer(const KernelLogMessage& a, const KernelLogMessage& b) {
+    return (a.source == "user") == (b.source == "user");
+}
+
 void Reader::post_process() {
     for (auto& b : msgs_)
         classify_kernel_message(b.msg);
@@ -634,7 +648,7 @@ void Reader::post_process() {
         if (m.kind == "rm_init_adapter_failed" && m.fields.count("minor") && !m.fields.count("code")) {
             for (std::size_t back = 1; back <= 16 && back <= i; ++back) {
                 auto& j = msgs_[i - back];
-                if (j.removed || j.msg.kind != "rm_init_adapter_failed" ||
+                if (j.removed || !same_writer(j.msg, m) || j.msg.kind != "rm_init_adapter_failed" ||
                     (!j.msg.fields.count("code") && !j.msg.fields.count("truncated")) || j.msg.fields.count("minor") ||
                     field(j.msg, "pci") != field(m, "pci") || !close_in_time(j.msg, m))
                     continue;
@@ -652,7 +666,7 @@ void Reader::post_process() {
             if (part && i > 0) {
                 for (std::size_t back = 1; back <= i; ++back) {
                     auto& j = msgs_[i - back];
-                    if (j.removed) continue;
+                    if (j.removed || !same_writer(j.msg, m)) continue;
                     if (j.msg.kind == "xid" && field(j.msg, "xid") == "13" && field(j.msg, "pci") == field(m, "pci") &&
                         detail_of(j.msg).rfind("Graphics Exception: ", 0) == 0 && close_in_time(j.msg, m)) {
                         j.msg.text += "\n" + m.text;
@@ -675,8 +689,8 @@ void Reader::post_process() {
         if (m.kind == "fallen_off_bus" && m.fields.count("pci")) {
             for (std::size_t back = 1; back <= 4 && back <= i; ++back) {
                 auto& j = msgs_[i - back];
-                if (j.removed || j.msg.kind != "xid" || field(j.msg, "fallen_off_bus") != "true" ||
-                    !close_in_time(j.msg, m))
+                if (j.removed || !same_writer(j.msg, m) || j.msg.kind != "xid" ||
+                    field(j.msg, "fallen_off_bus") != "true" || !close_in_time(j.msg, m))
                     continue;
                 std::string xpci = field(j.msg, "pci"), dpci = field(m, "pci");
                 if (dpci.rfind(xpci, 0) != 0 || j.msg.fields.count("device")) continue;
@@ -692,7 +706,7 @@ void Reader::post_process() {
         if (m.kind == "register_dump") {
             for (std::size_t back = 1; back <= i; ++back) {
                 auto& j = msgs_[i - back];
-                if (j.removed) continue;
+                if (j.removed || !same_writer(j.msg, m)) continue;
                 if (j.msg.kind == "register_dump" && field(j.msg, "register") == field(m, "register") &&
                     field(j.msg, "function") == field(m, "function") && close_in_time(j.msg, m)) {
                     j.msg.text += "\n" + m.text;
@@ -713,8 +727,8 @@ void Reader::post_process() {
         // "resource sanity check: requesting [mem ...], which spans more than ...": one event.
         if (m.kind == "resource_conflict" && m.fields.count("caller") && !m.fields.count("range_start") && i > 0) {
             auto& j = msgs_[i - 1];
-            if (!j.removed && j.msg.kind == "resource_conflict" && j.msg.fields.count("range_start") &&
-                !j.msg.fields.count("caller")) {
+            if (!j.removed && same_writer(j.msg, m) && j.msg.kind == "resource_conflict" &&
+                j.msg.fields.count("range_start") && !j.msg.fields.count("caller")) {
                 j.msg.text += "\n" + m.text;
                 j.msg.fields["caller"] = m.fields["caller"];
                 if (m.fields.count("caller_module")) j.msg.fields["caller_module"] = m.fields["caller_module"];
@@ -724,7 +738,7 @@ void Reader::post_process() {
         // kernel/module/main.c prints "disagrees about version of symbol S" then "Unknown symbol S (err -22)".
         if (m.kind == "unknown_symbol" && i > 0) {
             const auto& j = msgs_[i - 1].msg;
-            if (j.kind == "symbol_version_mismatch" && field(j, "symbol") == field(m, "symbol") &&
+            if (j.kind == "symbol_version_mismatch" && same_writer(j, m) && field(j, "symbol") == field(m, "symbol") &&
                 field(j, "module") == field(m, "module"))
                 m.fields["version_mismatch"] = "true";
         }

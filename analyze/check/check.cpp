@@ -908,8 +908,9 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
         if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) kinds.push_back(m.kind);
         if (!is_of_kind(m, kind)) continue;
         // A driver's line written from user space (echo into /dev/kmsg, another program's syslog line) is no
-        // evidence that the driver printed it (kernel_log.hpp, field text_source).
-        if (m.source == "user" && m.fields.count("text_source")) {
+        // evidence that the driver printed it (kernel_log.hpp, field text_source); nor is a driver's message of a
+        // kmsg facility other than 0 (field facility), which only a saved report edited by hand can hold.
+        if (m.fields.count("text_source") || (m.fields.count("facility") && m.source != "user")) {
             if (user_written++ == 0) first_user = m.text.substr(0, m.text.find('\n'));
             continue;
         }

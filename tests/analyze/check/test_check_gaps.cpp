@@ -497,6 +497,11 @@ TEST(Check, XidLineWrittenFromUserSpaceIsNotAnXidOfTheDriver) {
     k.kmsg = {KmsgRecordText{"3,10,1000,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."}};
     auto km = checks(build_report(k), "check xid\n  log xid xid=79\n");
     EXPECT_EQ(km["xid"].result, "pass") << km["xid"].why;
+    // A saved report edited to say source NVRM beside facility 1 (only an edit can make one): still user space's.
+    Report e = build_report(st);
+    e.kernel_log[0].source = "NVRM";
+    e.kernel_log[0].fields.erase("text_source");
+    EXPECT_EQ(checks(e, "check xid\n  log xid xid=79\n")["xid"].result, "fail");
 }
 
 }  // namespace

@@ -217,6 +217,51 @@ TEST(KlogFormat, KmsgSequenceGapIsMissingRecordsNotACompleteLog) {
     EXPECT_EQ(c.messages.size(), 2u);
 }
 
+// The kernel's lines and user space's never make one message (fresh user): a facility-1 '+' fragment completed a
+// facility-0 Xid head into an Xid 79 of source NVRM that passed `log xid xid=79`, and a user-written Xid took in the
+// kernel's own "fallen off the bus" line, so `log fallen_off_bus` failed. Each stays its own writer's message.
+TEST(KlogFormat, KernelAndUserSpaceRecordsAreNeverJoined) {
+    auto p = read_kernel_log(
+        "6,1,100,c;NVRM: Xid (PCI:0000:01:00): \n11,2,100,+;79, pid=1, GPU has fallen off the bus.\n", "k.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.messages[0].source, "NVRM");
+    EXPECT_EQ(p.messages[0].fields.count("xid"), 0u) << p.messages[0].text;
+    EXPECT_EQ(p.messages[1].source, "user");
+    auto q = read_kernel_log(
+        "11,1,100,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "6,2,100,-;NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.\n",
+        "k.log");
+    ASSERT_EQ(q.messages.size(), 2u);
+    EXPECT_EQ(q.messages[0].source, "user");
+    EXPECT_EQ(q.messages[0].fields.count("duplicate_lines"), 0u);
+    EXPECT_EQ(q.messages[1].source, "NVRM");
+    EXPECT_EQ(q.messages[1].kind, "fallen_off_bus");
+    // Same-timestamp NVRM lines (one printk in several records) still join when both are the kernel's.
+    auto k = read_kernel_log(
+        "3,1,100,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "3,2,100,-;NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.\n",
+        "k.log");
+    ASSERT_EQ(k.messages.size(), 1u);
+    EXPECT_EQ(k.messages[0].fields.at("device"), "0000:01:00.0");
+}
+
+// A /dev/kmsg record escapes its line breaks, and its only indented lines are " KEY=value": an indented line of
+// other text after one was joined into its text (and into an Xid's detail) without a word. An empty flags field
+// is unknown flags too.
+TEST(KlogFormat, IndentedTextAfterAKmsgRecordIsNotPartOfItAndEmptyFlagsAreUnknown) {
+    auto p = read_kernel_log(
+        "3,1,100,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n"
+        " GPU 0000:01:00.0: something else\n"
+        " SUBSYSTEM=pci\n",
+        "k.log");
+    ASSERT_GE(p.messages.size(), 1u);
+    EXPECT_EQ(p.messages[0].text, "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.");
+    EXPECT_EQ(p.messages[0].fields.at("detail"), "GPU has fallen off the bus.");
+    auto e = read_kernel_log("6,9,100,;msg\n", "k.log");
+    ASSERT_EQ(e.diagnostics.size(), 1u);
+    EXPECT_EQ(e.diagnostics[0].name, "kmsg_unknown_flags");
+}
+
 // Flags other than '-', 'c' and '+' ("+x", "?") were read by their first byte: "+x" joined the record to the one
 // before as a continuation. They are records of their own now, counted; a header whose fields are not numbers is a
 // malformed record (was non_log_line, as if it were no kmsg record at all).
