@@ -304,6 +304,14 @@ std::optional<TraceFormat> detect_format(std::string_view head) {
             }
             continue;
         }
+        // strace -k's stack frames under each call: " > /usr/lib/libc.so.6(ioctl+0xb) [0x11b0fb]" (strace's
+        // unwind printing: one space, '>', the object, the symbol and offset, the address in brackets). Read as
+        // a quoted kernel-log line they made strace -k output a kernel log.
+        if (starts_with(line, " > ") && ends_with(t, "]") && t.rfind(" [0x") != std::string_view::npos) {
+            strace += 1;
+            ++strace_lines;
+            continue;
+        }
         if (is_kernel_log_line(t)) {
             klog += 2;
             ++klog_lines;
@@ -394,11 +402,15 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
             return r;
         case TraceFormat::kernel_log: {
             KernelLogParse k = read_kernel_log(text, file_name);
-            if (k.messages.empty())
-                return fail(
-                    Error::usage(fmt::format("{}: no kernel log messages found (expected dmesg, "
-                                             "journalctl -k, syslog or /dev/kmsg lines)",
-                                             file_name)));
+            if (k.messages.empty())  // the first line that could not be read says where and what was wrong
+                return fail(Error::usage(
+                    k.diagnostics.empty()
+                        ? fmt::format("{}: no kernel log messages found (expected dmesg, journalctl -k, syslog or "
+                                      "/dev/kmsg lines)",
+                                      file_name)
+                        : fmt::format("{}: no kernel log messages found (expected dmesg, journalctl -k, syslog or "
+                                      "/dev/kmsg lines); first: {}",
+                                      file_name, k.diagnostics.front().first_example)));
             r.kernel_log = std::move(k.messages);
             r.stream.diagnostics = std::move(k.diagnostics);
             return r;

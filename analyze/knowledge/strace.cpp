@@ -862,7 +862,11 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
             if (res.problem) diag(Diag::strace_malformed_ioctl, lineno, *res.problem);
             if (l->resumed) {
                 auto it = pending.find(l->pid.value_or(-1));
-                if (it == pending.end()) return;
+                if (it == pending.end()) {  // the call's request and fd were on a line the log does not hold
+                    diag(Diag::strace_exit_without_entry, lineno,
+                         "a '<... ioctl resumed>' line whose '<unfinished ...>' call line is not in the log");
+                    return;
+                }
                 take_result(log.ioctls[it->second], res);
                 log.ioctls[it->second].truncated = truncated;
                 log.ioctls[it->second].exit_ns = at;  // strace stamps a resumed line when the call returned

@@ -71,6 +71,31 @@ TEST(Detect, OtherShapes) {
     EXPECT_EQ(detect_format(""), std::nullopt);
 }
 
+// strace -k prints each call's stack under it, one " > object(symbol+off) [0xaddr]" line per frame: mostly frame
+// lines, which were read as quoted kernel-log lines, so the file was a kernel log with no ioctl (fresh user).
+TEST(Detect, StraceWithStackTracesIsStrace) {
+    std::string text;
+    for (int i = 0; i < 3; ++i) {
+        text += "1234  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffc5678) = 0\n";
+        for (int f = 0; f < 8; ++f)
+            text += " > /usr/lib/x86_64-linux-gnu/libc.so.6(ioctl+0xb) [0x11b0fb]\n";
+    }
+    EXPECT_EQ(detect_format(text), TraceFormat::strace);
+    auto r = import_text(text, "sk.txt", std::nullopt);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(build_report(r->stream).ioctls.size(), 3u);
+}
+
+// A kernel log none of whose lines could be read said only "one.kmsg: no kernel log messages found": the first
+// line that failed and why are named too (fresh user).
+TEST(ImportText, KernelLogWithoutAReadableLineNamesTheFirstBadLine) {
+    auto r = import_text("6,-1,100,-;NVRM: neg.\n", "one.kmsg", TraceFormat::kernel_log);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("no kernel log messages found"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("first: one.kmsg:1: kmsg record: expected numeric"), std::string::npos)
+        << r.error().message;
+}
+
 TEST(FormatNames, RoundTrip) {
     for (auto f : {TraceFormat::fgraph_text, TraceFormat::function_text, TraceFormat::trace_cmd_report,
                    TraceFormat::trace_dat, TraceFormat::kernel_log})

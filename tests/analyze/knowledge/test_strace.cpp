@@ -383,6 +383,21 @@ TEST(StraceReader, IoctlWithoutRequestIsAMalformedLineNotACompleteReport) {
     EXPECT_EQ(r.completeness.unreadable_lines(), 1u);
 }
 
+// "<... ioctl resumed>" whose "<unfinished ...>" line is not in the log (an excerpt that starts there, a log cut
+// before it) was dropped without a word and the report was complete: the call's request was on the missing line,
+// so `absent ioctl X` passed over it (fresh user). It is a return without its call, data_loss.
+TEST(StraceReader, ResumedIoctlWithoutItsUnfinishedLineIsAReturnWithoutItsCall) {
+    const char* text =
+        "[pid  1234] ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20), 0x7ffc5678) = 0\n"
+        "[pid  1236] <... ioctl resumed>) = -1 ENOTTY (Inappropriate ioctl for device)\n"
+        "[pid  1236] <... ioctl resumed>, [0]) = 0\n";
+    expect_diagnostic(parse_strace(text, "v.txt"), "strace_exit_without_entry", 2,
+                      "v.txt:2: a '<... ioctl resumed>' line whose '<unfinished ...>' call line is not in the log");
+    Report r = report_of(text);
+    EXPECT_FALSE(r.completeness.complete);
+    EXPECT_EQ(r.ioctls.size(), 1u);
+}
+
 // A line that is no call was skipped without a word: "ioctl garbage here" may have been any ioctl (malformed,
 // unreadable: the report is not complete), other text is counted as strace_other_line (info); strace's own signal,
 // "strace:" and -k frame lines are not counted.
