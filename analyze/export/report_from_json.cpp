@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 #include <optional>
+#include <tuple>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -365,6 +366,19 @@ void fill_head(Report& r, const json& j) {
             if (loses && d.count)
                 cm.reasons.push_back(fmt::format("{}: {} ({}){}", d.name, d.count, d.first_example, said));
         }
+        // The counts report.json derives from the diagnostics, written beside them: a count the diagnostics read
+        // back do not hold (they were left out) is still data missing.
+        for (const auto& [key, derived, what] :
+             {std::tuple<const char*, std::uint64_t, const char*>{"unreadable_lines", cm.unreadable_lines(),
+                                                                  "lines could not be read"},
+              {"elided_spans", cm.elided_spans(), "elided spans"},
+              {"orphan_returns", cm.orphan_returns(), "returns without their entry"},
+              {"unclosed_calls", cm.unclosed_calls(), "calls without their return"}})
+            if (const std::uint64_t n = value_or<std::uint64_t>(*c, key, w, 0); n && !derived)
+                cm.reasons.push_back(fmt::format("{} {}{}", n, what, said));
+        if (!cm.gaps.empty())
+            cm.reasons.push_back(fmt::format("{} place{} where data is missing (completeness.gaps){}", cm.gaps.size(),
+                                             cm.gaps.size() == 1 ? "" : "s", said));
         cm.complete = cm.reasons.empty();
     }
 }
@@ -387,16 +401,23 @@ class CallTreeCheck {
 public:
     void add(const Call& c) {
         if (!c.exit_seen && unclosed_++ == 0) first_unclosed_ = c.id;
+        if (!c.entry_seen && unentered_++ == 0) first_unentered_ = c.id;
         add(c.id, c.parent);
     }
-    // A report that says it is complete while calls in it never returned (exit_seen false: the builder counts
-    // each as unclosed_call, data_loss) is not believed, like fill_head's counts.
+    // A report that says it is complete while calls in it never returned or were never entered (exit_seen or
+    // entry_seen false: the builder counts each as unclosed_call or orphan_return, data_loss) is not believed,
+    // like fill_head's counts.
     void believe_unclosed(Completeness& cm) const {
-        if (!cm.complete || !unclosed_) return;
-        cm.reasons.push_back(
-            fmt::format("{} call{} without {} return (exit_seen false, first: call {}; the saved "
-                        "report said complete)",
-                        unclosed_, unclosed_ == 1 ? "" : "s", unclosed_ == 1 ? "its" : "their", first_unclosed_));
+        if (!cm.complete || (!unclosed_ && !unentered_)) return;
+        auto reason = [&](std::uint64_t n, std::uint64_t first, const char* what, const char* field) {
+            if (n)
+                cm.reasons.push_back(
+                    fmt::format("{} call{} without {} {} ({} false, first: call {}; the saved "
+                                "report said complete)",
+                                n, n == 1 ? "" : "s", n == 1 ? "its" : "their", what, field, first));
+        };
+        reason(unclosed_, first_unclosed_, "return", "exit_seen");
+        reason(unentered_, first_unentered_, "entry", "entry_seen");
         cm.complete = false;
     }
     void add(std::uint64_t id, std::optional<std::uint64_t> parent) {
@@ -454,7 +475,7 @@ private:
         std::uint64_t id, parent;
     };
     std::size_t n_ = 0;
-    std::uint64_t unclosed_ = 0, first_unclosed_ = 0;
+    std::uint64_t unclosed_ = 0, first_unclosed_ = 0, unentered_ = 0, first_unentered_ = 0;
     bool dense_ = true;
     bool own_parent_ = false;
     std::unordered_set<std::uint64_t> ids_;

@@ -645,6 +645,57 @@ TEST(ReportIo, CompleteBesideACallThatNeverReturnedIsNotBelieved) {
     fs::remove_all(d);
 }
 
+// The fresh user's next edits: "complete": true with the diagnostics emptied but the derived counts left
+// (unreadable_lines, elided_spans, orphan_returns, unclosed_calls), with gaps listed, or with a call whose entry
+// was not seen: each printed "complete: yes".
+TEST(ReportIo, CompleteBesideDerivedCountsGapsOrUnenteredCallsIsNotBelieved) {
+    fs::path d = temp_dir("said-complete-derived");
+    auto said_complete = [] {
+        nlohmann::json j = baseline();
+        j["completeness"]["complete"] = true;
+        j["completeness"]["reasons"] = nlohmann::json::array();
+        j["completeness"]["diagnostics"] = nlohmann::json::array();
+        j["completeness"]["gaps"] = nlohmann::json::array();
+        for (auto& c : j["calls"]) {
+            c["exit_seen"] = true;
+            c["entry_seen"] = true;
+        }
+        return j;
+    };
+    const std::string said = " (the saved report said complete)";
+    for (const auto& [key, reason] :
+         {std::pair<const char*, const char*>{"unreadable_lines", "lines could not be read"},
+          {"elided_spans", "elided spans"},
+          {"orphan_returns", "returns without their entry"},
+          {"unclosed_calls", "calls without their return"}}) {
+        nlohmann::json j = said_complete();
+        j["completeness"][key] = 3;
+        auto r = read_text(d, "derived.json", j.dump());
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_FALSE(r->completeness.complete) << key;
+        EXPECT_EQ(r->completeness.reasons, std::vector<std::string>{std::string("3 ") + reason + said}) << key;
+    }
+    nlohmann::json g = said_complete();
+    g["completeness"]["gaps"] = nlohmann::json::array({{{"kind", "lost_events"}, {"cpu", 1}, {"count", 4}}});
+    auto rg = read_text(d, "gaps.json", g.dump());
+    ASSERT_TRUE(rg) << rg.error().message;
+    EXPECT_EQ(rg->completeness.reasons,
+              std::vector<std::string>{"1 place where data is missing (completeness.gaps)" + said});
+    nlohmann::json e = said_complete();
+    e["calls"][0]["entry_seen"] = false;
+    auto re = read_text(d, "entry.json", e.dump());
+    ASSERT_TRUE(re) << re.error().message;
+    EXPECT_EQ(re->completeness.reasons,
+              std::vector<std::string>{fmt::format("1 call without its entry (entry_seen false, first: call {}; the "
+                                                   "saved report said complete)",
+                                                   e["calls"][0]["id"].get<std::uint64_t>())});
+    // Nothing of the kind: complete as saved.
+    auto ok = read_text(d, "ok.json", said_complete().dump());
+    ASSERT_TRUE(ok) << ok.error().message;
+    EXPECT_TRUE(ok->completeness.complete);
+    fs::remove_all(d);
+}
+
 TEST(ReportIo, CompleteBesideCountsOfLostDataIsNotBelieved) {
     fs::path d = temp_dir("said-complete");
     nlohmann::json j = baseline();
