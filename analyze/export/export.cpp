@@ -1,5 +1,7 @@
 // Folded stacks, the calls CSV and the format dispatch (include/nvtrace/export.hpp, docs/export.md).
 #include <algorithm>
+#include <limits>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -90,6 +92,32 @@ void write_folded_stacks(const Report& r, std::ostream& out) {
         }
         out << line << ' ' << n.self_ns << '\n';
     }
+}
+
+std::optional<std::string> folded_self_clamped_note(const Report& r) {
+    // The same self time as the graph's (PathTree::add): the call's duration minus its children's known durations.
+    std::unordered_map<std::uint64_t, std::size_t> at;
+    at.reserve(r.calls.size());
+    for (std::size_t i = 0; i < r.calls.size(); ++i)
+        at.emplace(r.calls[i].id, i);
+    std::vector<std::uint64_t> kids_ns(r.calls.size(), 0);
+    std::vector<bool> kids_over(r.calls.size(), false);
+    for (const Call& c : r.calls)
+        if (c.parent && c.duration_ns)
+            if (auto it = at.find(*c.parent); it != at.end()) {
+                std::uint64_t& k = kids_ns[it->second];
+                if (k > std::numeric_limits<std::uint64_t>::max() - *c.duration_ns) kids_over[it->second] = true;
+                k += *c.duration_ns;
+            }
+    std::uint64_t clamped = 0, first_id = 0;
+    for (std::size_t i = 0; i < r.calls.size(); ++i)
+        if (r.calls[i].duration_ns && (kids_over[i] || kids_ns[i] > *r.calls[i].duration_ns) && clamped++ == 0)
+            first_id = r.calls[i].id;
+    if (!clamped) return std::nullopt;
+    return fmt::format(
+        "{} call{} shorter than {} children (first: call {}): {} self time is taken as 0 in the "
+        "stacks",
+        clamped, clamped == 1 ? "" : "s", clamped == 1 ? "its" : "their", first_id, clamped == 1 ? "its" : "their");
 }
 
 // The columns of record_fields.hpp's Call table, in its order.

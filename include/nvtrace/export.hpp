@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <string_view>
 
 #include "nvtrace/error.hpp"
@@ -59,7 +60,13 @@ struct ChromeTraceStats {
 };
 ChromeTraceStats write_chrome_trace(const Report& report, std::ostream& out);
 
+// Folded stacks weigh each path by its self ns (duration minus the known durations of its direct children); a call
+// shorter than its children (function_graph's own overhead on the children, a clock step) adds 0.
 void write_folded_stacks(const Report& report, std::ostream& out);
+// How many of `report`'s calls are shorter than their direct children's known durations, the self time
+// write_folded_stacks takes as 0 for them, as one line for people ("N calls shorter than ..."), or nullopt when
+// there are none. Pure; O(calls).
+std::optional<std::string> folded_self_clamped_note(const Report& report);
 
 void write_calls_csv(const Report& report, std::ostream& out);
 

@@ -83,6 +83,9 @@ int do_export(const ExportArgs& a) {
             if (r)
                 if (auto note = calls_elsewhere ? std::nullopt : export_without_calls_note(*report, *f))
                     tracer::note("nvtrace export: {}: {}\n", a.input, *note);
+            if (r && *f == ExportFormat::folded)
+                if (auto note = folded_self_clamped_note(*report))
+                    tracer::note("nvtrace export: {}: {}\n", a.input, *note);
             return r;
         }
         if (!table && t != CsvTable::calls)

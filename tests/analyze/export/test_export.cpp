@@ -584,6 +584,34 @@ TEST(ExportFolded, RebuildsAMissingGraph) {
     EXPECT_EQ(with.str(), without.str());
 }
 
+// A call shorter than its children (function_graph's overhead on them) adds 0 self time to the stacks: the export
+// said nothing (fresh user); `nvtrace export --format folded` now notes how many, from this function.
+TEST(ExportFolded, CallsShorterThanTheirChildrenAreNoted) {
+    Report r;
+    auto call = [&](std::uint64_t id, std::optional<std::uint64_t> parent, const char* fn,
+                    std::optional<std::uint64_t> dur) {
+        Call c;
+        c.id = id;
+        c.parent = parent;
+        c.function = fn;
+        c.entry_ns = 1000 * id;
+        c.duration_ns = dur;
+        r.calls.push_back(c);
+    };
+    call(1, std::nullopt, "outer", 100);
+    call(2, 1, "a", 80);
+    call(3, 1, "b", 40);  // 120 ns of children in a 100 ns call
+    call(4, std::nullopt, "fine", 100);
+    call(5, 4, "c", 60);
+    call(6, 4, "open", std::nullopt);  // no duration: not counted in the children's time
+    EXPECT_EQ(folded_self_clamped_note(r),
+              "1 call shorter than its children (first: call 1): its self time is taken "
+              "as 0 in the stacks");
+    r.calls[2].duration_ns = 20;
+    EXPECT_EQ(folded_self_clamped_note(r), std::nullopt);
+    EXPECT_EQ(folded_self_clamped_note(fixture("baseline")), std::nullopt);
+}
+
 TEST(ExportCsv, OneRowPerCallWithQuoting) {
     Report r = fixture("baseline");
     r.calls[0].comm = "a,b \"c\"";
