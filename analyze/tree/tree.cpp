@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "nvtrace/ioctl.hpp"
+#include "nvtrace/symbol_name.hpp"
 #include "nvtrace/visible_text.hpp"
 
 namespace nvtrace {
@@ -243,7 +244,11 @@ private:
                 group = api ? "api " + *api : std::string("no API call");
                 break;
             case TreeGroupBy::ioctl:
-                group = io != kNone ? request_label(r_.ioctls[io]) : std::string("not inside an ioctl");
+                // With no ioctl in the report at all, whether a call ran inside one is not known (function_graph
+                // text records no syscall events), so the group does not say it ran outside one.
+                group = io != kNone         ? request_label(r_.ioctls[io])
+                        : r_.ioctls.empty() ? std::string("no ioctl recorded")
+                                            : std::string("not inside an ioctl");
                 break;
             case TreeGroupBy::thread:
                 group = thread_label(c.comm, c.pid);
@@ -297,8 +302,11 @@ private:
 
         const bool filtered = o_.focus || o_.module;
         const std::string module = o_.module ? normalise_module(*o_.module) : std::string();
+        // --focus names a function as check and diff do: by its base name, clone suffixes (.isra.0, .constprop.0,
+        // .part.0, .cold) left out on both sides, so rm_ioctl finds rm_ioctl.isra.0.
+        const std::string focus = o_.focus ? normalise_symbol(*o_.focus) : std::string();
         auto is_top = [&](const Call& c) {
-            if (o_.focus && c.function != *o_.focus) return false;
+            if (o_.focus && c.function != *o_.focus && normalise_symbol(c.function) != focus) return false;
             if (o_.module && (!c.module || normalise_module(*c.module) != module)) return false;
             return true;
         };
@@ -453,7 +461,10 @@ private:
             parts.push_back(p);
             std::size_t start = 0;
             if (o_.focus) {
-                auto f = std::find(parts.begin(), parts.end(), std::string_view(*o_.focus));
+                const std::string focus = normalise_symbol(*o_.focus);
+                auto f = std::find_if(parts.begin(), parts.end(), [&](std::string_view part) {
+                    return part == *o_.focus || normalise_symbol(part) == focus;
+                });
                 if (f == parts.end()) continue;
                 start = static_cast<std::size_t>(f - parts.begin());
             }

@@ -96,7 +96,8 @@ void add_tree(CLI::App& app, int& exit_code) {
         "its phase or API call, kernel-log lines printed inside a call. Without calls (no function tracing): the\n"
         "ioctl requests with counts, outcomes and latency. Control bytes from the input (a newline or ESC in a\n"
         "name) are shown as \\xNN. A sum of durations past 2^64-1 ns (a damaged report) is shown as 'overflow'.\n"
-        "--depth takes 1 to 4294967295 levels. Exit codes: 0 ok, 2 bad input or option. See docs/tree.md.");
+        "--depth takes 1 to 4294967295 levels. Exit codes: 0 ok, 2 bad input or option, 3 standard output cannot be\n"
+        "written. See docs/tree.md.");
     cmd->add_option("input", args->input, "Trace file, capture directory or report")->required();
     cmd->add_option("-d,--depth", args->depth, "Levels shown from each top (1: the tops alone)")->check(depth_levels);
     cmd->add_option("-t,--min-time", args->min_time,

@@ -139,6 +139,22 @@ TEST(Tree, FocusIsTheSubtreeOfTheFunctionWithItsCallerPaths) {
     EXPECT_EQ(tree_text(r, o), "no call of no_such_function among the report's 24 calls\ncomplete: yes\n");
 }
 
+// --focus rm_ioctl said "no call of rm_ioctl" on a trace of rm_ioctl.isra.0, which check and diff match to it
+// (fresh user): the function is named by its base name, clone suffixes left out, as they do.
+TEST(Tree, FocusFindsTheCompilersClonesOfTheFunction) {
+    Report r = load("reports/baseline.json");
+    TreeOptions o;
+    o.focus = "os_alloc_mem";
+    const std::string plain = tree_text(r, o);
+    for (Call& c : r.calls)
+        if (c.function == "os_alloc_mem") c.function = "os_alloc_mem.isra.0";
+    r.graph.clear();  // rebuilt from the calls, with the clone's name
+    const std::string cloned = tree_text(r, o);
+    EXPECT_EQ(cloned.rfind("os_alloc_mem: 2 outermost calls, from 1 caller path:\n", 0), 0u) << cloned;
+    EXPECT_NE(cloned.find("2x  os_alloc_mem.isra.0 [nvidia]"), std::string::npos) << cloned;
+    EXPECT_EQ(plain.rfind("os_alloc_mem: 2 outermost calls", 0), 0u) << plain;
+}
+
 // Calls of the function under different parents are merged into one tree (os_alloc_mem twice under
 // rmapiAllocWithSecInfo, one with an interrupt under it), with the ioctl and phase they ran under.
 TEST(Tree, FocusMergesEveryCallOfTheFunction) {
@@ -238,6 +254,20 @@ TEST(Tree, GroupByIoctlKeysTheRootCallsByTheDecodedRequest) {
               "      40.000        2.000       40.000        1x  `- nvidia_unlocked_ioctl [nvidia]  (phase cudaMalloc "
               "x1)  (+7 paths below --depth 2)\n"
               "complete: yes\n");
+}
+
+// A function_graph trace has no ioctl records (no syscall events): its calls were grouped under "[not inside an
+// ioctl]", although __x64_sys_ioctl was plainly one (fresh user). With no ioctl in the report the group says none
+// was recorded; with ioctls, a call outside them is still "not inside an ioctl".
+TEST(Tree, GroupByIoctlWithoutAnyIoctlSaysNoneWasRecorded) {
+    Report r = load("reports/baseline.json");
+    TreeOptions o;
+    o.group_by = TreeGroupBy::ioctl;
+    o.max_depth = 1;
+    r.ioctls.clear();
+    const std::string t = tree_text(r, o);
+    EXPECT_NE(t.find("[no ioctl recorded]"), std::string::npos) << t;
+    EXPECT_EQ(t.find("not inside an ioctl"), std::string::npos) << t;
 }
 
 TEST(Tree, WithoutGroupingTheTopsSayTheIoctlTheyRanUnderAndItsStatus) {
