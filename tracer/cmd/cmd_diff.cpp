@@ -114,10 +114,18 @@ int do_diff(const DiffArgs& args) {
     // would claim a comparison that did not happen. Without calls, the ioctls and API calls alone are compared.
     const bool no_calls = ca.report_calls() == 0 && cb.report_calls() == 0;
     if (no_calls && ra->ioctl_stats.empty() && rb->ioctl_stats.empty() && ra->api_calls.empty() &&
-        rb->api_calls.empty())
+        rb->api_calls.empty()) {
+        // Why each has no call graph: a live run without --module, or an input that records none (a kernel log).
+        auto why = [](const std::string& label, const Report& r) {
+            return r.source.kind == "live"
+                       ? fmt::format("{} has no call graph: function_graph was not traced (run with --module)", label)
+                       : fmt::format("{} has no call graph: its input ({}) records no calls", label,
+                                     r.source.format.value_or("unknown"));
+        };
         return usage_error(
-            Error::usage("neither report has calls (function_graph was not traced: run with --module), "
-                         "API calls or ioctls: nothing to compare"));
+            Error::usage(fmt::format("neither report has calls, API calls or ioctls: nothing to compare ({}; {})",
+                                     why(args.a, *ra), why(args.b, *rb))));
+    }
     DiffResult d = diff_reports(*ra, std::move(ca), *rb, std::move(cb), o);
     d.a.label = args.a;
     d.b.label = args.b;

@@ -2,6 +2,8 @@
 #include <functional>
 #include <limits>
 
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -340,6 +342,21 @@ TEST(Diff, KeepUnchangedKeepsEveryPath) {
     DiffResult d = diff("baseline", "baseline", o);
     EXPECT_EQ(d.roots.size(), 3u);  // nvidia_unlocked_ioctl, uvm_ioctl, [irq]
     EXPECT_TRUE(find(d.roots, "[irq] > smp_apic_timer_interrupt"));
+}
+
+// The [irq] pseudo-root is no call: its row printed "0 -> 0  0.000 us  0.000 us  +0.000 us" above an interrupt of
+// several us (fresh user). It shows '-' for count and time.
+TEST(Diff, IrqPseudoRootRowHasNoCountOrTime) {
+    DiffOptions o;
+    o.keep_unchanged = true;
+    const std::string text = format_diff_text(diff("baseline", "baseline", o));
+    std::istringstream in(text);
+    std::string line, irq;
+    while (std::getline(in, line))
+        if (line.size() > 6 && line.substr(line.size() - 6) == " [irq]") irq = line;
+    ASSERT_FALSE(irq.empty()) << text;
+    EXPECT_EQ(irq.find("0.000"), std::string::npos) << irq;
+    EXPECT_NE(irq.find("-> -"), std::string::npos) << irq;
 }
 
 TEST(Diff, JsonShape) {

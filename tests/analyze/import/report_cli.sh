@@ -259,6 +259,9 @@ diff_without_calls)
     "$nv" diff "$k" "$k" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/out" "$tmp/err"
     [ "$rc" = 2 ] || fail "exit $rc, expected 2"
     grep -q 'or ioctls: nothing to compare' "$tmp/err" || fail "message"
+    # Each report's reason, not "run with --module", which does not apply to a kernel log (fresh user).
+    grep -q 'continuation.log has no call graph: its input (kernel-log) records no calls' "$tmp/err" || fail "reason"
+    ! grep -q 'run with --module' "$tmp/err" || fail "hint for a live run"
     ! grep -q 'no change' "$tmp/out" || fail "said no change"
     ;;
 diff_that_ignores_every_call_compares_nothing)
