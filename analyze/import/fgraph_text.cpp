@@ -98,7 +98,9 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
         auto last = std::stable_partition(pending_loss.begin(), pending_loss.end(),
                                           [&](const PendingLoss& p) { return cpu >= 0 && p.ctx.cpu != cpu; });
         for (auto p = last; p != pending_loss.end(); ++p) {
-            p->ctx.ts_ns = ts.value_or(0);
+            // No line of its CPU after it: no time of its own, but it keeps its place (the time of the line
+            // before it), not 0, which read as a timestamp going back and sorted it to the front.
+            p->ctx.ts_ns = ts.value_or(p->ctx.ts_ns);
             p->ctx.ts_known = ts.has_value();
             b.lost(p->ctx, p->count);
         }

@@ -80,6 +80,25 @@ TEST(TraceCmdReport, DroppedEventsLines) {
     EXPECT_FALSE(build_report(s).completeness.complete);
 }
 
+// A drop mark that no line of its CPU follows (the last line of the file) has no time of its own: it took time 0,
+// which counted as a timestamp going back (unsorted_timestamps, pointing at the mark's line) and sorted the loss to
+// the front of the trace (fresh user). It keeps its place, with no time.
+TEST(TraceCmdReport, DropMarkAtTheEndIsNoTimestampGoingBack) {
+    auto s =
+        tc("   a-1 [000] 1.000001: funcgraph_entry:        1.000 us   |  f();\n"
+           "   a-1 [000] 1.000003: funcgraph_entry:        1.000 us   |  g();\n"
+           "CPU:0 [5 EVENTS DROPPED]\n");
+    for (const Diagnostic& d : s.diagnostics)
+        EXPECT_NE(d.name, "unsorted_timestamps") << d.first_example;
+    ASSERT_FALSE(s.events.empty());
+    EXPECT_TRUE(std::holds_alternative<LostEvents>(s.events.back().body));
+    Report r = build_report(s);
+    EXPECT_FALSE(r.completeness.complete);
+    ASSERT_EQ(r.completeness.gaps.size(), 1u);
+    EXPECT_EQ(r.completeness.gaps[0].count, 5u);
+    EXPECT_FALSE(r.completeness.gaps[0].ts_ns);
+}
+
 TEST(TraceCmdReport, EventsIoctlsMarkersConsole) {
     auto s =
         tc("  prog-7  [000] 1.000001: sys_enter_ioctl:      fd: 0x00000003, cmd: 0x0000541b, arg: 0x7ffd5e4b0a2c\n"
