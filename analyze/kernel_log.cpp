@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "klog/klog.hpp"
+#include "kmsg_seq.hpp"
 #include "nvtrace/report.hpp"
 
 namespace nvtrace {
@@ -279,7 +280,6 @@ struct Building {
     std::string format;
     std::string last_line;
     bool removed = false;
-    bool user = false;  // written from user space (source user): never joined with the kernel's lines
     ReportState report = ReportState::none;
     int report_text = 0;
 };
@@ -312,6 +312,9 @@ private:
                 std::optional<std::uint64_t> seq, const std::string& preset_source);
     void emit(std::string_view body, const klog::LinePrefix& p, std::uint32_t lineno);
     void close_groups() { open_trace_ = open_words_ = open_gsp_ = -1; }
+    // Written from user space (source user, preset when the line is read and kept by classify_kernel_message): never
+    // joined with the kernel's lines.
+    bool user(int idx) const { return msgs_[static_cast<std::size_t>(idx)].msg.source == "user"; }
     void post_process();
 
     std::string file_;
@@ -396,8 +399,7 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
             append(open_gsp_, body, lineno);
             return;
         }
-        if (last_ >= 0 && same_stream(last_) && !msgs_[static_cast<std::size_t>(last_)].user &&
-            same_time(msgs_[static_cast<std::size_t>(last_)].msg) &&
+        if (last_ >= 0 && same_stream(last_) && !user(last_) && same_time(msgs_[static_cast<std::size_t>(last_)].msg) &&
             klog::continues_nvrm_text(msgs_[static_cast<std::size_t>(last_)].last_line, first)) {
             append(last_, body, lineno);
             return;
@@ -425,7 +427,6 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
         b.msg.source = "user";  // another program's syslog line: kept, attributed to its tag
         b.msg.fields["ident"] = p.ident;
     }
-    b.user = b.msg.source == "user";
     msgs_.push_back(std::move(b));
     ++out_.log_lines;
     int idx = static_cast<int>(msgs_.size() - 1);
@@ -439,7 +440,7 @@ void Reader::record(std::string_view body_in, const klog::LinePrefix& p, std::ui
              fmt::format("text before the message start kept as field line_prefix: \"{}\"",
                          std::string_view(p.unknown_prefix).substr(0, 80)));
     }
-    if (msgs_.back().user) return;
+    if (user(idx)) return;
     if (klog::is_oops_start(first)) {
         open_oops_ = idx;
         msgs_.back().report = klog::is_report_banner(first) ? ReportState::banner : ReportState::title;
@@ -478,11 +479,8 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         // Sequence numbers count every record the kernel logged: a jump forward means records are missing (the
         // reader fell behind the ring buffer, or the file left them out); a step back, another boot or a second
         // read of the buffer, starts over.
-        if (last_kmsg_seq_ && rec->seq > *last_kmsg_seq_ + 1)
-            diag_n(Diag::kmsg_seq_gap, lineno,
-                   fmt::format("seq {} follows seq {}: {} record(s) missing", rec->seq, *last_kmsg_seq_,
-                               rec->seq - *last_kmsg_seq_ - 1),
-                   rec->seq - *last_kmsg_seq_ - 1);
+        if (auto gap = kmsg_seq_gap(last_kmsg_seq_, rec->seq))
+            diag_n(Diag::kmsg_seq_gap, lineno, gap->text, gap->missing);
         last_kmsg_seq_ = rec->seq;
         if (rec->flags == '?')
             diag(Diag::kmsg_unknown_flags, lineno,
@@ -490,7 +488,7 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
                              raw.substr(0, std::min<std::size_t>(raw.find(';'), 64))));
         // A continuation fragment (LOG_CONT, kernels before 4.9) of the same writer: a record of facility 0 never
         // continues one user space wrote, nor the other way round.
-        if (rec->flags == '+' && last_ >= 0 && msgs_[static_cast<std::size_t>(last_)].user == (rec->facility != 0)) {
+        if (rec->flags == '+' && last_ >= 0 && user(last_) == (rec->facility != 0)) {
             append(last_, rec->message, lineno);
             return;
         }

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "api_calls.hpp"
+#include "kmsg_seq.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/ioctl.hpp"
 #include "phases.hpp"
@@ -458,11 +459,9 @@ Report ReportBuilder::finish() {
         }
         // The records were read in order from one open /dev/kmsg: a jump in seq is the records the kernel
         // overwrote before they were read (read() said EPIPE; Documentation/ABI/testing/dev-kmsg).
-        if (last_seq && rec->seq > *last_seq + 1) {
-            if (kmsg_missing == 0)
-                first_kmsg_gap = fmt::format("seq {} follows seq {}: {} record(s) missing", rec->seq, *last_seq,
-                                             rec->seq - *last_seq - 1);
-            kmsg_missing += rec->seq - *last_seq - 1;
+        if (auto gap = kmsg_seq_gap(last_seq, rec->seq)) {
+            if (kmsg_missing == 0) first_kmsg_gap = std::move(gap->text);
+            kmsg_missing += gap->missing;
         }
         last_seq = rec->seq;
         // The same line seen in the trace buffer (printk:console) keeps its call and trace-clock time and

@@ -403,14 +403,10 @@ Result<ImportResult> import_text(std::string_view text, std::string_view file_na
         case TraceFormat::kernel_log: {
             KernelLogParse k = read_kernel_log(text, file_name);
             if (k.messages.empty())  // the first line that could not be read says where and what was wrong
-                return fail(Error::usage(
-                    k.diagnostics.empty()
-                        ? fmt::format("{}: no kernel log messages found (expected dmesg, journalctl -k, syslog or "
-                                      "/dev/kmsg lines)",
-                                      file_name)
-                        : fmt::format("{}: no kernel log messages found (expected dmesg, journalctl -k, syslog or "
-                                      "/dev/kmsg lines); first: {}",
-                                      file_name, k.diagnostics.front().first_example)));
+                return fail(Error::usage(fmt::format(
+                    "{}: no kernel log messages found (expected dmesg, journalctl -k, syslog or /dev/kmsg lines){}",
+                    file_name,
+                    k.diagnostics.empty() ? std::string() : "; first: " + k.diagnostics.front().first_example)));
             r.kernel_log = std::move(k.messages);
             r.stream.diagnostics = std::move(k.diagnostics);
             return r;
