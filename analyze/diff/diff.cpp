@@ -19,8 +19,6 @@ namespace nvtrace {
 
 namespace {
 
-constexpr const char* kIrqRoot = "[irq]";
-
 // Return values fall into classes that are stable between runs: a pointer differs every time, an errno or an
 // NV_STATUS (a positive 32-bit value) does not. An int-sized error read back as 64 bits (0xffffffea: the upper
 // half of the register is zero, bit 31 set) is the errno it encodes, as the kernel decides in

@@ -168,7 +168,7 @@ struct TextWriter {
         if (!tags.empty()) name += "  [" + fmt::format("{}", fmt::join(tags, ", ")) + "]";
         // The [irq] pseudo-root groups the interrupts; it is no call and has no count or time of its own (its rows
         // showed 0 calls and 0.000 us above children of 9 us).
-        if (n.path == "[irq]") calls = fmt::format("{:>6} -> {:<6}", "-", "-"), ta = tb = delta = "-";
+        if (n.path == kIrqRoot) calls = fmt::format("{:>6} -> {:<6}", "-", "-"), ta = tb = delta = "-";
         std::string line = fmt::format("{} {} {:>12} {:>12} {:>22}  {}", mark, calls, ta, tb, delta, name);
         out += colour.empty() ? line : p.paint(line, colour);
         out += '\n';

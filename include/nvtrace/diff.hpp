@@ -86,6 +86,9 @@ inline constexpr std::uint64_t kDiffMaxTotalNs = 0x7fffffffffffffffULL;
 // (292 years): not a real duration"); "" when it is known.
 std::string why_time_unknown(const DiffSide& s);
 
+// The pseudo-root the interrupt subtrees are moved under (no call: it has no count or time of its own).
+inline constexpr const char* kIrqRoot = "[irq]";
+
 enum class DiffStatus { same, context, changed, added, removed };
 std::string_view to_string(DiffStatus s);
 
