@@ -442,6 +442,19 @@ std::string why_no_call_graph(const DiffInput& in) {
     return "it has no calls";
 }
 
+bool records_ioctls(const Report& r) {
+    if (!r.ioctls.empty() || !r.ioctl_stats.empty()) return true;
+    const ReportSource& s = r.source;
+    return s.kind == "live" || s.format == "strace";
+}
+
+std::string why_no_ioctls(const DiffInput& in) {
+    return fmt::format(
+        "its input ({}) recorded no ioctl and need not record syscalls: whether ioctls were made is "
+        "unknown",
+        in.source.format.value_or(in.source.kind.value_or("unknown")));
+}
+
 std::string describe_empty_phase(const DiffInput& in, const std::string& phase) {
     auto list = [](const std::vector<std::string>& v) {
         return v.empty() ? std::string("none") : fmt::format("{}", fmt::join(v, ", "));
@@ -496,6 +509,9 @@ DiffResult diff_reports(const Report& a, DiffCalls a_calls, const Report& b, Dif
         d.roots = std::move(top.children);
     }
     d.ioctls_compared = !a.ioctl_stats.empty() || !b.ioctl_stats.empty();
+    if (d.ioctls_compared && !records_ioctls(a)) d.ioctls_unrecorded = 'a';
+    if (d.ioctls_compared && !records_ioctls(b)) d.ioctls_unrecorded = 'b';
+    if (d.ioctls_unrecorded) d.ioctls_compared = false;
     if (d.ioctls_compared)
         d.ioctls =
             diff_ioctl_stats(a.ioctl_stats, b.ioctl_stats, options.threshold, options.keep_unchanged, d.ioctl_summary);

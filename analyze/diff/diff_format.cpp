@@ -217,6 +217,12 @@ json ioctl_side_json(const std::optional<IoctlStat>& s) {
             {"max_ns", opt_json(s->max_ns)}};
 }
 
+// One report has ioctls, the other's input cannot show whether any were made (DiffResult::ioctls_unrecorded).
+std::string ioctls_not_compared(const DiffResult& d) {
+    const DiffInput& none = d.ioctls_unrecorded == 'a' ? d.a : d.b;
+    return fmt::format("{} has no ioctls: {}", d.ioctls_unrecorded == 'a' ? "a" : "b", why_no_ioctls(none));
+}
+
 json ioctls_json(const DiffResult& d) {
     json rows = json::array();
     for (const IoctlDiffRow& r : d.ioctls) {
@@ -241,15 +247,26 @@ json ioctls_json(const DiffResult& d) {
                         {"new_errors", r.new_errors}});
     }
     const IoctlDiffSummary& s = d.ioctl_summary;
-    return {{"compared", d.ioctls_compared},
-            {"summary",
-             {{"added", s.added},
-              {"removed", s.removed},
-              {"count_changes", s.count_changes},
-              {"latency_changes", s.latency_changes},
-              {"new_errors", s.new_errors},
-              {"any_change", s.any()}}},
-            {"rows", std::move(rows)}};
+    json j = {{"compared", d.ioctls_compared},
+              {"summary",
+               {{"added", s.added},
+                {"removed", s.removed},
+                {"count_changes", s.count_changes},
+                {"latency_changes", s.latency_changes},
+                {"new_errors", s.new_errors},
+                {"any_change", s.any()}}},
+              {"rows", std::move(rows)}};
+    if (d.ioctls_unrecorded) j["not_compared"] = ioctls_not_compared(d);
+    return j;
+}
+
+void ioctls_not_compared_text(const DiffResult& d, std::string& out) {
+    if (!d.ioctls_unrecorded) return;
+    const DiffInput& none = d.ioctls_unrecorded == 'a' ? d.a : d.b;
+    out += "#\n";
+    out += visible(fmt::format("#  ioctls not compared: {} {} has none ({})", d.ioctls_unrecorded == 'a' ? "A" : "B",
+                               none.label, why_no_ioctls(none)));
+    out += '\n';
 }
 
 void ioctls_text(const DiffResult& d, const Painter& p, std::string& out) {
@@ -392,23 +409,29 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
         if (!in->complete)
             out += fmt::format("#  WARNING: {} is incomplete ({}): removed or added paths may be lost data\n",
                                in->label, fmt::join(in->reasons, "; "));
-    out += fmt::format(
-        "#  {} added path(s) ({} calls), {} removed path(s) ({} calls), {} count change(s), {} retval change(s), "
-        "{} time change(s){}{}\n",
-        s.added_paths, s.added_calls, s.removed_paths, s.removed_calls, s.count_changes, s.retval_changes,
-        s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string(),
-        s.time_unknown ? fmt::format(", {} path(s) whose time is unknown (a call without a duration: not compared)",
-                                     s.time_unknown)
-                       : std::string());
+    if (d.calls_compared)
+        out += fmt::format(
+            "#  {} added path(s) ({} calls), {} removed path(s) ({} calls), {} count change(s), {} retval change(s), "
+            "{} time change(s){}{}\n",
+            s.added_paths, s.added_calls, s.removed_paths, s.removed_calls, s.count_changes, s.retval_changes,
+            s.time_changes, s.irq_changes ? fmt::format(" ({} under [irq])", s.irq_changes) : std::string(),
+            s.time_unknown ? fmt::format(", {} path(s) whose time is unknown (a call without a duration: not compared)",
+                                         s.time_unknown)
+                           : std::string());
     if (d.roots.empty()) {
         if (!d.calls_compared) {
             const DiffInput& none = d.a.report_calls == 0 ? d.a : d.b;
             const DiffInput& some = d.a.report_calls == 0 ? d.b : d.a;
-            out += visible(fmt::format(
-                "#  call paths not compared: {} {} has no call graph ({}); {} {} has {} calls: only the ioctls{} are "
-                "compared",
-                &none == &d.a ? "A" : "B", none.label, why_no_call_graph(none), &some == &d.a ? "A" : "B", some.label,
-                some.report_calls, d.api_compared ? " and API calls" : ""));
+            out +=
+                visible(fmt::format("#  call paths not compared: {} {} has no call graph ({}); {} {} has {} calls{}",
+                                    &none == &d.a ? "A" : "B", none.label, why_no_call_graph(none),
+                                    &some == &d.a ? "A" : "B", some.label, some.report_calls,
+                                    d.ioctls_compared || d.api_compared
+                                        ? fmt::format(": only the {} compared", d.ioctls_compared && d.api_compared
+                                                                                    ? "ioctls and API calls are"
+                                                                                : d.ioctls_compared ? "ioctls are"
+                                                                                                    : "API calls are")
+                                        : std::string()));
             out += '\n';
         } else if (d.a.report_calls == 0 && d.b.report_calls == 0)
             out += fmt::format(
@@ -416,6 +439,7 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
                 d.api_compared ? " and API calls" : "");
         else
             out += s.any() ? "" : "#  no change\n";
+        ioctls_not_compared_text(d, out);
         if (d.ioctls_compared) ioctls_text(d, w.p, out);
         detail::api_calls_text(d, options.colour, out);
         return out;
@@ -426,6 +450,7 @@ std::string format_diff_text(const DiffResult& d, const DiffTextOptions& options
     for (const auto& n : d.roots)
         w.row(n, 0);
     if (w.truncated) out += fmt::format("# ... more rows left out (--max-rows {})\n", options.max_rows);
+    ioctls_not_compared_text(d, out);
     if (d.ioctls_compared) ioctls_text(d, w.p, out);
     detail::api_calls_text(d, options.colour, out);
     return out;

@@ -233,7 +233,11 @@ struct DiffResult {
     bool calls_compared = true;
     std::vector<DiffNode> roots;  // by impact
     DiffSummary summary;
-    bool ioctls_compared = false;      // either report has ioctl_stats
+    // Either report has ioctl_stats, and a report without any is of an input that shows whether ioctls were made
+    // (records_ioctls): a function_graph text or kernel log, which need not hold syscall events, would make every
+    // request "removed", a difference of what was traced. Then `ioctls_unrecorded` names that side ('a' or 'b').
+    bool ioctls_compared = false;
+    char ioctls_unrecorded = 0;
     std::vector<IoctlDiffRow> ioctls;  // changed rows first (added, removed, changed), then by count in B
     IoctlDiffSummary ioctl_summary;
     bool api_compared = false;          // either report has api_calls
@@ -253,6 +257,13 @@ DiffResult diff_reports(const Report& a, const Report& b, const DiffOptions& opt
 // "its input (strace) records no calls", "it was traced with tracer events (no function_graph)", or
 // "it has no calls".
 std::string why_no_call_graph(const DiffInput& in);
+// Whether a report with no ioctls shows that none were made: a live run or its capture directory (the ioctl
+// tracepoints are always enabled) and strace output do; function_graph / function text, trace-cmd report text,
+// trace.dat and kernel logs may hold no syscall events at all. A report with ioctls records them.
+bool records_ioctls(const Report& r);
+// Why `in` (a report without ioctls that records_ioctls refused) is not compared on its ioctls: "its input
+// (fgraph-text) recorded no ioctl and need not record syscalls: whether ioctls were made is unknown".
+std::string why_no_ioctls(const DiffInput& in);
 
 // One report's side of the call-tree diff, folded call by call, so that the calls themselves need not be held:
 // `nvtrace diff` feeds it from read_report_file's call sink (nvtrace/report_io.hpp) while the file is read. Kept

@@ -131,11 +131,18 @@ int do_diff(const DiffArgs& args) {
     d.b.label = args.b;
     // One report with calls and one without (strace, a kernel log): the call paths are not compared (every path
     // would be "added"); with no ioctls or API calls either, nothing is.
-    if (!d.calls_compared && !d.ioctls_compared && !d.api_compared) {
+    // The same when the ioctls of one report cannot be compared (its input shows no syscall events at all).
+    if ((!d.calls_compared || no_calls) && !d.ioctls_compared && !d.api_compared) {
         const DiffInput& none = d.a.report_calls == 0 ? d.a : d.b;
+        const std::string calls = !d.calls_compared
+                                      ? fmt::format("{} has no call graph ({})", none.label, why_no_call_graph(none))
+                                      : std::string("neither report has calls");
+        const DiffInput& unrecorded = d.ioctls_unrecorded == 'a' ? d.a : d.b;
         return usage_error(Error::usage(
-            fmt::format("{} has no call graph ({}) and neither report has ioctls or API calls: nothing to compare",
-                        none.label, why_no_call_graph(none))));
+            d.ioctls_unrecorded
+                ? fmt::format("{} and {} has no ioctls ({}), and neither report has API calls: nothing to compare",
+                              calls, unrecorded.label, why_no_ioctls(unrecorded))
+                : fmt::format("{} and neither report has ioctls or API calls: nothing to compare", calls)));
     }
     if (o.phase) {
         for (const auto* in : {&d.a, &d.b})

@@ -671,10 +671,11 @@ TEST(Diff, ReportWithoutCallsAgainstACallGraphDoesNotCompareCallPaths) {
     struct Case {
         const char* file;
         const char* why;
+        bool records_ioctls;  // strace shows every ioctl made; a kernel log holds no syscall at all
     };
     for (const Case& k :
-         {Case{"cases/strace-uvm-eperm-ioc0-stdout-interleave.txt", "its input (strace) records no calls"},
-          Case{"cases/nvrm-xid79-fallen-off-bus-continuation.log", "records no calls"}}) {
+         {Case{"cases/strace-uvm-eperm-ioc0-stdout-interleave.txt", "its input (strace) records no calls", true},
+          Case{"cases/nvrm-xid79-fallen-off-bus-continuation.log", "records no calls", false}}) {
         auto none = load_report_input(std::string(NVTRACE_TEST_DATA) + "/" + k.file);
         ASSERT_TRUE(none) << none.error().message;
         ASSERT_TRUE(none->calls.empty());
@@ -693,7 +694,17 @@ TEST(Diff, ReportWithoutCallsAgainstACallGraphDoesNotCompareCallPaths) {
                       std::string::npos)
                 << text;
             EXPECT_NE(text.find(k.why), std::string::npos) << text;
-            EXPECT_NE(text.find("graph.json has 24 calls: only the ioctls are compared"), std::string::npos) << text;
+            if (k.records_ioctls) {
+                EXPECT_NE(text.find("graph.json has 24 calls: only the ioctls are compared"), std::string::npos)
+                    << text;
+            } else {
+                EXPECT_NE(text.find("graph.json has 24 calls\n"), std::string::npos) << text;
+                EXPECT_NE(text.find("#  ioctls not compared: " + side + " " + k.file +
+                                    " has none (its input (kernel-log) recorded no ioctl and need not record "
+                                    "syscalls: whether ioctls were made is unknown)"),
+                          std::string::npos)
+                    << text;
+            }
             // No row of the call tree (the ioctl section after it has its own + and - rows).
             const std::string tree_part = text.substr(0, text.find("# ioctls by"));
             EXPECT_EQ(tree_part.find("\n+ "), std::string::npos) << text;
@@ -720,4 +731,50 @@ TEST(Diff, ReportWithoutCallsAgainstACallGraphDoesNotCompareCallPaths) {
     EXPECT_TRUE(diff_reports(graph, graph, DiffOptions{}).calls_compared);
     EXPECT_TRUE(diff_reports(events, events, DiffOptions{}).calls_compared);
     EXPECT_FALSE(to_json(diff_reports(graph, graph, DiffOptions{})).contains("calls_compared"));
+}
+
+// A function_graph text records calls but no syscall: diffed against a report with ioctls, every request was
+// "removed" (a difference of what was traced, not of what the driver did). Its ioctls are not compared, and the
+// text and JSON say why; the call paths still are.
+TEST(Diff, IoctlsOfAnInputThatRecordsNoSyscallsAreNotComparedNotRemoved) {
+    const Report graph = fixture("baseline");
+    ASSERT_FALSE(graph.ioctl_stats.empty());
+    auto text_trace = load_report_input(std::string(NVTRACE_TEST_DATA) + "/cases/fgraph-abstime-orphan-close.txt");
+    ASSERT_TRUE(text_trace) << text_trace.error().message;
+    ASSERT_FALSE(text_trace->calls.empty());
+    ASSERT_TRUE(text_trace->ioctls.empty());
+    for (bool trace_is_b : {true, false}) {
+        DiffResult d = trace_is_b ? diff_reports(graph, *text_trace, DiffOptions{})
+                                  : diff_reports(*text_trace, graph, DiffOptions{});
+        d.a.label = trace_is_b ? "graph.json" : "trace.txt";
+        d.b.label = trace_is_b ? "trace.txt" : "graph.json";
+        EXPECT_TRUE(d.calls_compared);
+        EXPECT_FALSE(d.ioctls_compared);
+        EXPECT_EQ(d.ioctls_unrecorded, trace_is_b ? 'b' : 'a');
+        EXPECT_TRUE(d.ioctls.empty());
+        EXPECT_EQ(d.ioctl_summary.removed + d.ioctl_summary.added, 0u);
+        const std::string text = format_diff_text(d);
+        EXPECT_NE(text.find(std::string("#  ioctls not compared: ") + (trace_is_b ? "B" : "A") +
+                            " trace.txt has none (its input (fgraph-text) recorded no ioctl and need not record "
+                            "syscalls: whether ioctls were made is unknown)"),
+                  std::string::npos)
+            << text;
+        EXPECT_EQ(text.find("# ioctls by"), std::string::npos) << text;
+        nlohmann::json j = to_json(d);
+        EXPECT_EQ(j["ioctls"]["compared"], false);
+        EXPECT_EQ(j["ioctls"]["not_compared"].get<std::string>().rfind(trace_is_b ? "b has no ioctls: "
+                                                                                  : "a has no "
+                                                                                    "ioctls: ",
+                                                                       0),
+                  0u)
+            << j["ioctls"];
+    }
+    // strace records every ioctl a program made: one without any is compared (its requests are "added" in B).
+    Report strace_none = graph;
+    strace_none.ioctls.clear();
+    strace_none.ioctl_stats.clear();
+    strace_none.source.kind = "file";
+    strace_none.source.format = "strace";
+    EXPECT_TRUE(diff_reports(strace_none, graph, DiffOptions{}).ioctls_compared);
+    EXPECT_EQ(diff_reports(strace_none, graph, DiffOptions{}).ioctls_unrecorded, 0);
 }

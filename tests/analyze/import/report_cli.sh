@@ -263,6 +263,12 @@ diff_without_calls)
     grep -q 'continuation.log has no call graph: its input (kernel-log) records no calls' "$tmp/err" || fail "reason"
     ! grep -q 'run with --module' "$tmp/err" || fail "hint for a live run"
     ! grep -q 'no change' "$tmp/out" || fail "said no change"
+    # strace (ioctls, no calls) against a kernel log (no syscalls at all): the strace ioctls were all "removed".
+    s=$cases/strace-nvidia-ioctl-libva.txt
+    "$nv" diff "$s" "$k" >"$tmp/out" 2>"$tmp/err"; rc=$?; cat "$tmp/out" "$tmp/err"
+    [ "$rc" = 2 ] || fail "strace vs kernel log: exit $rc, expected 2"
+    grep -q 'continuation.log has no ioctls (its input (kernel-log) recorded no ioctl and need not record syscalls: whether ioctls were made is unknown), and neither report has API calls: nothing to compare' "$tmp/err" || fail "strace vs kernel log: message"
+    ! grep -q 'removed' "$tmp/out" || fail "strace vs kernel log: requests removed"
     ;;
 diff_that_ignores_every_call_compares_nothing)
     # Seen: `diff A B --ignore '*' --exit-code` printed "no change" and exited 0 (a CI gate passed), and
