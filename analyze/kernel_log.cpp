@@ -323,6 +323,14 @@ private:
     std::vector<std::string> formats_;
     bool syslog_evidence_ = false;
     std::optional<std::uint64_t> last_kmsg_seq_;
+    // Each /dev/kmsg record read, by seq: its ts_usec, a hash of its text and the line it was read at. A record
+    // equal in all three to one read before is that record again (kmsg_record_repeated).
+    struct KmsgSeen {
+        std::uint64_t ts_us = 0;
+        std::size_t text_hash = 0;
+        std::uint32_t lineno = 0;
+    };
+    std::unordered_multimap<std::uint64_t, KmsgSeen> kmsg_seen_;
     int last_ = -1, open_oops_ = -1, open_trace_ = -1, open_words_ = -1, open_gsp_ = -1;
 };
 
@@ -479,6 +487,23 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         // Sequence numbers count every record the kernel logged: a jump forward means records are missing (the
         // reader fell behind the ring buffer, or the file left them out); a step back, another boot or a second
         // read of the buffer, starts over.
+        // The kernel numbers its records one by one within a boot: the same seq, ts_usec and text again is the same
+        // record read a second time (two dumps of the buffer in one file, `cat /dev/kmsg` run twice), not a second
+        // message. It is left out, so an Xid is not counted twice, and its seq still counts as read.
+        const std::size_t text_hash = std::hash<std::string_view>{}(rec->message);
+        const auto [first, end] = kmsg_seen_.equal_range(rec->seq);
+        const auto again = std::find_if(first, end, [&](const auto& kv) {
+            return kv.second.ts_us == rec->ts_us && kv.second.text_hash == text_hash;
+        });
+        if (again != end) {
+            diag(Diag::kmsg_record_repeated, lineno,
+                 fmt::format("seq {} (ts_usec {}) is the record read at line {}: left out", rec->seq, rec->ts_us,
+                             again->second.lineno));
+            last_kmsg_seq_ = rec->seq;
+            last_ = -1;
+            return;
+        }
+        kmsg_seen_.emplace(rec->seq, KmsgSeen{rec->ts_us, text_hash, lineno});
         if (auto gap = kmsg_seq_gap(last_kmsg_seq_, rec->seq))
             diag_n(Diag::kmsg_seq_gap, lineno, gap->text, gap->missing);
         last_kmsg_seq_ = rec->seq;

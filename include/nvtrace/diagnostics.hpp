@@ -92,6 +92,7 @@ enum class Diag : std::uint8_t {
     malformed_kmsg_record,
     kmsg_seq_gap,
     kmsg_unknown_flags,
+    kmsg_record_repeated,
 };
 
 struct DiagnosticInfo {
@@ -201,6 +202,9 @@ inline constexpr std::array kDiagnostics{
         "read, or left out of the file), one count per missing record"},
     DiagnosticInfo{Diag::kmsg_unknown_flags, "kmsg_unknown_flags", Severity::info, false,
         "/dev/kmsg records whose flags are not `-`, `c` or `+`: read as records of their own, not as continuations"},
+    DiagnosticInfo{Diag::kmsg_record_repeated, "kmsg_record_repeated", Severity::info, false,
+        "/dev/kmsg records read a second time (the same seq, ts_usec and text: two dumps of the buffer in one file): "
+        "left out, so a message is not counted twice"},
 };
 // clang-format on
 
@@ -212,7 +216,7 @@ constexpr bool table_in_enum_order() {
 }
 }  // namespace detail
 static_assert(detail::table_in_enum_order(), "kDiagnostics must list every Diag once, in enum order");
-static_assert(kDiagnostics.size() == static_cast<std::size_t>(Diag::kmsg_unknown_flags) + 1,
+static_assert(kDiagnostics.size() == static_cast<std::size_t>(Diag::kmsg_record_repeated) + 1,
               "kDiagnostics must list every Diag");
 
 constexpr const DiagnosticInfo& diagnostic_info(Diag d) {

@@ -433,3 +433,29 @@ TEST(KlogFormat, SubSecondWallClocksJoinLinesOfOneEvent) {
         failed += m.kind == "rm_init_adapter_failed";
     EXPECT_EQ(failed, 2u);
 }
+
+// Two dumps of /dev/kmsg in one file (`cat /dev/kmsg` run twice, overlapping `dmesg -r`-style saves): the second
+// copy of a record is the same record, not a second message. It was read again, so one Xid counted as two and
+// `log xid` facts saw it twice. Left out and counted (info); its seq still counts as read, so the record after the
+// overlap is no gap. A record with the same seq but another time or text (another boot) is kept.
+TEST(KlogFormat, KmsgRecordReadTwiceIsOneMessageNotTwo) {
+    const std::string first =
+        "4,7,100,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "6,8,101,-;second\n";
+    auto p = read_kernel_log(first + first + "6,9,102,-;third\n", "k.log");
+    ASSERT_EQ(p.messages.size(), 3u);
+    EXPECT_EQ(p.messages[0].kind, "xid");
+    EXPECT_EQ(p.messages[1].text, "second");
+    EXPECT_EQ(p.messages[2].text, "third");
+    EXPECT_TRUE(p.complete) << (p.incomplete.empty() ? "" : p.incomplete[0]);
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "kmsg_record_repeated");
+    EXPECT_EQ(p.diagnostics[0].severity, "info");
+    EXPECT_EQ(p.diagnostics[0].count, 2u);
+    EXPECT_EQ(p.diagnostics[0].first_example, "k.log:3: seq 7 (ts_usec 100) is the record read at line 1: left out");
+    // The same seq with another ts_usec or text is another record (another boot's numbering), not a repeat.
+    auto q = read_kernel_log("6,7,100,-;a\n6,7,200,-;a\n6,7,100,-;b\n", "k.log");
+    EXPECT_EQ(q.messages.size(), 3u);
+    for (const auto& d : q.diagnostics)
+        EXPECT_NE(d.name, "kmsg_record_repeated");
+}
