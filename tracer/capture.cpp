@@ -1474,6 +1474,9 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
             if (fd_records) fd_records->add(source, rec);
             task_comms.add(rec);
         });
+    // This pass reads markers, lost-event marks and function addresses from the events, and of every other record
+    // its pid (PageDecoder::pids): the report decodes the ioctls from the same pages.
+    s.pages->set_appends(PageDecoder::Appends::kMarkersAndFunctions);
     s.raw.decode_merged(*s.pages, [&](Event& ev) {
         if (fd_records) fd_records->event(ev);
         if (ev.pid > 0) comm_of.try_emplace(ev.pid);
@@ -1498,6 +1501,8 @@ Result<void> write_capture(const CaptureOptions& opts, Session& s, CaptureMeta& 
         return true;
     });
     s.pages->observe({}, {});
+    for (int pid : s.pages->pids())
+        if (pid > 0) comm_of.try_emplace(pid);
     {
         std::map<int, std::string> named = task_comms.last();
         for (auto& [pid, comm] : comm_of) {

@@ -176,7 +176,17 @@ Result<void> PageDecoder::decode(const unsigned char* page, std::size_t size, in
             lost.body = l;
             out.push_back(std::move(lost));
         }
-        decoder_->decode_append(&rec, out);
+        if (appends_ == Appends::kEvery) {
+            decoder_->decode_append(&rec, out);
+        } else if (const RawEventDecoder::Fields* f = decoder_->check(&rec)) {
+            using K = RawEventDecoder::Kind;
+            if (f->kind == K::ioctl_enter || f->kind == K::ioctl_exit || f->kind == K::other) {
+                const int pid = decoder_->plain(*f) ? decoder_->pid(rec) : tep_data_pid(tep_, &rec);
+                if (pid != last_pid_) pids_.insert(last_pid_ = pid);
+            } else {
+                decoder_->fill(rec, *f, out.emplace_back());
+            }
+        }
     }
     for (const Pending& p : pending_) {
         tep_record rec;

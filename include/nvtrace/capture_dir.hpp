@@ -71,6 +71,16 @@ public:
     void observe(const std::vector<int>& types, RecordObserver records);
     void set_source(std::size_t source) { source_ = source; }
 
+    // What decode() appends. kEvery: every event nvtrace keeps. kMarkersAndFunctions, for a pass that reads from the
+    // events only their markers (ftrace:print, printk:console), lost-event marks and function addresses (the live
+    // capture's own decoding, before the report decodes the pages again): ioctl and OtherEvent records are checked as
+    // for kEvery (undecodable() counts the same) but appended as no Event, and the common_pid of each is put in pids().
+    // Decoding an ioctl record into an Event costs about as much as the rest of the pass (docs/performance.md).
+    enum class Appends { kEvery, kMarkersAndFunctions };
+    void set_appends(Appends a) { appends_ = a; }
+    // kMarkersAndFunctions: the pids (common_pid) of the records not appended, since set_appends.
+    const std::set<int>& pids() const { return pids_; }
+
 private:
     tep_handle* tep_;
     std::unique_ptr<RawEventDecoder> decoder_;
@@ -82,7 +92,10 @@ private:
     std::vector<std::uint8_t> observed_;  // indexed by the type id: handed to observer_; empty: none
     RecordObserver observer_;
     std::size_t source_ = 0;
-    struct Pending {  // an observed record of the page being decoded
+    Appends appends_ = Appends::kEvery;
+    std::set<int> pids_;
+    int last_pid_ = -1;  // the pid last put in pids_ (records of one task come in runs)
+    struct Pending {     // an observed record of the page being decoded
         unsigned long long ts = 0;
         void* data = nullptr;
         int size = 0;

@@ -698,3 +698,79 @@ TEST(PageDecoder, ObservedRecordsAreThoseOfTheWholePagesWithTheirFileIndex) {
     EXPECT_TRUE(none.empty());
     EXPECT_EQ(enters3, enters2);
 }
+
+// PageDecoder::Appends::kMarkersAndFunctions (the live capture's own pass over its pages, before the report decodes
+// them again): the same pages give the same events but the ioctls, whose pids come in pids() instead; the records,
+// types seen and undecodable records are counted as when every event is appended.
+TEST(PageDecoder, MarkersAndFunctionsPassLeavesOutTheIoctlsButKeepsTheirPidsAndCounts) {
+    test::IoctlFormats formats;
+    std::ifstream hp(kCapture / "events" / "header_page");
+    std::ostringstream hs;
+    hs << hp.rdbuf();
+    const std::string header = hs.str();
+    ASSERT_EQ(tep_parse_header_page(formats.tep, const_cast<char*>(header.data()),
+                                    static_cast<unsigned long>(header.size()), 8),
+              0);
+    for (const auto& ev :
+         std::filesystem::directory_iterator(kCapture / "events" / "ftrace")) {  // the markers' formats
+        std::ifstream in(ev.path() / "format");
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        std::string text = ss.str();
+        ASSERT_EQ(tep_parse_event(formats.tep, text.data(), text.size(), "ftrace"), 0) << ev.path();
+    }
+    Copy c;
+    struct Pass {
+        std::vector<Event> events;
+        std::set<int> pids;
+        std::uint64_t records = 0, undecodable = 0;
+        std::set<int> types;
+    };
+    auto run = [&](PageDecoder::Appends appends) {
+        PageDecoder dec(formats.tep);
+        dec.set_appends(appends);
+        std::vector<PageFile> files;
+        for (int cpu : {0, 1})
+            files.push_back(
+                {"instance", cpu, (c.dir / "raw" / "instance" / fmt::format("cpu{}", cpu)).string(), 4096, 0, 0, 0});
+        PageFileProblems problems;
+        Pass p;
+        EXPECT_TRUE(decode_page_files_merged(
+            dec, files,
+            [&](Event& ev) {
+                p.events.push_back(ev);
+                return true;
+            },
+            problems));
+        p.pids = dec.pids();
+        p.records = dec.records();
+        p.undecodable = dec.undecodable();
+        p.types = dec.types_seen();
+        return p;
+    };
+    const Pass every = run(PageDecoder::Appends::kEvery);
+    const Pass light = run(PageDecoder::Appends::kMarkersAndFunctions);
+    auto is_ioctl = [](const Event& e) {
+        return std::holds_alternative<IoctlEnter>(e.body) || std::holds_alternative<IoctlExit>(e.body);
+    };
+    std::set<int> ioctl_pids;
+    std::vector<std::tuple<std::uint64_t, int, std::size_t>> rest;
+    for (const Event& e : every.events)
+        if (is_ioctl(e))
+            ioctl_pids.insert(e.pid);
+        else
+            rest.emplace_back(e.ts_ns, e.pid, e.body.index());
+    ASSERT_GE(every.events.size() - rest.size(), 40u);  // fionread_loop 20: an enter and an exit per ioctl
+    ASSERT_FALSE(rest.empty());                         // the capture's markers
+    std::vector<std::tuple<std::uint64_t, int, std::size_t>> light_events;
+    for (const Event& e : light.events) {
+        EXPECT_FALSE(is_ioctl(e));
+        light_events.emplace_back(e.ts_ns, e.pid, e.body.index());
+    }
+    EXPECT_EQ(light_events, rest);
+    EXPECT_EQ(light.pids, ioctl_pids);
+    EXPECT_TRUE(every.pids.empty());
+    EXPECT_EQ(light.records, every.records);
+    EXPECT_EQ(light.types, every.types);
+    EXPECT_EQ(light.undecodable, every.undecodable);
+}
