@@ -633,19 +633,26 @@ TEST(CaptureDirReader, FunctionGraphCaptureIsStreamedAndASinkMayStopIt) {
     EXPECT_EQ(handed, 3u);
 }
 
+namespace {
+
+// The committed capture's events/header_page parsed into `tep` (the ring-buffer page layout PageDecoder needs).
+bool parse_capture_header_page(tep_handle* tep) {
+    std::ifstream hp(kCapture / "events" / "header_page");
+    std::ostringstream hs;
+    hs << hp.rdbuf();
+    std::string header = hs.str();
+    return tep_parse_header_page(tep, header.data(), static_cast<unsigned long>(header.size()), 8) == 0;
+}
+
+}  // namespace
+
 // PageDecoder::observe (the live capture reads the fd syscalls' fields in its one decoding of the pages): the records
 // of the observed types come with the index of their page file, exactly those of the pages decoded whole (here the
 // ioctl enters, which are Events too: the two lists must match), none of a page the decoder refuses, and none once
 // observing stops.
 TEST(PageDecoder, ObservedRecordsAreThoseOfTheWholePagesWithTheirFileIndex) {
     test::IoctlFormats formats;
-    std::ifstream hp(kCapture / "events" / "header_page");
-    std::ostringstream hs;
-    hs << hp.rdbuf();
-    const std::string header = hs.str();
-    ASSERT_EQ(tep_parse_header_page(formats.tep, const_cast<char*>(header.data()),
-                                    static_cast<unsigned long>(header.size()), 8),
-              0);
+    ASSERT_TRUE(parse_capture_header_page(formats.tep));
     Copy c;
     using Key = std::tuple<std::size_t, std::uint64_t, int, std::int64_t>;  // (file, ts, pid, fd)
     auto run = [&](bool observing, std::vector<Key>& observed, std::vector<Key>& enters) {
@@ -704,13 +711,7 @@ TEST(PageDecoder, ObservedRecordsAreThoseOfTheWholePagesWithTheirFileIndex) {
 // types seen and undecodable records are counted as when every event is appended.
 TEST(PageDecoder, MarkersAndFunctionsPassLeavesOutTheIoctlsButKeepsTheirPidsAndCounts) {
     test::IoctlFormats formats;
-    std::ifstream hp(kCapture / "events" / "header_page");
-    std::ostringstream hs;
-    hs << hp.rdbuf();
-    const std::string header = hs.str();
-    ASSERT_EQ(tep_parse_header_page(formats.tep, const_cast<char*>(header.data()),
-                                    static_cast<unsigned long>(header.size()), 8),
-              0);
+    ASSERT_TRUE(parse_capture_header_page(formats.tep));
     for (const auto& ev :
          std::filesystem::directory_iterator(kCapture / "events" / "ftrace")) {  // the markers' formats
         std::ifstream in(ev.path() / "format");
