@@ -489,10 +489,12 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         // read of the buffer, starts over.
         // The kernel numbers its records one by one within a boot: the same seq, ts_usec and text again is the same
         // record read a second time (two dumps of the buffer in one file, `cat /dev/kmsg` run twice), not a second
-        // message. It is left out, so an Xid is not counted twice, and its seq still counts as read.
+        // message. It is left out, so an Xid is not counted twice, and its seq still counts as read. Records logged
+        // before the clock runs (ts_usec 0: "Linux version ...", the command line) read the same in every boot, so
+        // they never count as a repeat: a second boot's first records are kept.
         const std::size_t text_hash = std::hash<std::string_view>{}(rec->message);
         const auto [first, end] = kmsg_seen_.equal_range(rec->seq);
-        const auto again = std::find_if(first, end, [&](const auto& kv) {
+        const auto again = rec->ts_us == 0 ? end : std::find_if(first, end, [&](const auto& kv) {
             return kv.second.ts_us == rec->ts_us && kv.second.text_hash == text_hash;
         });
         if (again != end) {
@@ -503,9 +505,9 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
             last_ = -1;
             return;
         }
-        kmsg_seen_.emplace(rec->seq, KmsgSeen{rec->ts_us, text_hash, lineno});
-        if (auto gap = kmsg_seq_gap(last_kmsg_seq_, rec->seq))
-            diag_n(Diag::kmsg_seq_gap, lineno, gap->text, gap->missing);
+        if (rec->ts_us != 0) kmsg_seen_.emplace(rec->seq, KmsgSeen{rec->ts_us, text_hash, lineno});
+        const auto gap = kmsg_seq_gap(last_kmsg_seq_, rec->seq);
+        if (gap) diag_n(Diag::kmsg_seq_gap, lineno, gap->text, gap->missing);
         last_kmsg_seq_ = rec->seq;
         if (rec->flags == '?')
             diag(Diag::kmsg_unknown_flags, lineno,
@@ -513,7 +515,9 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
                              raw.substr(0, std::min<std::size_t>(raw.find(';'), 64))));
         // A continuation fragment (LOG_CONT, kernels before 4.9) of the same writer: a record of facility 0 never
         // continues one user space wrote, nor the other way round.
-        if (rec->flags == '+' && last_ >= 0 && user(last_) == (rec->facility != 0)) {
+        // Not across missing records: the fragment may continue one of them (a pid or a status joined to the wrong
+        // Xid).
+        if (rec->flags == '+' && !gap && last_ >= 0 && user(last_) == (rec->facility != 0)) {
             append(last_, rec->message, lineno);
             return;
         }

@@ -459,3 +459,35 @@ TEST(KlogFormat, KmsgRecordReadTwiceIsOneMessageNotTwo) {
     for (const auto& d : q.diagnostics)
         EXPECT_NE(d.name, "kmsg_record_repeated");
 }
+
+// A second boot numbers its records from 0 again, and its first records, logged before the clock runs (ts_usec 0),
+// read exactly as the first boot's (fresh user): they were left out as repeats. They are kept; a repeat needs a
+// time.
+TEST(KlogFormat, SecondBootsFirstRecordsAreKeptNotTakenForRepeats) {
+    const std::string boot = "6,0,0,-;Linux version 6.1.0-18-amd64\n6,1,0,-;Command line: root=/dev/sda1\n";
+    auto p =
+        read_kernel_log(boot + "4,2,5000000,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n" +
+                            boot + "4,2,7000000,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n",
+                        "k.log");
+    ASSERT_EQ(p.messages.size(), 6u);
+    EXPECT_EQ(p.messages[3].text, "Linux version 6.1.0-18-amd64");
+    EXPECT_EQ(p.messages[5].kind, "xid");
+    for (const auto& d : p.diagnostics)
+        EXPECT_NE(d.name, "kmsg_record_repeated") << d.first_example;
+}
+
+// A continuation fragment after missing records may continue one of them (fresh user): "pid=1, GPU has fallen off
+// the bus." was joined to the Xid head before a seq gap, giving an Xid a pid and a fallen-off-the-bus it may not have.
+TEST(KlogFormat, ContinuationAfterASeqGapIsNotJoinedToTheRecordBeforeTheGap) {
+    auto p = read_kernel_log(
+        "4,5,100,c;NVRM: Xid (PCI:0000:01:00): 79, \n4,8,100,+;pid=1, GPU has fallen off the bus.\n", "k.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_EQ(p.messages[0].fields.count("pid"), 0u) << p.messages[0].text;
+    EXPECT_EQ(p.messages[0].fields.count("fallen_off_bus"), 0u);
+    EXPECT_FALSE(p.complete);
+    // Without the gap the fragment is joined, as before.
+    auto q = read_kernel_log(
+        "4,5,100,c;NVRM: Xid (PCI:0000:01:00): 79, \n4,6,100,+;pid=1, GPU has fallen off the bus.\n", "k.log");
+    ASSERT_EQ(q.messages.size(), 1u);
+    EXPECT_EQ(q.messages[0].fields.at("pid"), "1");
+}
