@@ -296,7 +296,12 @@ private:
                 {"text", m.text}, {"level", m.level}, {"source", m.source}, {"kind", m.kind}, {"fields", m.fields}};
             if (m.seq) args["seq"] = *m.seq;
             if (m.ts_ns) args["ts_ns"] = *m.ts_ns;
-            std::string name = m.source.empty() ? shorten(m.text, 60) : m.source + ": " + shorten(m.text, 60);
+            // The source leads the name, once: an NVRM line's text already starts with "NVRM: ".
+            const bool source_in_text = !m.source.empty() && m.text.size() > m.source.size() &&
+                                        m.text.compare(0, m.source.size(), m.source) == 0 &&
+                                        m.text[m.source.size()] == ':';
+            std::string name =
+                m.source.empty() || source_in_text ? shorten(m.text, 60) : m.source + ": " + shorten(m.text, 60);
             std::optional<std::size_t> call;
             if (m.call)
                 if (auto it = pos_.find(*m.call); it != pos_.end()) call = it->second;

@@ -237,6 +237,31 @@ TEST(ExportChrome, FixtureTimesAreKeptExactly) {
     EXPECT_TRUE(seen_b && seen_log && seen_ioctl);
 }
 
+// An NVRM line's text starts with "NVRM: ": its instant was named "NVRM: NVRM: Xid ..." (fresh user). The source
+// leads the name once; a line whose text does not start with it still gets it.
+TEST(ExportChrome, KernelLogInstantNamesTheSourceOnce) {
+    Report r;
+    KernelLogMessage xid;
+    xid.ts_ns = 1000;
+    xid.source = "NVRM";
+    xid.kind = "xid";
+    xid.text = "NVRM: Xid (PCI:0000:01:00): 79, pid=1";
+    KernelLogMessage usb;
+    usb.ts_ns = 2000;
+    usb.source = "kernel";
+    usb.kind = "other";
+    usb.text = "usb 1-1: new device";
+    r.kernel_log = {xid, usb};
+    std::ostringstream out;
+    write_chrome_trace(r, out);
+    const nlohmann::json j = nlohmann::json::parse(out.str());
+    std::vector<std::string> names;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "i" && e["cat"] == "kernel_log") names.push_back(e["name"]);
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"NVRM: Xid (PCI:0000:01:00): 79, pid=1", "kernel: usb 1-1: new device"}));
+}
+
 TEST(ExportChrome, IoctlsWithoutCallsAreSlicesOfTheirThread) {
     // A run where function tracing is refused: ioctls only. Each with a known exit is an X slice of its thread,
     // lasting enter..exit; one whose exit was not seen stays an instant; one that overlaps its thread's previous
