@@ -485,8 +485,8 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
             return;
         }
         // Sequence numbers count every record the kernel logged: a jump forward means records are missing (the
-        // reader fell behind the ring buffer, or the file left them out); a step back, another boot or a second
-        // read of the buffer, starts over.
+        // reader fell behind the ring buffer, or the file left them out); a step back (another boot, or the buffer
+        // read again) starts over.
         // The kernel numbers its records one by one within a boot: the same seq, ts_usec and text again is the same
         // record read a second time (two dumps of the buffer in one file, `cat /dev/kmsg` run twice), not a second
         // message. It is left out, so an Xid is not counted twice, and its seq still counts as read. Records logged
