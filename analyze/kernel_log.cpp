@@ -482,6 +482,13 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
         auto rec = parse_kmsg_record(raw);
         if (!rec) {
             diag(Diag::malformed_kmsg_record, lineno, rec.error().message);
+            // A record whose seq still reads (`4,7,1e3,-;...`) is in the file: the next record's seq must not count
+            // it as missing too.
+            const std::string_view after_prio = raw.substr(std::min(raw.find(','), raw.size()));
+            if (std::uint64_t seq = 0;
+                after_prio.size() > 1 && parse_uint(after_prio.substr(1, after_prio.find_first_of(",;", 1) - 1), seq))
+                last_kmsg_seq_ = seq;
+            last_ = -1;
             return;
         }
         // Sequence numbers count every record the kernel logged: a jump forward means records are missing (the

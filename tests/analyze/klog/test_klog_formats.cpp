@@ -491,3 +491,20 @@ TEST(KlogFormat, ContinuationAfterASeqGapIsNotJoinedToTheRecordBeforeTheGap) {
     ASSERT_EQ(q.messages.size(), 1u);
     EXPECT_EQ(q.messages[0].fields.at("pid"), "1");
 }
+
+// A kmsg record with a bad field but a readable seq is in the file, unreadable: it is a malformed_kmsg_record, and
+// the next record's seq no longer also counts it as missing (fresh user: two diagnostics for one line).
+TEST(KlogFormat, MalformedKmsgRecordIsNotAlsoAMissingRecord) {
+    auto p = read_kernel_log("4,6,100,-;usb ok1\n4,7,1e3,-;usb ok2\n4,8,102,-;usb ok3\n", "k.log");
+    ASSERT_EQ(p.messages.size(), 2u);
+    EXPECT_FALSE(p.complete);
+    ASSERT_EQ(p.diagnostics.size(), 1u);
+    EXPECT_EQ(p.diagnostics[0].name, "malformed_kmsg_record");
+    EXPECT_EQ(p.diagnostics[0].count, 1u);
+    // With no readable seq, the next record's seq is the only sign of it: a gap, as before.
+    auto q = read_kernel_log("4,6,100,-;usb ok1\n4,x7,100,-;usb ok2\n4,8,102,-;usb ok3\n", "k.log");
+    bool gap = false;
+    for (const auto& d : q.diagnostics)
+        gap = gap || d.name == "kmsg_seq_gap";
+    EXPECT_TRUE(gap);
+}
