@@ -178,6 +178,9 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
             ctx.pid = cs.pid;
         }
         if (!c.lat_flags.empty()) ctx.irq = lat_flags_irq(c.lat_flags);
+        // The entries inferred for this line's missing parents are its task's too: a later banner's pid goes to them
+        // as well (before, the inferred parents kept pid -1, on a stack of their own that nothing closed).
+        std::size_t before = b.size();
         if ((c.body.kind == GraphBody::Kind::entry || c.body.kind == GraphBody::Kind::leaf) && c.body.depth > 0 &&
             b.nothing_open(ctx) && !(cs.no_parent_depth == c.body.depth && line.data() < cs.no_parent_until)) {
             const char* stop = nullptr;
@@ -190,7 +193,6 @@ Result<EventStream> read_fgraph_text_into(std::string_view text, StreamBuilder& 
                 cs.no_parent_until = stop;
             }
         }
-        std::size_t before = b.size();
         b.graph(ctx, c.body);
         if (ctx.pid < 0 && b.size() > before && cs.first_unknown == std::size_t(-1) && !cs.no_backfill)
             cs.first_unknown = before;

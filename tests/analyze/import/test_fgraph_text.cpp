@@ -200,6 +200,38 @@ TEST(FgraphText, BannerGivesPidsBeforeAndAfter) {
     EXPECT_EQ(s.comms.at(20), "my prog");
 }
 
+// A CPU whose first lines are mid-tree and whose pid a later banner gives: the parent entries inferred for its first
+// line got no pid (the banner's went to the lines only), so they sat on a stack of their own. The inferred parent
+// never closed (a second, orphan f was made from its return), g had no parent, and in `report --json` every later
+// call waited behind the open call 1 (the dag benchmark's 300 MB of calls went through the spill file).
+TEST(FgraphText, ParentInferredBeforeABannerGetsTheBannersPidAndCloses) {
+    auto s = read(
+        " 2)               |    g() {\n"
+        " 2)   0.100 us    |      h();\n"
+        " 2)   1.000 us    |    }\n"
+        " 2)   5.000 us    |  } /* f */\n"
+        " ------------------------------------------\n"
+        " 2)  bash-10   =>  prog-20  \n"
+        " ------------------------------------------\n"
+        "\n"
+        " 2)   0.100 us    |  b();\n");
+    Report r = build_report(s);
+    ASSERT_EQ(r.calls.size(), 4u);
+    const Call& f = r.calls[0];
+    EXPECT_EQ(f.function, "f");
+    EXPECT_EQ(f.pid, 10);
+    EXPECT_FALSE(f.entry_seen);
+    EXPECT_TRUE(f.exit_seen);
+    EXPECT_EQ(f.duration_ns, 5000u);
+    EXPECT_EQ(r.calls[1].function, "g");
+    EXPECT_EQ(r.calls[1].parent, 1u);
+    EXPECT_EQ(r.calls[1].pid, 10);
+    EXPECT_EQ(r.calls[3].function, "b");
+    EXPECT_EQ(r.calls[3].pid, 20);
+    EXPECT_EQ(r.completeness.unclosed_calls(), 0u);
+    EXPECT_EQ(r.completeness.orphan_returns(), 1u);  // f's return: its entry is not in the data
+}
+
 TEST(FgraphText, TaskColumnGivesThePid) {
     auto s = read(" 0)    sh-4802     |   0.616 us    |  f();\n 1)  <idle>-0     |   0.100 us    |  g();\n");
     EXPECT_EQ(s.events[0].pid, 4802);
