@@ -291,6 +291,8 @@ void ReportStream::Impl::take_call(Call&& c) {
         Waiting& w = call_order[at];
         if (held_calls.size() < kHeldCalls || !free_held.empty()) {
             if (free_held.empty()) {
+                // Room for all at once: growing by doubling moved every held call at each step.
+                if (held_calls.capacity() < kHeldCalls) held_calls.reserve(kHeldCalls);
                 w.held = static_cast<std::int32_t>(held_calls.size());
                 held_calls.push_back(std::move(c));
             } else {
@@ -307,7 +309,9 @@ void ReportStream::Impl::take_call(Call&& c) {
         spill_bytes += call_text.size();
         const std::size_t bound = options.waiting_calls_memory;
         if (!spill_mem_full && spill_mem.size() + call_text.size() <= bound) {
-            if (spill_mem.empty()) spill_mem.reserve(std::min<std::size_t>(bound, std::size_t(1) << 24));
+            // All of it at once: its pages are touched only as they fill, while growing by doubling copied what was
+            // there and touched new pages at each step (a fifth of the tasks benchmark's page faults in `--json`).
+            if (spill_mem.capacity() < bound) spill_mem.reserve(bound);
             spill_mem += call_text;
             return;
         }
