@@ -457,6 +457,37 @@ TEST(CheckNvidia, FallenOffTheBusJoinedToAnXidIsAFallenOffBusMessage) {
     EXPECT_EQ(m["fell"].result, "fail");
 }
 
+// An Xid line names its GPU as "PCI:0000:01:00" (bus and device, no function). `log fallen_off_bus
+// pci=0000:01:00.0`, the address nvidia-smi and lspci -D print, failed on a complete log with that line, because
+// the strings differ. Addresses compare by domain, bus and device, and by function when both give one; nvidia-smi's
+// 8-digit domain and lspci's address without a domain are the same address.
+TEST(CheckNvidia, PciAddressWithAFunctionMatchesAnXidLineThatNamesOnlyTheDevice) {
+    Report r = NvReport{}.build();
+    r.source.kmsg = "dmesg.log";
+    KernelLogMessage k;
+    k.kind = "xid";
+    k.fields = {{"xid", "79"}, {"pci", "0000:01:00"}, {"fallen_off_bus", "true"}};
+    k.text = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.";
+    r.kernel_log.push_back(k);
+    auto m = by_id(check_report(r, inline_expect("check full\n  log fallen_off_bus pci=0000:01:00.0\n"
+                                                 "check smi\n  log xid pci=00000000:01:00.0\n"
+                                                 "check lspci\n  log xid pci=01:00.0\n"
+                                                 "check audio\n  log xid pci=0000:01:00.1\n"
+                                                 "check other\n  log xid pci=0000:02:00.0\n"
+                                                 "check domain\n  log xid pci=0001:01:00.0\n")));
+    EXPECT_EQ(m["full"].result, "pass") << m["full"].evidence;
+    EXPECT_EQ(m["smi"].result, "pass") << m["smi"].evidence;
+    EXPECT_EQ(m["lspci"].result, "pass") << m["lspci"].evidence;
+    EXPECT_EQ(m["audio"].result, "pass") << m["audio"].evidence;  // the line does not say which function
+    EXPECT_EQ(m["other"].result, "fail");
+    EXPECT_EQ(m["domain"].result, "fail");
+    r.kernel_log[0].fields["pci"] = "0000:01:00.0";  // a line that names the function: compared
+    m = by_id(check_report(r, inline_expect("check audio\n  log xid pci=0000:01:00.1\ncheck dev\n  log xid "
+                                            "pci=0000:01:00\n")));
+    EXPECT_EQ(m["audio"].result, "fail");
+    EXPECT_EQ(m["dev"].result, "pass") << m["dev"].evidence;
+}
+
 // `nvtrace report trace.txt --kmsg dmesg.log` with a log that holds no message: "absent log xid" was inconclusive,
 // "the report has no kernel log (not a live capture, no --kmsg)", though --kmsg was given and read.
 TEST(CheckNvidia, AnEmptyKernelLogThatWasReadIsEvidenceOfAbsence) {
