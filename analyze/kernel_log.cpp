@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -331,6 +332,15 @@ private:
         std::uint32_t lineno = 0;
     };
     std::unordered_multimap<std::uint64_t, KmsgSeen> kmsg_seen_;
+    // The same for lines with a kernel timestamp other than kmsg records (dmesg, syslog with "[ts]", journalctl -o
+    // short-monotonic), by timestamp: a hash of the whole line and where it was read. A line equal byte for byte,
+    // prefix included, is the line read again (log_line_repeated); `repeat_open_` leaves out its indented lines too.
+    struct LineSeen {
+        std::size_t line_hash = 0;
+        std::uint32_t lineno = 0;
+    };
+    std::unordered_multimap<std::uint64_t, LineSeen> lines_seen_;
+    bool repeat_open_ = false;
     int last_ = -1, open_oops_ = -1, open_trace_ = -1, open_words_ = -1, open_gsp_ = -1;
 };
 
@@ -548,9 +558,33 @@ void Reader::line(std::string_view raw, std::uint32_t lineno) {
             return;
         }
     }
+    const bool after_repeat = std::exchange(repeat_open_, false);
     klog::LinePrefix p = klog::parse_line_prefix(raw);
     if (!p.format.empty()) {
+        // A kernel timestamp is printed to the microsecond: a line that matches one read before byte for byte, time
+        // and any wall-clock prefix included, is that line again (a dmesg pasted twice), not a second message, so an
+        // Xid is not counted twice. Lines at time 0 (logged before the clock runs) read the same in every boot: a
+        // log of two boots keeps both.
+        if (p.ts_ns && *p.ts_ns != 0) {
+            const std::size_t line_hash = std::hash<std::string_view>{}(raw);
+            const auto [first, end] = lines_seen_.equal_range(*p.ts_ns);
+            const auto again =
+                std::find_if(first, end, [&](const auto& kv) { return kv.second.line_hash == line_hash; });
+            if (again != end) {
+                diag(Diag::log_line_repeated, lineno,
+                     fmt::format("the line read at line {}: left out", again->second.lineno));
+                repeat_open_ = true;
+                last_ = -1;
+                return;
+            }
+            lines_seen_.emplace(*p.ts_ns, LineSeen{line_hash, lineno});
+        }
         emit(raw.substr(std::min(p.body, raw.size())), p, lineno);
+        return;
+    }
+    // The indented lines under a line left out as a repeat are its own again.
+    if (after_repeat && (raw.front() == ' ' || raw.front() == '\t')) {
+        repeat_open_ = true;
         return;
     }
     // An open report printed without timestamps (`dmesg -t`) takes its body lines, indented frames included.

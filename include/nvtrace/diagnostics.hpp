@@ -93,6 +93,7 @@ enum class Diag : std::uint8_t {
     kmsg_seq_gap,
     kmsg_unknown_flags,
     kmsg_record_repeated,
+    log_line_repeated,
 };
 
 struct DiagnosticInfo {
@@ -205,6 +206,9 @@ inline constexpr std::array kDiagnostics{
     DiagnosticInfo{Diag::kmsg_record_repeated, "kmsg_record_repeated", Severity::info, false,
         "/dev/kmsg records read a second time (the same seq, ts_usec and text: two dumps of the buffer in one file): "
         "left out, so a message is not counted twice"},
+    DiagnosticInfo{Diag::log_line_repeated, "log_line_repeated", Severity::info, false,
+        "kernel-log lines with a kernel timestamp read a second time, byte for byte (a dmesg pasted twice): left "
+        "out, so a message is not counted twice"},
 };
 // clang-format on
 
@@ -216,7 +220,7 @@ constexpr bool table_in_enum_order() {
 }
 }  // namespace detail
 static_assert(detail::table_in_enum_order(), "kDiagnostics must list every Diag once, in enum order");
-static_assert(kDiagnostics.size() == static_cast<std::size_t>(Diag::kmsg_record_repeated) + 1,
+static_assert(kDiagnostics.size() == static_cast<std::size_t>(Diag::log_line_repeated) + 1,
               "kDiagnostics must list every Diag");
 
 constexpr const DiagnosticInfo& diagnostic_info(Diag d) {

@@ -460,6 +460,49 @@ TEST(KlogFormat, KmsgRecordReadTwiceIsOneMessageNotTwo) {
         EXPECT_NE(d.name, "kmsg_record_repeated");
 }
 
+// `dmesg` pasted twice into one file (fresh user): every Xid was counted twice. A line with a kernel timestamp that
+// matches one read before byte for byte is that line again and is left out, with the indented lines under it; a
+// line at another time, or in another boot's syslog prefix, is a message of its own, and lines at time 0 are kept.
+TEST(KlogFormat, DmesgPastedTwiceCountsEachXidOnce) {
+    const std::string dump =
+        "[    0.000000] Linux version 6.1.0-18-amd64\n"
+        "[  512.100200] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "[  512.100300] nvidia-uvm: a message of two lines\n"
+        "                 its second line\n"
+        "[  513.000000] second\n";
+    auto p = read_kernel_log(dump + dump +
+                                 "[  514.000000] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off "
+                                 "the bus.\n",
+                             "d.log");
+    std::size_t xids = 0, versions = 0;
+    for (const auto& m : p.messages) {
+        xids += m.kind == "xid";
+        versions += m.text.starts_with("Linux version");
+    }
+    EXPECT_EQ(xids, 2u);      // 512.1002 once, 514 once
+    EXPECT_EQ(versions, 2u);  // time 0: the same in every boot, kept
+    EXPECT_EQ(p.messages.size(), 6u);
+    EXPECT_EQ(p.messages[2].text, "nvidia-uvm: a message of two lines\nits second line");
+    EXPECT_TRUE(p.complete) << (p.incomplete.empty() ? "" : p.incomplete[0]);  // its indented line is no stray line
+    const Diagnostic* rep = nullptr;
+    for (const auto& d : p.diagnostics)
+        if (d.name == "log_line_repeated") rep = &d;
+    ASSERT_NE(rep, nullptr);
+    EXPECT_EQ(rep->severity, "info");
+    EXPECT_EQ(rep->count, 3u);
+    EXPECT_EQ(rep->first_example, "d.log:7: the line read at line 2: left out");
+    // Two boots in a syslog file: the same kernel time and text under another wall-clock time are two messages.
+    auto q = read_kernel_log(
+        "Jun 30 11:07:05 gpu1 kernel: [  512.100200] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the "
+        "bus.\n"
+        "Jul  2 09:00:01 gpu1 kernel: [  512.100200] NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the "
+        "bus.\n",
+        "kern.log");
+    ASSERT_EQ(q.messages.size(), 2u);
+    for (const auto& d : q.diagnostics)
+        EXPECT_NE(d.name, "log_line_repeated") << d.first_example;
+}
+
 // A second boot numbers its records from 0 again, and its first records, logged before the clock runs (ts_usec 0),
 // read exactly as the first boot's (fresh user): they were left out as repeats. They are kept; a repeat needs a
 // time.
