@@ -176,61 +176,11 @@ bool same_value(std::string_view expected, std::string_view actual) {
     return true;
 }
 
-// A PCI address "[DOMAIN:]BUS:DEVICE[.FUNCTION]" in hex (0000:01:00.0, nvidia-smi's 00000000:01:00.0, RM's Xid
-// "PCI:0000:01:00" without a function, lspci's 01:00.0 without a domain, which is 0).
-struct PciAddress {
-    std::uint64_t domain = 0;
-    unsigned bus = 0, device = 0;
-    std::optional<unsigned> function;
-};
-
-std::optional<PciAddress> parse_pci(std::string_view s) {
-    if (s.starts_with("PCI:") || s.starts_with("pci:")) s.remove_prefix(4);
-    auto hex = [](std::string_view t, std::size_t max_digits) -> std::optional<std::uint64_t> {
-        if (t.empty() || t.size() > max_digits) return std::nullopt;
-        std::uint64_t v = 0;
-        for (char c : t) {
-            int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                    : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
-                    : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
-                                                                : -1;
-            if (d < 0) return std::nullopt;
-            v = v * 16 + static_cast<std::uint64_t>(d);
-        }
-        return v;
-    };
-    PciAddress a;
-    if (std::size_t dot = s.rfind('.'); dot != std::string_view::npos) {
-        auto fn = hex(s.substr(dot + 1), 1);
-        if (!fn || *fn > 7) return std::nullopt;
-        a.function = static_cast<unsigned>(*fn);
-        s = s.substr(0, dot);
-    }
-    std::vector<std::string_view> parts;
-    for (std::size_t at = 0;;) {
-        std::size_t colon = s.find(':', at);
-        parts.push_back(s.substr(at, colon == std::string_view::npos ? std::string_view::npos : colon - at));
-        if (colon == std::string_view::npos) break;
-        at = colon + 1;
-    }
-    if (parts.size() != 2 && parts.size() != 3) return std::nullopt;
-    if (parts.size() == 3) {
-        auto d = hex(parts[0], 8);
-        if (!d) return std::nullopt;
-        a.domain = *d;
-    }
-    auto bus = hex(parts[parts.size() - 2], 2), dev = hex(parts.back(), 2);
-    if (!bus || !dev || *dev > 0x1f) return std::nullopt;
-    a.bus = static_cast<unsigned>(*bus);
-    a.device = static_cast<unsigned>(*dev);
-    return a;
-}
-
 // Whether a `pci=` or `device=` field names the address a kernel-log line names: the same domain, bus and device,
 // and the same function when both give one. A line without a function (an Xid's "PCI:0000:01:00") names the
 // device, which nvidia-smi's full address (function 0) is on; comparing the strings failed that line.
 bool same_pci(std::string_view expected, std::string_view actual) {
-    auto e = parse_pci(expected), a = parse_pci(actual);
+    auto e = check_values::pci_address(expected), a = check_values::pci_address(actual);
     if (!e || !a) return same_value(expected, actual);
     return e->domain == a->domain && e->bus == a->bus && e->device == a->device &&
            (!e->function || !a->function || *e->function == *a->function);
@@ -977,17 +927,21 @@ FactResult eval_log(const Context& ctx, const Fact& f, const std::optional<std::
             continue;
         }
         ++of_kind;
-        auto has = [&m](const std::string& k, const std::string& v) {
+        // `pci=` and `device=` compare with the most specific address the message names: an Xid's `device`, the full
+        // address of the `GPU ...: GPU has fallen off the bus.` line joined to it (0000:b3:00.0), over its own `pci`,
+        // the bus and device its line names (0000:b3:00). Either key: on an Xid without that line, `device=` failed
+        // though the line names the device, and on one with it `pci=...:00.1` passed through the Xid's own `pci`.
+        const std::string* address = nullptr;
+        for (const char* key : {"device", "pci"})
+            if (auto it = m.fields.find(key); !address && it != m.fields.end()) address = &it->second;
+        auto has = [&m, address](const std::string& k, const std::string& v) {
+            if (k == "pci" || k == "device") return address && same_pci(v, *address);
             auto it = m.fields.find(k);
-            if (it == m.fields.end()) return false;
-            return k == "pci" || k == "device" ? same_pci(v, it->second) : same_value(v, it->second);
+            return it != m.fields.end() && same_value(v, it->second);
         };
-        // An Xid's `pci` is the bus and device its line names (0000:b3:00); the joined line's full address, which
-        // a fallen_off_bus message's `pci` holds (0000:b3:00.0), is the Xid's `device`.
-        const bool joined = m.kind != kind;
         bool ok = true;
         for (const auto& [k, v] : f.fields)
-            ok = ok && (has(k, v) || (joined && k == "pci" && has("device", v)));
+            ok = ok && has(k, v);
         std::string text = m.text.substr(0, m.text.find('\n'));
         if (ok) {
             if (matched++ == 0) first_match = text;

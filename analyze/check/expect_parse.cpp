@@ -233,6 +233,11 @@ struct Parser {
                 // checker compares numbers by value and nothing else matches it.
                 if (kw.text == "log" && f.names[0] == "xid" && key == "xid" && !check_values::number(value))
                     return fail(error(vcol, "an Xid number (79, 0x4f; the name is the field xid_name)", value));
+                // A kernel-log line's PCI address (the checker compares addresses, not strings): a value that is none
+                // could match no message, and `absent log xid pci=0000:3b:000` passed on every log.
+                if (kw.text == "log" && (key == "pci" || key == "device") && !check_values::pci_address(value))
+                    return fail(error(
+                        vcol, "a PCI address, [DOMAIN:]BUS:DEVICE[.FUNCTION] in hex (0000:01:00.0, 01:00.0)", value));
                 if (kw.text == "ioctl" && key == "hclass" && !check_values::hclass_value(value))
                     return fail(
                         error(vcol, "an RM class name or number (NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, 0x71)", value));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "nvtrace/knowledge.hpp"
 
@@ -82,6 +83,56 @@ inline std::optional<std::uint64_t> hclass_value(std::string_view s) {
 inline std::optional<std::uint64_t> ioctl_value(std::string_view s) {
     if (auto n = number(s)) return n;
     return ioctl_number_by_name(s);
+}
+
+// A PCI address "[DOMAIN:]BUS:DEVICE[.FUNCTION]" in hex (0000:01:00.0, nvidia-smi's 00000000:01:00.0, RM's Xid
+// "PCI:0000:01:00" without a function, lspci's 01:00.0 without a domain, which is 0).
+struct PciAddress {
+    std::uint64_t domain = 0;
+    unsigned bus = 0, device = 0;
+    std::optional<unsigned> function;
+};
+
+inline std::optional<PciAddress> pci_address(std::string_view s) {
+    if (s.starts_with("PCI:") || s.starts_with("pci:")) s.remove_prefix(4);
+    auto hex = [](std::string_view t, std::size_t max_digits) -> std::optional<std::uint64_t> {
+        if (t.empty() || t.size() > max_digits) return std::nullopt;
+        std::uint64_t v = 0;
+        for (char c : t) {
+            int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                    : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+                    : (c >= 'A' && c <= 'F')                    ? c - 'A' + 10
+                                                                : -1;
+            if (d < 0) return std::nullopt;
+            v = v * 16 + static_cast<std::uint64_t>(d);
+        }
+        return v;
+    };
+    PciAddress a;
+    if (std::size_t dot = s.rfind('.'); dot != std::string_view::npos) {
+        auto fn = hex(s.substr(dot + 1), 1);
+        if (!fn || *fn > 7) return std::nullopt;
+        a.function = static_cast<unsigned>(*fn);
+        s = s.substr(0, dot);
+    }
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0;;) {
+        std::size_t colon = s.find(':', at);
+        parts.push_back(s.substr(at, colon == std::string_view::npos ? std::string_view::npos : colon - at));
+        if (colon == std::string_view::npos) break;
+        at = colon + 1;
+    }
+    if (parts.size() != 2 && parts.size() != 3) return std::nullopt;
+    if (parts.size() == 3) {
+        auto d = hex(parts[0], 8);
+        if (!d) return std::nullopt;
+        a.domain = *d;
+    }
+    auto bus = hex(parts[parts.size() - 2], 2), dev = hex(parts.back(), 2);
+    if (!bus || !dev || *dev > 0x1f) return std::nullopt;
+    a.bus = static_cast<unsigned>(*bus);
+    a.device = static_cast<unsigned>(*dev);
+    return a;
 }
 
 }  // namespace nvtrace::check_values

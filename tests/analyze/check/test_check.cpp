@@ -486,6 +486,18 @@ TEST(CheckNvidia, PciAddressWithAFunctionMatchesAnXidLineThatNamesOnlyTheDevice)
                                             "pci=0000:01:00\n")));
     EXPECT_EQ(m["audio"].result, "fail");
     EXPECT_EQ(m["dev"].result, "pass") << m["dev"].evidence;
+    // device= names the same address (fresh user: it failed on every Xid without a joined bus line).
+    r.kernel_log[0].fields["pci"] = "0000:01:00";
+    m = by_id(check_report(r, inline_expect("check dev\n  log xid device=0000:01:00.0\n")));
+    EXPECT_EQ(m["dev"].result, "pass") << m["dev"].evidence;
+    // With the bus line joined, its full address is the one compared (fresh user: pci=...:00.1 passed through the
+    // Xid's own address, which names no function).
+    r.kernel_log[0].fields["device"] = "0000:01:00.0";
+    m = by_id(check_report(r, inline_expect("check fn1\n  log fallen_off_bus pci=0000:01:00.1\ncheck fn0\n  log "
+                                            "fallen_off_bus pci=0000:01:00.0\ncheck dev\n  log xid device=01:00\n")));
+    EXPECT_EQ(m["fn1"].result, "fail");
+    EXPECT_EQ(m["fn0"].result, "pass") << m["fn0"].evidence;
+    EXPECT_EQ(m["dev"].result, "pass") << m["dev"].evidence;
 }
 
 // `nvtrace report trace.txt --kmsg dmesg.log` with a log that holds no message: "absent log xid" was inconclusive,

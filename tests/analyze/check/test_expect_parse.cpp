@@ -55,6 +55,17 @@ TEST(ExpectParse, NamesAndValuesNvtraceCannotMatchAreRefused) {
     EXPECT_EQ(error_of("check a\n  absent log xid xid=abc\n"),
               "t.expect:2:22: expected an Xid number (79, 0x4f; the name is the field xid_name), found 'abc'");
     EXPECT_EQ(error_of("check a\n  log xid xid=0x4f pci=0000:b3:00\n  absent log xid xid=79\n"), "<parsed>");
+    // `absent log xid xid=79 pci=0000:3b:000` (fresh user) passed on every log: a pci= or device= that is no PCI
+    // address matches no message. Every form a tool prints parses.
+    for (const char* bad : {"0000:3b:000", "zz", "3b:00.8", "0000:3B:00.0.0", "b3:00.0x"})
+        EXPECT_NE(error_of(std::string("check a\n  absent log xid pci=") + bad + "\n").find("expected a PCI address"),
+                  std::string::npos)
+            << bad;
+    EXPECT_NE(error_of("check a\n  log fallen_off_bus device=0000:3b\n").find("expected a PCI address"),
+              std::string::npos);
+    EXPECT_EQ(
+        error_of("check a\n  log xid pci=00000000:3B:00.0\n  log xid pci=3b:00.0\n  log xid device=PCI:0000:3b:00\n"),
+        "<parsed>");
     // What is known parses: names, numbers, errno names and numbers, NV_STATUS and class names.
     EXPECT_EQ(error_of("check a\n  ioctl FIONREAD ret=-22\n  absent ioctl 0x541b ret=EINVAL\n  absent log xid\n"
                        "  ioctl NV_ESC_RM_ALLOC_MEMORY hclass=0x71 status=NV_OK\n"),
