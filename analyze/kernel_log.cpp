@@ -670,7 +670,11 @@ void Reader::emit(std::string_view body, const klog::LinePrefix& p, std::uint32_
     klog::LinePrefix prefix = p;
     for (bool first = true;; first = false) {
         std::size_t glued = klog::find_glued_message(body);
-        record(body.substr(0, glued), prefix, lineno, std::nullopt, "");
+        // A priority of facility other than 0 (dmesg -r "<12>", dmesg -x "user  :"): written from user space, as a
+        // /dev/kmsg record of that facility (fresh user: `dmesg -r`'s user-space Xid line counted as the driver's).
+        const bool from_user = prefix.facility > 0;
+        record(body.substr(0, glued), prefix, lineno, std::nullopt, from_user ? "user" : "");
+        if (from_user) msgs_.back().msg.fields["facility"] = std::to_string(prefix.facility);
         if (!first) {
             msgs_.back().msg.fields["fused"] = "true";
             --out_.log_lines;  // the same physical line

@@ -37,10 +37,13 @@ struct LinePrefix {
     std::string host;                    // syslog/journal host
     std::string ident;                   // syslog/journal tag ("kernel" for kernel lines)
     int level = -1;                      // from "<N>" (dmesg -r, kmsg) or "kern  :err   : " (dmesg -x)
-    std::size_t body = 0;                // offset of the message in the line
-    bool quoted = false;                 // the prefix was found after "> " or indentation (other tools' output)
-    bool syslog_evidence = false;        // space-padded day or "#012" escapes: rsyslog, not journalctl
-    std::string unknown_prefix;          // text before the message start that no recogniser read (kept)
+    // The syslog facility from the same: "<N>" is facility * 8 + level (util-linux dmesg -r, LOG_MAKEPRI), dmesg -x
+    // names it ("user  :warn  : "). -1: not printed. Other than 0 (kern): written from user space.
+    int facility = -1;
+    std::size_t body = 0;          // offset of the message in the line
+    bool quoted = false;           // the prefix was found after "> " or indentation (other tools' output)
+    bool syslog_evidence = false;  // space-padded day or "#012" escapes: rsyslog, not journalctl
+    std::string unknown_prefix;    // text before the message start that no recogniser read (kept)
 };
 
 // Recognises the prefix of one physical line (no trailing newline). kmsg records are not handled here.

@@ -380,6 +380,7 @@ LinePrefix parse_line_prefix(std::string_view line) {
         }
         if (q > p + 1 && q < line.size() && line[q] == '>') {
             out.level = static_cast<int>(prio & 7u);
+            out.facility = static_cast<int>(prio >> 3);
             p = q + 1;
         }
     }
@@ -394,6 +395,8 @@ LinePrefix parse_line_prefix(std::string_view line) {
                 int lvl = level_from_name(trim(line.substr(c1 + 1, c2 - c1 - 1)));
                 if (lvl >= 0) {
                     out.level = lvl;
+                    // syslog.h's numbers of the names accepted above.
+                    out.facility = fac == "kern" ? 0 : fac == "user" ? 1 : fac == "daemon" ? 3 : fac == "auth" ? 4 : 5;
                     p = c2 + 2;
                 }
             }

@@ -460,6 +460,29 @@ TEST(KlogFormat, KmsgRecordReadTwiceIsOneMessageNotTwo) {
         EXPECT_NE(d.name, "kmsg_record_repeated");
 }
 
+// `dmesg -r` prints the priority as "<facility * 8 + level>" (util-linux, LOG_MAKEPRI) and `dmesg -x` names the
+// facility: a line of facility user is written from user space, as a /dev/kmsg record of facility 1 is. Its Xid was
+// counted as the driver's (fresh user): `log xid` passed and `absent log xid` failed on a line `echo` wrote.
+TEST(KlogFormat, DmesgRawAndDecodedFacilityOfUserIsWrittenFromUserSpace) {
+    auto p = read_kernel_log(
+        "<12>[  100.100000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "<4>[  100.200000] NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception\n"
+        "user  :warn  : [  100.300000] NVRM: Xid (PCI:0000:3b:00): 79, pid=2, GPU has fallen off the bus.\n"
+        "kern  :warn  : [  100.400000] NVRM: Xid (PCI:0000:3b:00): 31, pid=2, Ch 00000010\n",
+        "d.log");
+    ASSERT_EQ(p.messages.size(), 4u);
+    for (std::size_t i : {0u, 2u}) {
+        EXPECT_EQ(p.messages[i].source, "user") << i;
+        EXPECT_EQ(p.messages[i].fields.at("facility"), "1") << i;
+        EXPECT_EQ(p.messages[i].fields.at("text_source"), "NVRM") << i;
+    }
+    for (std::size_t i : {1u, 3u}) {
+        EXPECT_EQ(p.messages[i].source, "NVRM") << i;
+        EXPECT_EQ(p.messages[i].kind, "xid") << i;
+        EXPECT_EQ(p.messages[i].fields.count("facility"), 0u) << i;
+    }
+}
+
 // `dmesg` pasted twice into one file (fresh user): every Xid was counted twice. A line with a kernel timestamp that
 // matches one read before byte for byte is that line again and is left out, with the indented lines under it; a
 // line at another time, or in another boot's syslog prefix, is a message of its own, and lines at time 0 are kept.
