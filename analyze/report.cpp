@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "api_calls.hpp"
+#include "klog/klog.hpp"
 #include "kmsg_seq.hpp"
 #include "nvtrace/call_graph.hpp"
 #include "nvtrace/ioctl.hpp"
@@ -408,7 +409,15 @@ void ReportBuilder::add(const Event& ev) {
     } else if (const auto* con = std::get_if<ConsoleLine>(&ev.body)) {
         KernelLogMessage msg;
         if (ev.ts_known) msg.ts_ns = ev.ts_ns;
-        msg.text = con->text;
+        // Older kernels trace the console's formatted text (call_console_drivers), which starts with the printk time
+        // "[ 1843.200010] " (and CONFIG_PRINTK_CALLER's "[  T591] ") when printk.time is on; newer ones trace the
+        // message itself (printk_sprint). The prefix is left out as dmesg leaves it out of a message: an Xid behind
+        // it was a message of kind other, and `log xid` FAILED (fresh user).
+        std::string_view text = con->text;
+        if (!text.empty() && text.front() == '[')
+            if (klog::LinePrefix pre = klog::parse_line_prefix(text); pre.format == "dmesg" && pre.ts_ns)
+                text.remove_prefix(std::min(pre.body, text.size()));
+        msg.text = std::string(text);
         classify_kernel_message(msg);
         msg.call = calls_->open_call(ev);
         msg.attached = msg.call ? "console" : "none";  // its own time says no call was open on its task

@@ -186,6 +186,24 @@ TEST(FgraphText, CommentsBecomeEvents) {
     EXPECT_EQ(r.kernel_log[0].text, "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus.");
 }
 
+// Older kernels trace the console's formatted text, printk time first (fresh user): the Xid behind
+// "[ 1843.200010] " was a message of kind other and `log xid xid=79` failed.
+TEST(FgraphText, ConsoleTextWithThePrintkTimeIsReadAsTheMessage) {
+    auto s = read(
+        " 1843.200000 |   0)               |  nv_isr() {\n"
+        " 1843.200010 |   0)               |    /* console: [ 1843.200010] NVRM: Xid (PCI:0000:b3:00): 79, "
+        "pid='<unknown>', name=<unknown>, GPU has fallen off the bus. */\n"
+        " 1843.200020 |   0)               |    /* console: [ 1843.200020] [  T591] nvidia-uvm: a message */\n"
+        " 1843.200030 |   0)   40.000 us   |  }\n");
+    Report r = build_report(s);
+    ASSERT_EQ(r.kernel_log.size(), 2u);
+    EXPECT_EQ(r.kernel_log[0].kind, "xid");
+    EXPECT_EQ(r.kernel_log[0].fields.at("xid"), "79");
+    EXPECT_EQ(r.kernel_log[0].text.rfind("NVRM: Xid (PCI:0000:b3:00): 79", 0), 0u) << r.kernel_log[0].text;
+    EXPECT_EQ(r.kernel_log[1].source, "nvidia-uvm");
+    EXPECT_EQ(r.kernel_log[1].text, "nvidia-uvm: a message");
+}
+
 TEST(FgraphText, BannerGivesPidsBeforeAndAfter) {
     auto s = read(
         " 2)   0.100 us    |  a();\n"
