@@ -868,6 +868,14 @@ StraceLog parse_strace(std::string_view text, std::string_view source) {
                     return;
                 }
                 take_result(log.ioctls[it->second], res);
+                // strace prints an argument it decodes at exit on the resumed line ("<... ioctl resumed>,
+                // 0x7ffd...) = 0": a read-direction ioctl's): it is the call's argument when its line had none.
+                if (StraceIoctl& io = log.ioctls[it->second]; io.arg.empty())
+                    for (std::string_view a : args)
+                        if (!a.empty()) {
+                            io.arg = std::string(a);
+                            break;
+                        }
                 log.ioctls[it->second].truncated = truncated;
                 log.ioctls[it->second].exit_ns = at;  // strace stamps a resumed line when the call returned
                 pending.erase(it);

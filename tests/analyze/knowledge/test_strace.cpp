@@ -143,6 +143,24 @@ TEST(StraceReader, UnfinishedAndResumedCallsPair) {
     EXPECT_EQ(log.ioctls[0].line, 1u);
 }
 
+// strace prints an argument it decodes at exit on the resumed line (a read-direction ioctl's): the report's arg was
+// null, which report-format.md keeps for "the source printed no number" (fresh user).
+TEST(StraceReader, ArgumentPrintedOnTheResumedLineIsTheCallsArgument) {
+    const char* text =
+        "4242  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2b, 0x20) <unfinished ...>\n"
+        "4243  ioctl(3</dev/nvidiactl>, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd00000010 <unfinished "
+        "...>\n"
+        "4242  <... ioctl resumed>, 0x7ffd00000000) = 0\n"
+        "4243  <... ioctl resumed>) = 0\n";
+    StraceLog log = parse_strace(text);
+    ASSERT_EQ(log.ioctls.size(), 2u);
+    EXPECT_EQ(log.ioctls[0].arg, "0x7ffd00000000");
+    EXPECT_EQ(log.ioctls[1].arg, "0x7ffd00000010");
+    Report r = report_of(text);
+    ASSERT_EQ(r.ioctls.size(), 2u);
+    EXPECT_EQ(r.ioctls[0].arg, 0x7ffd00000000u);
+}
+
 // strace's SYS_FUNC(ioctl) (src/ioctl.c) prints a request it has a name for by that name. A name nvtrace has no
 // number for left the call out of the report's ioctls with an info diagnostic, and the report said complete.
 // The forms are strace's: a name of its table, every name of the number joined by " or "
