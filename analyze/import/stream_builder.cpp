@@ -97,6 +97,15 @@ void StreamBuilder::pend(const LineCtx& ctx, bool irq, Pending::Kind kind, int d
 }
 
 void StreamBuilder::backfill_pid(std::size_t from, int cpu, int pid) {
+    // The entries open on the CPU were the task's: its lines on another CPU (it slept in the call and woke there)
+    // continue them. They stayed under the CPU's key, so a return there found nothing open and the look-ahead
+    // inferred a second copy of the call (fresh user: one nv_ioctl that slept in schedule() became two).
+    if (auto it = tasks_.find(-2 - static_cast<std::int64_t>(cpu)); it != tasks_.end()) {
+        TaskState moved = std::move(it->second);
+        tasks_.erase(it);
+        last_task_ = nullptr;  // it may have pointed at the erased state
+        if (TaskState& to = tasks_[pid]; to.open.empty()) to = std::move(moved);
+    }
     if (drain_) {
         for (std::size_t i = from - base_; i < pending_.size(); ++i)
             if (pending_[i].cpu == cpu && pending_[i].pid < 0) pending_[i].pid = pid;

@@ -250,6 +250,38 @@ TEST(FgraphText, ParentInferredBeforeABannerGetsTheBannersPidAndCloses) {
     EXPECT_EQ(r.completeness.orphan_returns(), 1u);  // f's return: its entry is not in the data
 }
 
+// A task that sleeps in a call and wakes on another CPU, in text without the task column (funcgraph-proc is off by
+// default): the banners say both CPUs' lines are prog-20's. The entries open on CPU 0 stayed under the CPU's key,
+// so on CPU 1 nv_leaf found nothing open on its task and the look-ahead inferred a second nv_ioctl (fresh user):
+// one call shown as two, one unclosed and one without its entry.
+TEST(FgraphText, TaskThatSleepsInACallAndWakesOnAnotherCpuIsOneCall) {
+    const char* text =
+        " 0)               |  nv_ioctl() {\n"
+        " 0)               |    schedule() {\n"
+        " ------------------------------------------\n"
+        " 0)   prog-20   =>  kworke-5   \n"
+        " ------------------------------------------\n"
+        " ------------------------------------------\n"
+        " 1)   bash-10   =>   prog-20   \n"
+        " ------------------------------------------\n"
+        " 1) ! 300.000 us  |    } /* schedule */\n"
+        " 1)   0.200 us    |    nv_leaf();\n"
+        " 1) ! 301.000 us  |  } /* nv_ioctl */\n";
+    Report r = build_report(read(text));
+    ASSERT_EQ(r.calls.size(), 3u);
+    EXPECT_EQ(r.calls[0].function, "nv_ioctl");
+    EXPECT_TRUE(r.calls[0].entry_seen);
+    EXPECT_TRUE(r.calls[0].exit_seen);
+    EXPECT_EQ(r.calls[0].duration_ns, 301000u);
+    EXPECT_EQ(r.calls[1].function, "schedule");
+    EXPECT_EQ(r.calls[1].parent, 1u);
+    EXPECT_EQ(r.calls[2].function, "nv_leaf");
+    EXPECT_EQ(r.calls[2].parent, 1u);
+    for (const Call& c : r.calls)
+        EXPECT_EQ(c.pid, 20) << c.function;
+    EXPECT_TRUE(r.completeness.complete);
+}
+
 TEST(FgraphText, TaskColumnGivesThePid) {
     auto s = read(" 0)    sh-4802     |   0.616 us    |  f();\n 1)  <idle>-0     |   0.100 us    |  g();\n");
     EXPECT_EQ(s.events[0].pid, 4802);
